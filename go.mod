@@ -2,4 +2,9 @@ module github.com/sparkhost/sparkhost
 
 go 1.26.8
 
-require golang.org/x/crypto v0.59.0 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0
+	golang.org/x/crypto v0.59.0
+)
+
+require golang.org/x/sys v0.50.0 // indirect

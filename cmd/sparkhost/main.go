@@ -1,0 +1,41 @@
+// Command sparkhost is the game-server host: `sparkhost run` starts a
+// dedicated server, `sparkhost version` prints the build.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+const usage = `usage: sparkhost COMMAND [FLAGS]
+
+commands:
+  run        start a dedicated server (sparkhost run --help)
+  version    print the version
+`
+
+func main() {
+	os.Exit(dispatch(os.Args[1:]))
+}
+
+func dispatch(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(args[1:])
+	case "version", "--version":
+		fmt.Printf("sparkhost %s (protocol v3)\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "sparkhost: unknown command %q; run 'sparkhost help' for the list\n", args[0])
+	return 2
+}

@@ -1,0 +1,485 @@
+package netstack
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/reliable"
+	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Client retry schedule of §5.5.
+const (
+	DefaultConnectRetry   = 500 * time.Millisecond
+	DefaultConnectRetries = 10
+	// DefaultInboxSize bounds the messages a client holds for Receive.
+	DefaultInboxSize = 4096
+)
+
+// ClientConfig configures Dial. Zero values mean the documented defaults.
+type ClientConfig struct {
+	// Server is the server's address; its text form "host:port" is also the
+	// known_hosts key.
+	Server netip.AddrPort
+	// Name is the player name sent in ClientFinished.
+	Name string
+	// Pin, when set, is the only identity accepted ("ed25519:..."). Otherwise
+	// KnownHosts decides, with trust on first use.
+	Pin string
+	// KnownHosts is the known_hosts store used when Pin is empty.
+	KnownHosts *trust.KnownHosts
+	// OnTrustNew is told when an unknown server key was recorded (TOFU).
+	OnTrustNew func(hostport, pin string)
+	// Conn, when set, is used instead of a new UDP socket.
+	Conn net.PacketConn
+	// Registry holds the schemas of module messages the client understands;
+	// nil = built-ins only.
+	Registry *wire.Registry
+	// ConnectRetry is the Connect resend interval (500 ms); ConnectRetries
+	// the number of resends (10).
+	ConnectRetry   time.Duration
+	ConnectRetries int
+	// Timeout, HeartbeatInterval, Rotation and Reliable as in ServerConfig.
+	Timeout           time.Duration
+	HeartbeatInterval time.Duration
+	Rotation          seal.RotationConfig
+	Reliable          reliable.Config
+	// InboxSize bounds undelivered messages; 0 means 4096. When it is full a
+	// message is dropped and counted in InboxDrops.
+	InboxSize int
+}
+
+// HandshakeErrorCode says why a handshake failed on the client side.
+type HandshakeErrorCode uint8
+
+// Client-side handshake outcomes.
+const (
+	// HandshakeRejected: the server answered ConnectRejected (see Reason).
+	HandshakeRejected HandshakeErrorCode = iota + 1
+	// ServerIdentityMismatch: the server's key differs from the pin or known_hosts.
+	ServerIdentityMismatch
+	// HandshakeAuthFailed: the ServerHello signature did not verify.
+	HandshakeAuthFailed
+	// HandshakeTimeout: no usable answer after every resend.
+	HandshakeTimeout
+	// HandshakeRefusedName: the server closed the Securing slot (e.g. NameInvalid).
+	HandshakeRefusedName
+)
+
+// HandshakeError is the error Dial returns when no session was established.
+type HandshakeError struct {
+	Code       HandshakeErrorCode
+	Reason     wire.RejectReason     // for HandshakeRejected
+	Disconnect wire.DisconnectReason // for HandshakeRefusedName
+	Detail     string
+	Err        error
+}
+
+func (e *HandshakeError) Error() string {
+	switch e.Code {
+	case HandshakeRejected:
+		return fmt.Sprintf("server rejected the connection: %s (%s)", e.Reason, e.Detail)
+	case ServerIdentityMismatch:
+		return "server identity mismatch: " + errText(e.Err)
+	case HandshakeAuthFailed:
+		return "server handshake signature invalid: " + errText(e.Err)
+	case HandshakeTimeout:
+		return "no answer from the server; is it running and reachable?"
+	case HandshakeRefusedName:
+		return fmt.Sprintf("server refused admission: %s (%s)", e.Disconnect, e.Detail)
+	}
+	return "handshake failed"
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Message is one message received by a client.
+type Message struct {
+	Header  wire.Header
+	Payload []byte
+}
+
+// Client is a connected protocol v3 client.
+type Client struct {
+	cfg      ClientConfig
+	conn     *packetConn
+	ownsConn bool
+	sess     *session
+	reg      *wire.Registry
+	identity [32]byte
+	gameSync wire.GameStateSync
+
+	inbox     chan Message
+	admitted  chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Dial connects to a server, completes the handshake and waits for the
+// GameStateSync that marks admission.
+func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	if cfg.ConnectRetry <= 0 {
+		cfg.ConnectRetry = DefaultConnectRetry
+	}
+	if cfg.ConnectRetries <= 0 {
+		cfg.ConnectRetries = DefaultConnectRetries
+	}
+	if cfg.InboxSize <= 0 {
+		cfg.InboxSize = DefaultInboxSize
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = wire.NewRegistry()
+	}
+	var pin [32]byte
+	if cfg.Pin != "" {
+		var err error
+		if pin, err = trust.ParsePin(cfg.Pin); err != nil {
+			return nil, err
+		}
+	} else if cfg.KnownHosts == nil {
+		return nil, errors.New("netstack: no pin and no known_hosts: refusing to trust an unknown server")
+	}
+	c := &Client{
+		cfg:      cfg,
+		reg:      cfg.Registry,
+		inbox:    make(chan Message, cfg.InboxSize),
+		admitted: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if cfg.Conn != nil {
+		c.conn = newPacketConn(cfg.Conn)
+	} else {
+		uc, err := net.ListenUDP("udp4", nil)
+		if err != nil {
+			return nil, fmt.Errorf("netstack: open client socket: %w", err)
+		}
+		c.conn, c.ownsConn = newPacketConn(uc), true
+	}
+	res, origin, err := c.handshake(ctx, pin)
+	if err != nil {
+		c.closeConn()
+		return nil, err
+	}
+	if err := c.finish(ctx, res, origin); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) closeConn() {
+	if c.ownsConn {
+		_ = c.conn.pc.Close()
+	}
+}
+
+// verifyIdentity checks the server key against the pin or known_hosts.
+func (c *Client) verifyIdentity(pin [32]byte) func([32]byte) error {
+	return func(pub [32]byte) error {
+		if c.cfg.Pin != "" {
+			if pub != pin {
+				return fmt.Errorf("server key %s does not match the pin %s", trust.Pin(pub[:]), c.cfg.Pin)
+			}
+			return nil
+		}
+		_, err := c.cfg.KnownHosts.Check(c.cfg.Server.String(), pub)
+		return err
+	}
+}
+
+// handshake sends Connect (resending on the §5.5 schedule) until a verified
+// ConnectAccepted or a ConnectRejected arrives.
+func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.ClientResult, time.Time, error) {
+	origin := time.Now()
+	hs, err := handshake.NewClientHandshake(rand.Reader)
+	if err != nil {
+		return nil, origin, err
+	}
+	hdr := wire.Header{Type: wire.TypeConnect}
+	connect := wire.AppendPacket([]byte{classPlain}, &hdr, hs.Hello())
+	buf := make([]byte, wire.MaxDatagram+1)
+	verify := c.verifyIdentity(pin)
+	for attempt := 0; attempt <= c.cfg.ConnectRetries; attempt++ {
+		if err := c.conn.write(connect, c.cfg.Server); err != nil {
+			return nil, origin, fmt.Errorf("netstack: send Connect: %w", err)
+		}
+		deadline := time.Now().Add(c.cfg.ConnectRetry)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, origin, err
+			}
+			_ = c.conn.pc.SetReadDeadline(deadline)
+			n, from, err := c.conn.read(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					break
+				}
+				return nil, origin, err
+			}
+			if from != c.cfg.Server || n < 1 || buf[0] != classPlain {
+				continue
+			}
+			h, payload, err := wire.ParsePacket(buf[1:n])
+			if err != nil || h.SenderID != 0 {
+				continue
+			}
+			switch h.Type {
+			case wire.TypeConnectRejected:
+				rej, err := wire.ParseConnectRejected(payload)
+				if err != nil {
+					continue
+				}
+				return nil, origin, &HandshakeError{Code: HandshakeRejected, Reason: wire.RejectReason(rej.Reason), Detail: rej.Detail}
+			case wire.TypeConnectAccepted:
+				res, err := hs.Finish(payload, verify)
+				switch {
+				case errors.Is(err, handshake.ErrServerIdentityMismatch):
+					return nil, origin, &HandshakeError{Code: ServerIdentityMismatch, Err: err}
+				case errors.Is(err, handshake.ErrHandshakeAuthFailed):
+					return nil, origin, &HandshakeError{Code: HandshakeAuthFailed, Err: err}
+				case err != nil:
+					continue // abandoned silently (e.g. all-zero ss, bad shape)
+				}
+				_ = c.conn.pc.SetReadDeadline(time.Time{})
+				return res, origin, nil
+			}
+		}
+	}
+	return nil, origin, &HandshakeError{Code: HandshakeTimeout}
+}
+
+// finish records trust on first use, opens the channel, sends ClientFinished
+// and waits for GameStateSync.
+func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin time.Time) error {
+	c.identity = res.IdentityPub
+	if c.cfg.Pin == "" {
+		v, err := c.cfg.KnownHosts.Check(c.cfg.Server.String(), res.IdentityPub)
+		if err != nil {
+			return &HandshakeError{Code: ServerIdentityMismatch, Err: err}
+		}
+		if v == trust.Unknown {
+			if err := c.cfg.KnownHosts.Record(c.cfg.Server.String(), res.IdentityPub); err != nil {
+				return err
+			}
+			if c.cfg.OnTrustNew != nil {
+				c.cfg.OnTrustNew(c.cfg.Server.String(), trust.Pin(res.IdentityPub[:]))
+			}
+		}
+	}
+	now := time.Now()
+	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout}
+	chcfg.populate()
+	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+
+	payload := wire.AppendClientFinished(nil, &wire.ClientFinished{Name: c.cfg.Name})
+	c.sess.mu.Lock()
+	err := c.sess.sendLocked(wire.TypeConnect, wire.Reliable, payload, now)
+	c.sess.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.wg.Add(2)
+	go c.receiveLoop()
+	go c.serviceLoop()
+	select {
+	case <-c.admitted:
+		return nil
+	case <-c.done:
+		c.sess.mu.Lock()
+		reason, detail := c.sess.reason, c.sess.detail
+		c.sess.mu.Unlock()
+		return &HandshakeError{Code: HandshakeRefusedName, Disconnect: reason, Detail: detail}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) receiveLoop() {
+	defer c.wg.Done()
+	buf := make([]byte, wire.MaxDatagram+1)
+	for {
+		n, from, err := c.conn.read(buf)
+		if err != nil {
+			select {
+			case <-c.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				c.shutdown()
+				return
+			}
+			continue
+		}
+		if from != c.cfg.Server || n == 0 || buf[0] != classSealed {
+			c.sess.ctr.drop(dropOther)
+			continue
+		}
+		now := time.Now()
+		c.sess.mu.Lock()
+		if h, payload, ok := c.sess.openLocked(buf[:n], now); ok {
+			c.sess.handleLocked(c.reg, &h, payload, now, c.deliver)
+		}
+		closed := c.sess.closed
+		c.sess.mu.Unlock()
+		if closed {
+			c.shutdown()
+			return
+		}
+	}
+}
+
+// deliver queues a message for Receive; it runs under the session lock.
+func (c *Client) deliver(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeGameStateSync {
+		if gs, err := wire.ParseGameStateSync(payload); err == nil {
+			c.gameSync = gs
+			select {
+			case <-c.admitted:
+			default:
+				close(c.admitted)
+			}
+		}
+	}
+	msg := Message{Header: *h, Payload: append([]byte(nil), payload...)}
+	select {
+	case c.inbox <- msg:
+	default:
+		c.sess.ctr.InboxDrops.Add(1)
+	}
+}
+
+func (c *Client) serviceLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case now := <-t.C:
+			c.sess.mu.Lock()
+			closed := c.sess.serviceLocked(now)
+			c.sess.mu.Unlock()
+			if closed {
+				c.shutdown()
+				return
+			}
+		}
+	}
+}
+
+// shutdown stops the goroutines' work once the session is closed.
+func (c *Client) shutdown() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.conn.pc.SetReadDeadline(time.Now())
+		c.closeConn()
+	})
+}
+
+// ID returns the client id the server assigned.
+func (c *Client) ID() uint32 { return c.sess.id }
+
+// ServerPin returns the verified server identity as a pin.
+func (c *Client) ServerPin() string { return trust.Pin(c.identity[:]) }
+
+// GameState returns the GameStateSync received at admission (or a later one).
+func (c *Client) GameState() wire.GameStateSync {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	return c.gameSync
+}
+
+// ChannelBinding returns the session's transcript hash th (see Server.ChannelBinding).
+func (c *Client) ChannelBinding() [32]byte { return c.sess.th }
+
+// Send sends one message to the server.
+func (c *Client) Send(t wire.MessageType, ch wire.Channel, payload []byte) error {
+	c.sess.mu.Lock()
+	err := c.sess.sendLocked(t, ch, payload, time.Now())
+	closed := c.sess.closed
+	c.sess.mu.Unlock()
+	if closed {
+		c.shutdown()
+	}
+	return err
+}
+
+// Receive returns the next message, or an error once the connection is closed
+// and every received message has been returned.
+func (c *Client) Receive(ctx context.Context) (Message, error) {
+	select {
+	case m := <-c.inbox:
+		return m, nil
+	default:
+	}
+	select {
+	case m := <-c.inbox:
+		return m, nil
+	case <-c.done:
+		select {
+		case m := <-c.inbox:
+			return m, nil
+		default:
+			return Message{}, ErrClosed
+		}
+	case <-ctx.Done():
+		return Message{}, ctx.Err()
+	}
+}
+
+// Done is closed when the connection ends.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// CloseReason returns why the connection closed (valid after Done).
+func (c *Client) CloseReason() (wire.DisconnectReason, string) {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	return c.sess.reason, c.sess.detail
+}
+
+// Stats returns this client's §13 statistics.
+func (c *Client) Stats() Stats {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	return c.sess.statsLocked()
+}
+
+// Disconnect tells the server reason and closes the connection.
+func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
+	if c.sess != nil {
+		c.sess.mu.Lock()
+		c.sess.closeLocked(reason, detail, time.Now())
+		c.sess.mu.Unlock()
+	}
+	c.shutdown()
+	c.wg.Wait()
+}
+
+// Close disconnects with ClientQuit.
+func (c *Client) Close() error {
+	c.Disconnect(wire.DisconnectClientQuit, "client quit")
+	return nil
+}

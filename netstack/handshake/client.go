@@ -1,0 +1,150 @@
+package handshake
+
+import (
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// ClientHandshake is the client's side of one handshake attempt: its ephemeral
+// key and the exact ClientHello it sends (and resends, byte-identical, §5.5).
+// It is not safe for concurrent use.
+type ClientHandshake struct {
+	priv  *ecdh.PrivateKey // nil once finished or closed
+	hello [ClientHelloSize]byte
+}
+
+// ClientResult is what the client learns from a verified ConnectAccepted.
+type ClientResult struct {
+	// ClientID is the id assigned in the verified accept prefix (never 0); the
+	// client's SenderID from ClientFinished on.
+	ClientID uint32
+	// ServerTime is the server clock (seconds) from the accept prefix.
+	ServerTime float32
+	// TH is the transcript hash th.
+	TH [KeySize]byte
+	// IdentityPub is the server identity key whose signature verified. A trust
+	// on first use store records it now, never before (§5.3).
+	IdentityPub [KeySize]byte
+	// C2S is K_c2s[0], the key the client seals with.
+	C2S [KeySize]byte
+	// S2C is K_s2c[0], the key the client opens server frames with.
+	S2C [KeySize]byte
+}
+
+// NewClientHandshake starts a handshake with a fresh ephemeral key and nonce
+// drawn from rng (nil means crypto/rand).
+func NewClientHandshake(rng io.Reader) (*ClientHandshake, error) {
+	if rng == nil {
+		rng = rand.Reader
+	}
+	var buf [KeySize + NonceSize]byte
+	defer clear(buf[:])
+	if _, err := io.ReadFull(rng, buf[:]); err != nil {
+		return nil, fmt.Errorf("handshake: reading client ephemeral randomness: %w", err)
+	}
+	var eph [KeySize]byte
+	var nonce [NonceSize]byte
+	copy(eph[:], buf[:KeySize])
+	copy(nonce[:], buf[KeySize:])
+	defer clear(eph[:])
+	return NewClientHandshakeWith(eph, nonce)
+}
+
+// NewClientHandshakeWith starts a handshake with an explicit ephemeral X25519
+// secret (raw scalar) and nonce, for test vectors. Production code calls
+// NewClientHandshake.
+func NewClientHandshakeWith(ephSecret [KeySize]byte, nonce [NonceSize]byte) (*ClientHandshake, error) {
+	defer clear(ephSecret[:])
+	priv, err := ecdh.X25519().NewPrivateKey(ephSecret[:])
+	if err != nil {
+		return nil, fmt.Errorf("handshake: client ephemeral key: %w", err)
+	}
+	h := &ClientHandshake{priv: priv}
+	ch := ClientHello{Version: ProtocolVersion, Suite: SuiteX25519, Nonce: nonce}
+	copy(ch.EphemeralPub[:], priv.PublicKey().Bytes())
+	ch.Append(h.hello[:0])
+	return h, nil
+}
+
+// Hello returns a copy of the 55-byte ClientHello to send as the Connect payload.
+func (h *ClientHandshake) Hello() []byte {
+	out := make([]byte, ClientHelloSize)
+	copy(out, h.hello[:])
+	return out
+}
+
+// Finish verifies a ConnectAccepted payload and derives the session keys, in the
+// order of §5.3:
+//
+//  1. exactly 155 bytes (ErrMalformedAccept), echoed version 3
+//     (ErrVersionMismatch), suite 1 (ErrSuiteMismatch);
+//  2. the identity key against the pin or known_hosts, through verifyIdentity
+//     (ErrServerIdentityMismatch, wrapping the verifier's error). verifyIdentity
+//     must only check, never record: the signature is not verified yet. A nil
+//     verifyIdentity fails closed;
+//  3. the Ed25519 signature over th (ErrHandshakeAuthFailed);
+//  4. the client id, taken only from the verified prefix (ErrInvalidClientID for 0);
+//  5. ss; all-zero → ErrAbandon, and the handshake is closed.
+//
+// On any error nothing may be sent. An error before step 5 leaves the
+// handshake usable, so a forged or corrupted datagram cannot kill an attempt
+// whose genuine answer is still on its way; call Close to give up. After
+// success the ephemeral key is dropped and Finish returns ErrHandshakeDone.
+func (h *ClientHandshake) Finish(accepted []byte, verifyIdentity func(pub [KeySize]byte) error) (*ClientResult, error) {
+	if h.priv == nil {
+		return nil, ErrHandshakeDone
+	}
+	if len(accepted) != ConnectAcceptedSize {
+		return nil, fmt.Errorf("%w (got %d)", ErrMalformedAccept, len(accepted))
+	}
+	if v := binary.LittleEndian.Uint16(accepted[offVersion:]); v != ProtocolVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrVersionMismatch, v)
+	}
+	if s := accepted[offSuite]; s != SuiteX25519 {
+		return nil, fmt.Errorf("%w: suite %d", ErrSuiteMismatch, s)
+	}
+
+	r := &ClientResult{}
+	copy(r.IdentityPub[:], accepted[offIdentity:offEphemeral])
+	if verifyIdentity == nil {
+		return nil, fmt.Errorf("%w: no pin or known_hosts verifier configured", ErrServerIdentityMismatch)
+	}
+	if err := verifyIdentity(r.IdentityPub); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrServerIdentityMismatch, err)
+	}
+
+	r.TH = Transcript(h.hello[:], accepted[:AcceptPrefixSize], accepted[AcceptPrefixSize:offSignature])
+	if !ed25519.Verify(r.IdentityPub[:], r.TH[:], accepted[offSignature:]) {
+		return nil, ErrHandshakeAuthFailed
+	}
+
+	r.ClientID = binary.LittleEndian.Uint32(accepted[offClientID:])
+	if r.ClientID == 0 {
+		return nil, ErrInvalidClientID
+	}
+	r.ServerTime = math.Float32frombits(binary.LittleEndian.Uint32(accepted[offServerTime:]))
+
+	peer, err := ecdh.X25519().NewPublicKey(accepted[offEphemeral:offNonce])
+	if err != nil {
+		return nil, fmt.Errorf("handshake: server ephemeral key: %w", err)
+	}
+	var ss [KeySize]byte
+	ok := sharedSecret(&ss, h.priv, peer)
+	h.Close()
+	if !ok {
+		return nil, ErrAbandon
+	}
+	r.C2S, r.S2C = DeriveSessionKeys(ss, r.TH)
+	clear(ss[:])
+	return r, nil
+}
+
+// Close abandons the handshake and drops the ephemeral key. crypto/ecdh keeps
+// its own copy of the scalar, which cannot be wiped; dropping the last
+// reference is the best this package can do.
+func (h *ClientHandshake) Close() { h.priv = nil }

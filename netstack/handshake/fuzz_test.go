@@ -1,0 +1,61 @@
+package handshake_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+)
+
+// FuzzCheckClientHello: never panics, returns only the five reasons it owns,
+// and accepts exactly the well-formed hellos, which re-encode byte for byte.
+func FuzzCheckClientHello(f *testing.F) {
+	v := loadVectors(f)
+	f.Add([]byte(v.ClientHello))
+	f.Add([]byte(v.ClientHello[:6]))
+	f.Add(append(bytes.Clone(v.ClientHello), 0))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		h, reason := handshake.CheckClientHello(p)
+		if reason > handshake.RejectUnsupportedSuite {
+			t.Fatalf("reason %d is not CheckClientHello's", reason)
+		}
+		if reason != handshake.RejectNone {
+			return
+		}
+		if len(p) != handshake.ClientHelloSize || binary.LittleEndian.Uint32(p) != handshake.HandshakeMagic ||
+			h.Version != 3 || h.Suite != 1 || handshake.IsSmallOrder(&h.EphemeralPub) {
+			t.Fatalf("accepted a bad hello %x", p)
+		}
+		if !bytes.Equal(h.Append(nil), p) {
+			t.Fatalf("accepted hello does not re-encode: %x", p)
+		}
+	})
+}
+
+// FuzzClientFinish: the client parses any ConnectAccepted without panicking,
+// and accepts only the genuine one — the payload is fully bound by the
+// transcript and Go's Ed25519 rejects non-canonical signatures.
+func FuzzClientFinish(f *testing.F) {
+	v := loadVectors(f)
+	f.Add([]byte(v.AcceptedPayload))
+	f.Add([]byte(v.AcceptedPayload[:handshake.AcceptPrefixSize]))
+	f.Add(append(bytes.Clone(v.AcceptedPayload), 0))
+	f.Add([]byte{})
+	secret, nonce := arr32(v.Inputs.ClientSecret), arr16(v.Inputs.ClientNonce)
+	pin := pinVerifier(v.IdentityPub)
+	f.Fuzz(func(t *testing.T, p []byte) {
+		c, err := handshake.NewClientHandshakeWith(secret, nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Finish(p, pin)
+		if err == nil && (res == nil || !bytes.Equal(p, v.AcceptedPayload)) {
+			t.Fatalf("accepted a forged ConnectAccepted %x", p)
+		}
+		if err != nil && res != nil {
+			t.Fatal("result returned with an error")
+		}
+	})
+}

@@ -1,0 +1,142 @@
+package handshake
+
+import (
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// ServerIdentity is the server's long-term Ed25519 identity key pair (§12).
+// Build it with NewServerIdentity so Public is known to match Private.
+type ServerIdentity struct {
+	Private ed25519.PrivateKey
+	Public  [KeySize]byte
+}
+
+// NewServerIdentity checks priv and returns the identity. It refuses a key whose
+// public half does not belong to its seed: such a key would sign ServerHellos
+// that no client can verify.
+func NewServerIdentity(priv ed25519.PrivateKey) (*ServerIdentity, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("handshake: identity key is %d bytes, want %d", len(priv), ed25519.PrivateKeySize)
+	}
+	derived := ed25519.NewKeyFromSeed(priv.Seed())
+	defer clear(derived)
+	if subtle.ConstantTimeCompare(derived[32:], priv[32:]) != 1 {
+		return nil, errors.New("handshake: identity key's public half does not match its seed; the key file is corrupt")
+	}
+	id := &ServerIdentity{Private: priv}
+	copy(id.Public[:], priv[32:])
+	return id, nil
+}
+
+// ServerResult is what the server keeps from an accepted hello.
+type ServerResult struct {
+	// Payload is the ConnectAccepted payload (accept prefix ‖ ServerHello). The
+	// caller caches it to answer a byte-identical repeated Connect (§5.5).
+	Payload [ConnectAcceptedSize]byte
+	// TH is the transcript hash th.
+	TH [KeySize]byte
+	// C2S is K_c2s[0], the key the server opens client frames with.
+	C2S [KeySize]byte
+	// S2C is K_s2c[0], the key the server seals its frames with.
+	S2C [KeySize]byte
+}
+
+// Accept answers a ClientHello that passed CheckClientHello (and the caller's
+// ban and capacity checks): it draws the server ephemeral secret and nonce from
+// rng (nil means crypto/rand) and calls AcceptWith.
+func Accept(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID uint32, serverTime float32, rng io.Reader) (*ServerResult, error) {
+	if rng == nil {
+		rng = rand.Reader
+	}
+	var buf [KeySize + NonceSize]byte
+	if _, err := io.ReadFull(rng, buf[:]); err != nil {
+		return nil, fmt.Errorf("handshake: reading server ephemeral randomness: %w", err)
+	}
+	var eph [KeySize]byte
+	var nonce [NonceSize]byte
+	copy(eph[:], buf[:KeySize])
+	copy(nonce[:], buf[KeySize:])
+	clear(buf[:])
+	defer clear(eph[:])
+	return AcceptWith(id, helloPayload, hello, clientID, serverTime, eph, nonce)
+}
+
+// AcceptWith is Accept with an explicit server ephemeral X25519 secret (raw
+// scalar; X25519 clamps it) and server nonce, so the test vectors reproduce.
+// Production code calls Accept.
+//
+// Order (§5.3, §5.5): the hello is re-checked (a refusal is a *RejectError), ss
+// is computed, and an all-zero ss is refused as MalformedHandshake — all before
+// the one Ed25519 signature, so a refused hello never costs a signature.
+// serverTime is seconds since the server process started (§5.2).
+func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID uint32, serverTime float32, ephSecret [KeySize]byte, nonce [NonceSize]byte) (*ServerResult, error) {
+	defer clear(ephSecret[:])
+	if id == nil || len(id.Private) != ed25519.PrivateKeySize {
+		return nil, errors.New("handshake: server identity missing; build it with NewServerIdentity")
+	}
+	if clientID == 0 {
+		return nil, errors.New("handshake: client id 0 is reserved; assign ids from 1")
+	}
+	// Cheap and allocation-free: it keeps a caller that skipped CheckClientHello,
+	// or passed a hello that is not helloPayload, from signing the wrong transcript.
+	checked, reason := CheckClientHello(helloPayload)
+	if reason != RejectNone {
+		return nil, &RejectError{Reason: reason, Err: errors.New("ClientHello refused")}
+	}
+	if checked != hello {
+		return nil, errors.New("handshake: hello does not match helloPayload")
+	}
+
+	priv, err := ecdh.X25519().NewPrivateKey(ephSecret[:])
+	if err != nil {
+		return nil, fmt.Errorf("handshake: server ephemeral key: %w", err)
+	}
+	peer, err := ecdh.X25519().NewPublicKey(hello.EphemeralPub[:])
+	if err != nil {
+		return nil, fmt.Errorf("handshake: client ephemeral key: %w", err)
+	}
+	var ss [KeySize]byte
+	if !sharedSecret(&ss, priv, peer) {
+		return nil, &RejectError{Reason: RejectMalformedHandshake, Err: ErrZeroSharedSecret}
+	}
+	defer clear(ss[:])
+
+	r := &ServerResult{}
+	p := r.Payload[:0]
+	p = binary.LittleEndian.AppendUint32(p, clientID)
+	p = binary.LittleEndian.AppendUint32(p, math.Float32bits(serverTime))
+	p = binary.LittleEndian.AppendUint16(p, ProtocolVersion)
+	p = append(p, SuiteX25519)
+	p = append(p, id.Public[:]...)
+	p = append(p, priv.PublicKey().Bytes()...)
+	p = append(p, nonce[:]...)
+	if len(p) != offSignature {
+		panic("handshake: ServerHello layout broken")
+	}
+	r.TH = Transcript(helloPayload, r.Payload[:AcceptPrefixSize], r.Payload[AcceptPrefixSize:offSignature])
+	copy(r.Payload[offSignature:], ed25519.Sign(id.Private, r.TH[:]))
+	r.C2S, r.S2C = DeriveSessionKeys(ss, r.TH)
+	return r, nil
+}
+
+// sharedSecret computes ss = X25519(priv, peer) into dst and reports false for
+// the all-zero result. crypto/ecdh already refuses it with an error; the
+// explicit check keeps the rule visible and independent of that behaviour.
+func sharedSecret(dst *[KeySize]byte, priv *ecdh.PrivateKey, peer *ecdh.PublicKey) bool {
+	out, err := priv.ECDH(peer)
+	if err != nil || len(out) != KeySize {
+		return false
+	}
+	copy(dst[:], out)
+	clear(out)
+	var zero [KeySize]byte
+	return subtle.ConstantTimeCompare(dst[:], zero[:]) == 0
+}

@@ -1,0 +1,150 @@
+// Package reliable owns the per-peer reliability engine of protocol-v3.md §7:
+// reliability and ordered sequence numbering, retransmission with RFC 6298 RTO
+// and Karn's rule, acknowledgement scheduling, duplicate detection and in-order
+// delivery of ReliableOrdered messages.
+//
+// It is pure logic: no sockets, no goroutines, no clock. Every method takes the
+// current time (from a monotonic clock) as an argument, so the engine runs
+// unchanged in virtual time (testing/synctest) and in production. One Endpoint
+// serves one peer and is used under that peer's lock; it is not safe for
+// concurrent use.
+//
+// It must never drop a reliable message silently: a message either reaches the
+// peer, or the caller is told (ErrSendQueueFull at Send, ErrDeliveryFailed from
+// Poll, after which the connection is to be closed with
+// Disconnect(ReliableDeliveryFailed)).
+package reliable
+
+import (
+	"errors"
+	"time"
+)
+
+// Limits fixed by protocol-v3.md §7.
+const (
+	// InitialRTO is the retransmission timeout before any RTT sample.
+	InitialRTO = 500 * time.Millisecond
+	// MinRTO and MaxRTO clamp SRTT + 4·RTTVAR.
+	MinRTO = 50 * time.Millisecond
+	MaxRTO = time.Second
+	// MaxInFlightLimit is the most reliable packets that may be unacknowledged
+	// per peer and direction.
+	MaxInFlightLimit = 256
+	// MaxReorderAhead is MAX_REORDER_AHEAD: how far beyond the next expected
+	// OrderedSequence a ReliableOrdered message is still held.
+	MaxReorderAhead = 256
+	// MaxAckDelay is the longest a receiver may wait before acknowledging a
+	// reliable arrival ("within 33 ms").
+	MaxAckDelay = 33 * time.Millisecond
+	// AckBits is the width of an Ack's bitfield: an Ack also covers the 32
+	// sequences below its ack field.
+	AckBits = 32
+)
+
+// Defaults used for zero Config fields.
+const (
+	DefaultMaxQueued          = 4096
+	DefaultReceiveWindow      = 1024
+	DefaultConnectionTimeout  = 10 * time.Second
+	DefaultMaxRetransmissions = 10
+	DefaultAckDelay           = 10 * time.Millisecond
+)
+
+// Errors the engine reports. Callers match them with errors.Is.
+var (
+	// ErrSendQueueFull means the local queue beyond the in-flight window is
+	// full: the message was not accepted. The caller decides (retry later, or
+	// disconnect a peer that does not keep up); it is never dropped silently.
+	ErrSendQueueFull = errors.New("reliable: send queue full: the peer is not acknowledging fast enough; retry later or disconnect it")
+	// ErrDeliveryFailed means a reliable packet went unacknowledged after the
+	// last retransmission's wait or for longer than the connection timeout. The
+	// connection must be closed with Disconnect(ReliableDeliveryFailed). Once
+	// returned, every later Send and Poll returns it again.
+	ErrDeliveryFailed = errors.New("reliable: reliable delivery failed")
+	// ErrNotReliableChannel is returned by Send for the Unreliable channel.
+	ErrNotReliableChannel = errors.New("reliable: Send needs channel Reliable or ReliableOrdered; send unreliable packets directly")
+	// ErrPayloadTooLarge is returned by Send for a payload over MAX_PAYLOAD.
+	ErrPayloadTooLarge = errors.New("reliable: payload larger than MAX_PAYLOAD (65453 bytes)")
+	// ErrSequenceExhausted is returned by Send once 2^32−1 reliable (or
+	// ordered) packets have been sent: the connection must be re-established.
+	ErrSequenceExhausted = errors.New("reliable: sequence space exhausted; reconnect")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("reliable: endpoint closed")
+)
+
+// Config tunes an Endpoint. The zero value of every field means its documented
+// default; out-of-range values are clamped (never rejected), as noted per field.
+type Config struct {
+	// MaxInFlight bounds the reliable packets toward the peer that have a
+	// sequence number and are not yet acknowledged, counted as a span of
+	// sequence numbers (oldest unacknowledged .. newest). 0 means 256; values
+	// above 256 are clamped to 256 (§7).
+	MaxInFlight int
+	// MaxQueued bounds the messages held locally, beyond the in-flight window,
+	// waiting for a sequence number. 0 means 4096. Overflow is ErrSendQueueFull.
+	MaxQueued int
+	// MaxReorderAhead is how many OrderedSequences beyond the next expected one
+	// are held for in-order delivery; further ones are dropped unacknowledged.
+	// 0 means 256 (MAX_REORDER_AHEAD). Each unit reserves one slot (~40 bytes).
+	MaxReorderAhead uint32
+	// ReceiveWindow is how many reliability sequences beyond the first missing
+	// one are tracked for duplicate detection; a packet beyond it is dropped
+	// unacknowledged (the sender retransmits it later). 0 means 1024; rounded up
+	// to a multiple of 64, at least 256 so a sender within §7's 256-packet
+	// limit never hits it. Costs ReceiveWindow/8 bytes.
+	ReceiveWindow uint32
+	// ConnectionTimeout is how long a sent reliable packet may wait for its
+	// acknowledgement before ErrDeliveryFailed (§8's liveness timeout).
+	// 0 means 10 s.
+	ConnectionTimeout time.Duration
+	// MaxRetransmissions is how many times a packet is retransmitted; after
+	// the last retransmission's wait without an ack, ErrDeliveryFailed.
+	// 0 means 10.
+	MaxRetransmissions int
+	// AckDelay is how long an Ack for a new reliable arrival is held back so
+	// that one Ack covers a burst. 0 means 10 ms; clamped to 33 ms (§7).
+	// Duplicates are acknowledged at once regardless.
+	AckDelay time.Duration
+	// RedundantAcks is how many times the acknowledgement state is sent again,
+	// AckDelay apart, after the Ack that answered the last reliable arrival.
+	// A retransmission usually arrives alone and earns a single Ack; losing
+	// it costs the sender a whole backoff step, so a cheap repeat (10-byte
+	// payload, at most one per AckDelay) roughly squares the chance that the
+	// acknowledgement is lost. 0 means 1; negative means none.
+	RedundantAcks int
+}
+
+// populate returns c with defaults filled in and values clamped.
+func (c Config) populate() Config {
+	if c.MaxInFlight <= 0 || c.MaxInFlight > MaxInFlightLimit {
+		c.MaxInFlight = MaxInFlightLimit
+	}
+	if c.MaxQueued <= 0 {
+		c.MaxQueued = DefaultMaxQueued
+	}
+	if c.MaxReorderAhead == 0 {
+		c.MaxReorderAhead = MaxReorderAhead
+	}
+	if c.ReceiveWindow == 0 {
+		c.ReceiveWindow = DefaultReceiveWindow
+	}
+	c.ReceiveWindow = max(c.ReceiveWindow, MaxInFlightLimit)
+	c.ReceiveWindow = (c.ReceiveWindow + 63) &^ 63
+	if c.ConnectionTimeout <= 0 {
+		c.ConnectionTimeout = DefaultConnectionTimeout
+	}
+	if c.MaxRetransmissions <= 0 {
+		c.MaxRetransmissions = DefaultMaxRetransmissions
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = DefaultAckDelay
+	}
+	c.AckDelay = min(c.AckDelay, MaxAckDelay)
+	switch {
+	case c.RedundantAcks == 0:
+		c.RedundantAcks = 1
+	case c.RedundantAcks < 0:
+		c.RedundantAcks = 0
+	}
+	return c
+}

@@ -1,0 +1,215 @@
+package reliable
+
+import (
+	"math"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// never is the "no deadline" value of the engine's internal clock.
+const never = time.Duration(math.MaxInt64)
+
+// Endpoint is the reliability state for one peer, both directions: the
+// sending half (sequence numbering, in-flight window, local queue,
+// retransmission timers, RTT estimate) and the receiving half (duplicate
+// window, ordered hold slots, pending Acks).
+//
+// How the owner drives it, all under the peer's lock:
+//   - Send queues a reliable message; nothing goes out until Poll.
+//   - For every authenticated packet from the peer: an Ack (type 6) goes to
+//     OnAck, everything else to Receive. After the receive pass, call Poll so
+//     that acknowledgements due at once (duplicates) leave in the same pass.
+//   - Call Poll again whenever NextDeadline passes (a per-tick call is enough
+//     when ticks are ≤ 33 ms apart minus the AckDelay), and after Sends.
+//   - When Poll returns ErrDeliveryFailed, close the connection with
+//     Disconnect(ReliableDeliveryFailed), then Close the Endpoint.
+//
+// Times passed in must come from one monotonic clock and never go backwards.
+// Internally they are kept as offsets from the time given to New.
+type Endpoint struct {
+	cfg     Config
+	base    time.Time
+	failErr error
+
+	// Sending half. Reliability sequences in [oldest, nextSeq) occupy the ring
+	// out, at index seq % len(out); those in [firstUnsent, nextSeq) have never
+	// been transmitted. nextSeq − oldest ≤ MaxInFlight.
+	out            []outPacket
+	oldest         uint32
+	firstUnsent    uint32
+	nextSeq        uint32
+	nextOrdered    uint32
+	nextUnreliable uint32
+	inFlight       int
+	queue          sendQueue
+	rtt            rttEstimator
+	// timerDue is a lower bound on the earliest retransmission or failure
+	// deadline: acks may make it early (a harmless wasted Poll), never late.
+	timerDue time.Duration
+	// sendDue is when the oldest untransmitted packet became sendable.
+	sendDue time.Duration
+
+	// Receiving half.
+	recv      seqWindow
+	highest   uint32
+	highestAt time.Duration
+	ackDue    time.Duration
+	ackRepeat int // redundant Acks still to send after the next one
+	far       [8]farAck
+	nFar      int
+	expectOrd uint32
+	held      []heldPacket
+	nHeld     int
+
+	// Scratch handed to callbacks, kept here so passing a pointer to an
+	// unknown func does not make a fresh header escape to the heap per call.
+	emitHdr    wire.Header
+	deliverHdr wire.Header
+	ackBuf     [AckSize]byte
+
+	st counters
+}
+
+// counters are the monotonically increasing parts of Stats.
+type counters struct {
+	sent, retransmissions, acksSent, acksReceived              uint64
+	delivered, duplicates, reorderDropped, windowDropped       uint64
+	staleOrdered, invalid, farAcksDropped, unreliableDelivered uint64
+}
+
+// New returns an Endpoint for one peer. now is the current monotonic time.
+func New(cfg Config, now time.Time) *Endpoint {
+	cfg = cfg.populate()
+	return &Endpoint{
+		cfg:            cfg,
+		base:           now,
+		out:            make([]outPacket, cfg.MaxInFlight),
+		oldest:         1,
+		firstUnsent:    1,
+		nextSeq:        1,
+		nextOrdered:    1,
+		nextUnreliable: 1,
+		queue:          sendQueue{max: cfg.MaxQueued},
+		rtt:            newRTTEstimator(),
+		timerDue:       never,
+		sendDue:        never,
+		recv:           newSeqWindow(cfg.ReceiveWindow),
+		ackDue:         never,
+		expectOrd:      1,
+		held:           make([]heldPacket, cfg.MaxReorderAhead),
+	}
+}
+
+// since converts a caller's time to the engine's internal clock.
+func (e *Endpoint) since(now time.Time) time.Duration { return now.Sub(e.base) }
+
+// NextUnreliableSequence returns the header Sequence for the next Unreliable
+// packet to the peer: a per-direction counter from 1, separate from the
+// reliability sequence (§7). Acks emitted by Poll draw from it too, so every
+// unreliable packet to the peer should take its Sequence from here.
+func (e *Endpoint) NextUnreliableSequence() uint32 {
+	s := e.nextUnreliable
+	e.nextUnreliable++
+	return s
+}
+
+// Poll emits everything due at now, in this order: pending Acks, reliable
+// packets whose retransmission timer expired, then packets never sent (as far
+// as the in-flight window allows). emit is called once per packet with a
+// header whose Type, Channel, Sequence and OrderedSequence are set; emit fills
+// in SenderID and Timestamp, seals and sends. emit must not retain h or
+// payload, nor modify payload.
+//
+// Poll returns ErrDeliveryFailed (wrapped with the failing sequence) when a
+// packet's last retransmission waited without an ack or a packet waited
+// ConnectionTimeout for its ack; the Endpoint is then dead.
+func (e *Endpoint) Poll(now time.Time, emit func(h *wire.Header, payload []byte)) error {
+	if e.failErr != nil {
+		return e.failErr
+	}
+	t := e.since(now)
+	if t >= e.ackDue {
+		e.emitAcks(t, emit)
+	}
+	if t >= e.timerDue {
+		if err := e.runTimers(t, emit); err != nil {
+			return err
+		}
+	}
+	e.fillWindow(t)
+	e.transmitNew(t, emit)
+	return nil
+}
+
+// NextDeadline returns the earliest time at which Poll has something to do,
+// or the zero Time when the Endpoint is idle (or dead). It may be slightly
+// early after acks arrive; a Poll then simply finds nothing due.
+func (e *Endpoint) NextDeadline() time.Time {
+	if e.failErr != nil {
+		return time.Time{}
+	}
+	d := min(e.ackDue, e.timerDue, e.sendDue)
+	if d == never {
+		return time.Time{}
+	}
+	return e.base.Add(d)
+}
+
+// Close returns every buffer the Endpoint holds to the shared pool. After
+// Close, Send and Poll return ErrClosed and Receive accepts nothing.
+func (e *Endpoint) Close() {
+	for i := range e.out {
+		releaseBuf(e.out[i].buf)
+		e.out[i] = outPacket{}
+	}
+	for e.queue.n > 0 {
+		releaseBuf(e.queue.pop().buf)
+	}
+	for i := range e.held {
+		releaseBuf(e.held[i].buf)
+		e.held[i] = heldPacket{}
+	}
+	e.nHeld, e.inFlight = 0, 0
+	e.failErr = ErrClosed
+}
+
+// Stats is a snapshot of an Endpoint's state and counters.
+type Stats struct {
+	RTO        time.Duration // current retransmission timeout
+	SRTT       time.Duration // smoothed RTT (0 before the first sample)
+	RTTVar     time.Duration // RTT variation
+	RTTSamples uint64        // samples taken (Karn: first transmissions only)
+
+	InFlight int // reliable packets with a sequence, not yet acknowledged
+	Queued   int // messages waiting for room in the in-flight window
+	Held     int // ordered messages received ahead, waiting for a predecessor
+
+	Sent            uint64 // first transmissions of reliable packets
+	Retransmissions uint64 // retransmissions (§13 retransmissions)
+	AcksSent        uint64 // Ack packets emitted
+	AcksReceived    uint64 // Acks passed to OnAck
+
+	Delivered           uint64 // reliable and ordered messages handed to deliver
+	UnreliableDelivered uint64 // unreliable packets passed through Receive
+	DuplicatesReceived  uint64 // reliable packets already received: acked, not delivered
+	ReorderDropped      uint64 // ordered beyond MaxReorderAhead: dropped unacked
+	WindowDropped       uint64 // sequence beyond ReceiveWindow: dropped unacked
+	StaleOrdered        uint64 // ordered below the next expected: acked, dropped
+	Invalid             uint64 // Sequence 0 or OrderedSequence 0: dropped unacked
+	FarAcksDropped      uint64 // far-below Acks not queued (more than 8 pending)
+}
+
+// Stats returns a snapshot of the Endpoint's counters.
+func (e *Endpoint) Stats() Stats {
+	return Stats{
+		RTO: e.rtt.rto, SRTT: e.rtt.srtt, RTTVar: e.rtt.rttvar, RTTSamples: e.rtt.samples,
+		InFlight: e.inFlight, Queued: e.queue.n, Held: e.nHeld,
+		Sent: e.st.sent, Retransmissions: e.st.retransmissions,
+		AcksSent: e.st.acksSent, AcksReceived: e.st.acksReceived,
+		Delivered: e.st.delivered, UnreliableDelivered: e.st.unreliableDelivered,
+		DuplicatesReceived: e.st.duplicates, ReorderDropped: e.st.reorderDropped,
+		WindowDropped: e.st.windowDropped, StaleOrdered: e.st.staleOrdered,
+		Invalid: e.st.invalid, FarAcksDropped: e.st.farAcksDropped,
+	}
+}

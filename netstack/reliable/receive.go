@@ -1,0 +1,195 @@
+package reliable
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// heldPacket is a ReliableOrdered message that arrived ahead of its turn. Slot
+// i holds OrderedSequence os with os % len(held) == i; since only sequences in
+// (expectOrd, expectOrd+MaxReorderAhead] are held, they never collide.
+type heldPacket struct {
+	hdr  wire.Header
+	buf  *[]byte
+	used bool
+}
+
+// farAck is a pending Ack for a packet that arrived more than 32 below the
+// highest received sequence, where the regular Ack's bitfield cannot reach.
+type farAck struct {
+	seq uint32
+	at  time.Duration
+}
+
+// Receive processes an authenticated, validated packet from the peer and calls
+// deliver for every message now deliverable, in order. deliver must not
+// retain h or payload and must not call Receive; it may call Send.
+//
+// Unreliable packets are delivered as they are. A reliable packet is judged by
+// its reliability Sequence alone: a duplicate is not delivered and an Ack is
+// due at once. A new Reliable packet is delivered at once; a new
+// ReliableOrdered one is delivered when its OrderedSequence is the next
+// expected (with every held successor), held (copied) when up to
+// MaxReorderAhead ahead, and acknowledged but dropped when below the next
+// expected. New packets are acknowledged within AckDelay.
+//
+// Receive returns false when it dropped the packet unacknowledged, so the
+// sender will retransmit it: an OrderedSequence more than MaxReorderAhead
+// ahead, a Sequence beyond the receive window, or Sequence/OrderedSequence 0.
+// The caller counts those (packetsDropped).
+//
+// On the server, a validated ClientFinished (type 1, Reliable, Sequence 1) is
+// passed here like any reliable packet: it is delivered once and acked, and a
+// later repeat is a duplicate, acked and not delivered, whatever its content.
+func (e *Endpoint) Receive(h *wire.Header, payload []byte, now time.Time, deliver func(h *wire.Header, payload []byte)) (accepted bool) {
+	if e.failErr == ErrClosed {
+		return false
+	}
+	if !h.Channel.IsReliable() {
+		e.st.unreliableDelivered++
+		deliver(h, payload)
+		return true
+	}
+	t := e.since(now)
+	s := h.Sequence
+	ordered := h.Channel == wire.ReliableOrdered
+	if s == 0 || ordered && h.OrderedSequence == 0 {
+		e.st.invalid++
+		return false
+	}
+	if e.recv.has(s) {
+		e.st.duplicates++
+		e.scheduleAck(s, t, 0)
+		return true
+	}
+	if !e.recv.fits(s) {
+		e.st.windowDropped++
+		return false
+	}
+	os := h.OrderedSequence
+	if ordered && os >= e.expectOrd && os-e.expectOrd > e.cfg.MaxReorderAhead {
+		e.st.reorderDropped++
+		return false
+	}
+	e.recv.add(s)
+	if s > e.highest {
+		e.highest, e.highestAt = s, t
+	}
+	e.scheduleAck(s, t, e.cfg.AckDelay)
+	switch {
+	case !ordered:
+		e.st.delivered++
+		deliver(h, payload)
+	case os < e.expectOrd:
+		e.st.staleOrdered++
+	case os == e.expectOrd:
+		e.deliverOrdered(h, payload, deliver)
+	default:
+		e.hold(h, payload)
+	}
+	return true
+}
+
+// deliverOrdered delivers the next expected message and then every held
+// successor. State is updated before each deliver call so that deliver may
+// Send.
+func (e *Endpoint) deliverOrdered(h *wire.Header, payload []byte, deliver func(*wire.Header, []byte)) {
+	e.expectOrd++
+	e.st.delivered++
+	deliver(h, payload)
+	n := uint32(len(e.held))
+	for e.nHeld > 0 {
+		hp := &e.held[e.expectOrd%n]
+		if !hp.used || hp.hdr.OrderedSequence != e.expectOrd {
+			return
+		}
+		e.deliverHdr = hp.hdr
+		buf := hp.buf
+		*hp = heldPacket{}
+		e.nHeld--
+		e.expectOrd++
+		e.st.delivered++
+		deliver(&e.deliverHdr, *buf)
+		releaseBuf(buf)
+	}
+}
+
+// hold copies an ordered message that arrived ahead of its turn. A second
+// message with an already held OrderedSequence (a misbehaving sender: a
+// retransmission keeps its Sequence) keeps the first.
+func (e *Endpoint) hold(h *wire.Header, payload []byte) {
+	hp := &e.held[h.OrderedSequence%uint32(len(e.held))]
+	if hp.used {
+		return
+	}
+	*hp = heldPacket{hdr: *h, buf: copyBuf(payload), used: true}
+	e.nHeld++
+}
+
+// scheduleAck makes an Ack due by t+delay, and queues a far-below Ack for s
+// when the regular Ack (for the highest sequence) cannot cover it.
+func (e *Endpoint) scheduleAck(s uint32, t, delay time.Duration) {
+	e.ackDue = min(e.ackDue, t+delay)
+	e.ackRepeat = e.cfg.RedundantAcks
+	if e.highest-s > AckBits {
+		e.addFarAck(s, t)
+	}
+}
+
+// addFarAck queues an Ack with ack = s, merging with a pending far Ack whose
+// bitfield already covers s or that s's own bitfield covers. When all slots
+// are taken the Ack is skipped and counted: the sender retransmits and the
+// duplicate is acknowledged then.
+func (e *Endpoint) addFarAck(s uint32, t time.Duration) {
+	for i := 0; i < e.nFar; i++ {
+		f := &e.far[i]
+		switch {
+		case f.seq >= s && f.seq-s <= AckBits:
+			return
+		case s > f.seq && s-f.seq <= AckBits:
+			*f = farAck{seq: s, at: t}
+			return
+		}
+	}
+	if e.nFar == len(e.far) {
+		e.st.farAcksDropped++
+		return
+	}
+	e.far[e.nFar] = farAck{seq: s, at: t}
+	e.nFar++
+}
+
+// emitAcks sends the regular Ack for the highest sequence, then the far ones,
+// and schedules the redundant repeat (with the then current state) if any.
+func (e *Endpoint) emitAcks(t time.Duration, emit func(*wire.Header, []byte)) {
+	e.emitAck(e.highest, t-e.highestAt, emit)
+	for i := 0; i < e.nFar; i++ {
+		e.emitAck(e.far[i].seq, t-e.far[i].at, emit)
+	}
+	if e.ackRepeat > 0 {
+		e.ackRepeat--
+		e.ackDue = t + e.cfg.AckDelay
+		return
+	}
+	e.nFar = 0
+	e.ackDue = never
+}
+
+func (e *Endpoint) emitAck(ack uint32, held time.Duration, emit func(*wire.Header, []byte)) {
+	a := Ack{Ack: ack, Bits: e.ackBits(ack), DelayMS: uint16(min(max(held/time.Millisecond, 0), 0xFFFF))}
+	e.emitHdr = wire.Header{Type: wire.TypeAck, Channel: wire.Unreliable, Sequence: e.NextUnreliableSequence()}
+	e.st.acksSent++
+	emit(&e.emitHdr, AppendAck(e.ackBuf[:0], a))
+}
+
+// ackBits reports, for i in 0..31, whether ack−1−i was received.
+func (e *Endpoint) ackBits(ack uint32) uint32 {
+	var b uint32
+	for i := uint32(0); i < AckBits && i+1 < ack; i++ {
+		if e.recv.has(ack - 1 - i) {
+			b |= 1 << i
+		}
+	}
+	return b
+}

@@ -1,0 +1,255 @@
+package reliable
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// outState is the life cycle of an in-flight slot.
+type outState uint8
+
+const (
+	outFree   outState = iota
+	outUnsent          // has a sequence, waiting for Poll to transmit it
+	outSent            // transmitted, waiting for its ack
+	outAcked           // acked, waiting for older packets so the window can slide
+)
+
+// outPacket is one reliable packet between sequence assignment and ack.
+type outPacket struct {
+	hdr       wire.Header
+	buf       *[]byte
+	firstSent time.Duration
+	due       time.Duration // next retransmission, or failure after the last
+	retx      int           // retransmissions so far; Karn samples only at 0
+	state     outState
+}
+
+// queued is a message waiting for room in the in-flight window. Its
+// OrderedSequence is fixed at Send so that the order of Send calls is the
+// delivery order; its reliability sequence is assigned on entering the window.
+type queued struct {
+	typ     wire.MessageType
+	ch      wire.Channel
+	ordered uint32
+	buf     *[]byte
+}
+
+// sendQueue is a FIFO ring that grows by doubling up to max entries, so an
+// idle peer costs nothing and a busy one stops allocating once grown.
+type sendQueue struct {
+	items   []queued
+	head, n int
+	max     int
+}
+
+func (q *sendQueue) full() bool { return q.n >= q.max }
+
+func (q *sendQueue) push(m queued) {
+	if q.n == len(q.items) {
+		grown := make([]queued, min(max(2*len(q.items), 16), q.max))
+		for i := 0; i < q.n; i++ {
+			grown[i] = q.items[(q.head+i)%len(q.items)]
+		}
+		q.items, q.head = grown, 0
+	}
+	q.items[(q.head+q.n)%len(q.items)] = m
+	q.n++
+}
+
+func (q *sendQueue) pop() queued {
+	m := q.items[q.head]
+	q.items[q.head] = queued{}
+	q.head = (q.head + 1) % len(q.items)
+	q.n--
+	return m
+}
+
+// Send accepts a reliable message for the peer and copies payload into a
+// pooled buffer (the caller may reuse payload at once). ch must be Reliable
+// or ReliableOrdered. The packet gets the next reliability Sequence (shared by
+// both channels, from 1) when it enters the in-flight window, and, on
+// ReliableOrdered, the next OrderedSequence (from 1) now. It is transmitted by
+// the next Poll. When the window is full the message waits in the local
+// queue; when that is full too, Send returns ErrSendQueueFull and keeps
+// nothing.
+//
+// The client's ClientFinished is simply its first Send (type 1 on Reliable),
+// so it travels as Sequence 1 and the next reliable packet is Sequence 2.
+func (e *Endpoint) Send(typ wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
+	switch {
+	case e.failErr != nil:
+		return e.failErr
+	case !ch.IsReliable():
+		return ErrNotReliableChannel
+	case len(payload) > wire.MaxPayload:
+		return ErrPayloadTooLarge
+	case uint64(e.nextSeq)+uint64(e.queue.n) > math.MaxUint32,
+		ch == wire.ReliableOrdered && e.nextOrdered == 0:
+		return ErrSequenceExhausted
+	}
+	roomNow := e.queue.n == 0 && e.windowHasRoom()
+	if !roomNow && e.queue.full() {
+		return ErrSendQueueFull
+	}
+	m := queued{typ: typ, ch: ch, buf: copyBuf(payload)}
+	if ch == wire.ReliableOrdered {
+		m.ordered = e.nextOrdered
+		e.nextOrdered++
+	}
+	if roomNow {
+		e.enterWindow(m, e.since(now))
+	} else {
+		e.queue.push(m)
+	}
+	return nil
+}
+
+func (e *Endpoint) windowHasRoom() bool { return e.nextSeq-e.oldest < uint32(len(e.out)) }
+
+func (e *Endpoint) slot(s uint32) *outPacket { return &e.out[s%uint32(len(e.out))] }
+
+// enterWindow gives m the next reliability sequence and makes it sendable.
+func (e *Endpoint) enterWindow(m queued, t time.Duration) {
+	s := e.nextSeq
+	e.nextSeq++
+	*e.slot(s) = outPacket{
+		hdr: wire.Header{
+			Type: m.typ, Channel: m.ch, Sequence: s, OrderedSequence: m.ordered,
+		},
+		buf:   m.buf,
+		state: outUnsent,
+	}
+	e.inFlight++
+	e.sendDue = min(e.sendDue, t)
+}
+
+// fillWindow moves queued messages into the window while it has room.
+func (e *Endpoint) fillWindow(t time.Duration) {
+	for e.queue.n > 0 && e.windowHasRoom() {
+		e.enterWindow(e.queue.pop(), t)
+	}
+}
+
+// transmitNew sends every packet that has a sequence but was never sent.
+func (e *Endpoint) transmitNew(t time.Duration, emit func(*wire.Header, []byte)) {
+	for ; e.firstUnsent != e.nextSeq; e.firstUnsent++ {
+		p := e.slot(e.firstUnsent)
+		p.state = outSent
+		p.firstSent = t
+		p.due = t + e.rtt.rto
+		e.timerDue = min(e.timerDue, p.due, t+e.cfg.ConnectionTimeout)
+		e.st.sent++
+		e.emitPacket(p, emit)
+	}
+	e.sendDue = never
+}
+
+func (e *Endpoint) emitPacket(p *outPacket, emit func(*wire.Header, []byte)) {
+	e.emitHdr = p.hdr
+	emit(&e.emitHdr, *p.buf)
+}
+
+// runTimers retransmits every sent packet whose wait expired and detects
+// delivery failure. The k-th retransmission waits RTO·min(2^k, 8), with the
+// RTO current when it is sent. It scans the whole window (≤ 256 slots), which
+// is cheaper than keeping a timer heap in order under acks.
+func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) error {
+	next := never
+	for s := e.oldest; s != e.firstUnsent; s++ {
+		p := e.slot(s)
+		if p.state != outSent {
+			continue
+		}
+		deadline := p.firstSent + e.cfg.ConnectionTimeout
+		if t >= deadline {
+			return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v (connection timeout)",
+				ErrDeliveryFailed, s, t-p.firstSent))
+		}
+		if t >= p.due {
+			if p.retx >= e.cfg.MaxRetransmissions {
+				return e.fail(fmt.Errorf("%w: sequence %d unacknowledged after %d retransmissions",
+					ErrDeliveryFailed, s, p.retx))
+			}
+			p.retx++
+			p.due = t + backoff(e.rtt.rto, p.retx)
+			e.st.retransmissions++
+			e.emitPacket(p, emit)
+		}
+		next = min(next, p.due, deadline)
+	}
+	e.timerDue = next
+	return nil
+}
+
+func (e *Endpoint) fail(err error) error {
+	e.failErr = err
+	return err
+}
+
+// OnAck applies an Ack from the peer: a.Ack and every sequence a.Ack−1−i whose
+// bit i is set are acknowledged. Acks for sequences not in flight (old,
+// repeated, or never sent) are ignored. An RTT sample is taken only when
+// a.Ack itself is newly acknowledged and was never retransmitted (Karn's
+// rule), minus a.DelayMS; acknowledgements carried by the bits give no
+// sample, since the delay field describes a.Ack alone.
+func (e *Endpoint) OnAck(a Ack, now time.Time) {
+	if e.failErr != nil {
+		return
+	}
+	t := e.since(now)
+	e.st.acksReceived++
+	if p := e.sentSlot(a.Ack); p != nil {
+		if p.retx == 0 {
+			e.rtt.sample(t-p.firstSent, time.Duration(a.DelayMS)*time.Millisecond)
+		}
+		e.markAcked(p)
+	}
+	for b := a.Bits; b != 0; b &= b - 1 {
+		i := uint32(bits.TrailingZeros32(b))
+		if a.Ack <= i+1 {
+			break // a.Ack−1−i would be 0 or wrap: never a sequence
+		}
+		if p := e.sentSlot(a.Ack - 1 - i); p != nil {
+			e.markAcked(p)
+		}
+	}
+	e.slide(t)
+}
+
+// sentSlot returns the slot of s if s was transmitted and is not yet acked.
+func (e *Endpoint) sentSlot(s uint32) *outPacket {
+	if s-e.oldest >= e.firstUnsent-e.oldest { // also catches s < oldest (wraps)
+		return nil
+	}
+	if p := e.slot(s); p.state == outSent {
+		return p
+	}
+	return nil
+}
+
+func (e *Endpoint) markAcked(p *outPacket) {
+	p.state = outAcked
+	releaseBuf(p.buf)
+	p.buf = nil
+	e.inFlight--
+}
+
+// slide advances the window over acked packets and refills it from the queue.
+// The window is a span of sequences, not a count: one unacknowledged packet at
+// its bottom holds back new sequences. That is what bounds how far ahead the
+// peer's receive window must look (see seqWindow).
+func (e *Endpoint) slide(t time.Duration) {
+	for e.oldest != e.firstUnsent && e.slot(e.oldest).state == outAcked {
+		*e.slot(e.oldest) = outPacket{}
+		e.oldest++
+	}
+	if e.oldest == e.firstUnsent {
+		e.timerDue = never
+	}
+	e.fillWindow(t)
+}

@@ -1,0 +1,43 @@
+package seal
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// FuzzOpen: Open never panics on any datagram, and whatever it accepts is a
+// genuine frame — re-sealing the plaintext under that epoch's key and s gives
+// the datagram back byte for byte.
+func FuzzOpen(f *testing.F) {
+	s := NewSealer(key(1), RotationConfig{MaxFrames: 2})
+	for i := range 4 {
+		d, _ := s.Seal(nil, packet(i), t0)
+		f.Add(d)
+	}
+	f.Add([]byte{FrameClass, SecureVersion})
+	f.Add(make([]byte, Overhead))
+	keys := [2][32]byte{key(1), handshake.Ratchet(key(1))}
+	f.Fuzz(func(t *testing.T, d []byte) {
+		p, err := NewOpener(key(1)).Open(nil, d, t0)
+		if err != nil {
+			if p != nil {
+				t.Fatal("plaintext returned with an error")
+			}
+			return
+		}
+		e := d[2]
+		if e > 1 {
+			t.Fatalf("accepted epoch %d", e)
+		}
+		aead, _ := chacha20poly1305.New(keys[e][:])
+		var n [12]byte
+		n[0] = e
+		copy(n[4:], d[3:HeaderSize])
+		if again := aead.Seal(bytes.Clone(d[:HeaderSize]), n[:], p, d[:HeaderSize]); !bytes.Equal(again, d) {
+			t.Fatalf("accepted a datagram that is not a genuine frame: %x", d)
+		}
+	})
+}

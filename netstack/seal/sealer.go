@@ -1,0 +1,91 @@
+package seal
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+)
+
+// Sealer seals the frames of one direction with K_d[e]. It owns the send-side
+// frame sequence s, which starts at 0 and only increases, across epochs too.
+// It is not safe for concurrent use; the owner locks.
+type Sealer struct {
+	cfg        RotationConfig
+	cur        epochKey
+	epoch      uint8
+	next       uint64    // s of the next frame
+	inEpoch    uint64    // frames sealed in the current epoch
+	epochStart time.Time // zero until the first frame: the clock starts at first use
+	nonce      [12]byte  // scratch; a field, so passing it to the AEAD does not allocate
+}
+
+// NewSealer returns a Sealer (the zero Sealer is not usable) starting in epoch 0 with key k0 (K_c2s[0] for a
+// client, K_s2c[0] for the server). The epoch's age counts from the first Seal.
+func NewSealer(k0 [32]byte, cfg RotationConfig) *Sealer {
+	s := &Sealer{cfg: cfg.populate(), cur: newEpochKey(k0)}
+	clear(k0[:])
+	return s
+}
+
+// Seal appends the sealed frame of packet to dst: 0x02, 1, e, s (u64 LE), the
+// ciphertext and the tag. It first rotates to epoch e+1 when the epoch has
+// lasted MaxAge or sealed MaxFrames frames; past epoch 255 it returns
+// ErrKeyExhausted and seals nothing (seal the Disconnect with SealFinal).
+//
+// packet must not overlap dst's spare capacity, except exactly in place: a
+// packet stored at dst[len(dst)+HeaderSize:] is encrypted where it lies. With
+// enough capacity in dst, Seal does not allocate.
+func (s *Sealer) Seal(dst, packet []byte, now time.Time) ([]byte, error) {
+	if s.epochStart.IsZero() {
+		s.epochStart = now
+	}
+	if s.inEpoch >= s.cfg.MaxFrames || now.Sub(s.epochStart) >= s.cfg.MaxAge {
+		if s.epoch == LastEpoch {
+			return dst, ErrKeyExhausted
+		}
+		s.rotate(now)
+	}
+	return s.seal(dst, packet)
+}
+
+// SealFinal seals packet in the current epoch without rotating. It exists for
+// the Disconnect(KeyExhausted) that ends a channel whose epochs are used up:
+// the rotation limits bound how much one key protects, they are not nonce
+// limits (s never repeats), so a few more frames under the last key are safe.
+func (s *Sealer) SealFinal(dst, packet []byte) ([]byte, error) {
+	return s.seal(dst, packet)
+}
+
+func (s *Sealer) seal(dst, packet []byte) ([]byte, error) {
+	if s.next == math.MaxUint64 {
+		// Unreachable in practice (2^39 frames at most with the default limits),
+		// but a wrapped s would reuse a nonce.
+		return dst, ErrKeyExhausted
+	}
+	seq := s.next
+	s.next++
+	s.inEpoch++
+	dst = append(dst, FrameClass, SecureVersion, s.epoch)
+	dst = binary.LittleEndian.AppendUint64(dst, seq)
+	ad := dst[len(dst)-HeaderSize:]
+	putNonce(&s.nonce, s.epoch, seq)
+	return s.cur.aead.Seal(dst, s.nonce[:], packet, ad), nil
+}
+
+// rotate moves to the next epoch and zeroes the retired key.
+func (s *Sealer) rotate(now time.Time) {
+	next := newEpochKey(handshake.Ratchet(s.cur.key))
+	s.cur.wipe()
+	s.cur = next
+	s.epoch++
+	s.inEpoch = 0
+	s.epochStart = now
+}
+
+// Epoch returns the current key epoch.
+func (s *Sealer) Epoch() uint8 { return s.epoch }
+
+// NextSequence returns the s the next frame will carry.
+func (s *Sealer) NextSequence() uint64 { return s.next }

@@ -1,0 +1,479 @@
+package netstack
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/policy"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/reliable"
+	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// DefaultMaxClients is the default slot capacity (§5.5).
+const DefaultMaxClients = 32
+
+// ServerConfig configures a Server. The zero value of every field means the
+// documented default.
+type ServerConfig struct {
+	// Bind is the endpoint policy text of §11 ("" = "127.0.0.1").
+	Bind string
+	// Port is the UDP port; 0 picks an ephemeral port (the host applies 27015).
+	Port int
+	// Conn, when set, is used instead of opening a UDP socket (in-memory links
+	// in tests). Bind still decides which peers are allowed.
+	Conn net.PacketConn
+	// Identity is the server's Ed25519 identity key. Required.
+	Identity ed25519.PrivateKey
+	// MaxClients is the slot capacity, Securing slots included; 0 means 32.
+	MaxClients int
+	// ConnectBudget is the per-source-IPv4 Connect token bucket; zero = burst 16, 4/s.
+	ConnectBudget ratelimit.Config
+	// SecuringTimeout frees a slot without a valid ClientFinished; 0 means 5 s.
+	SecuringTimeout time.Duration
+	// Timeout closes a peer from which nothing authenticated; 0 means 10 s.
+	Timeout time.Duration
+	// HeartbeatInterval between heartbeats; 0 means 1 s.
+	HeartbeatInterval time.Duration
+	// Rotation sets the key rotation thresholds; zero = 600 s / 2^31 frames.
+	Rotation seal.RotationConfig
+	// Reliable tunes the reliability engine; zero = the spec's values.
+	Reliable reliable.Config
+	// Registry holds the message schemas; nil = built-in types only.
+	Registry *wire.Registry
+	// Logger receives connection events; nil = slog.Default().
+	Logger *slog.Logger
+	// IsBanned reports whether a source address is banned (checked at Connect).
+	IsBanned func(netip.Addr) bool
+	// GameStateSync appends the GameStateSync payload for a newly admitted
+	// client to dst; nil sends a minimal one (no map, mode Custom, Warmup).
+	GameStateSync func(client uint32, dst []byte) []byte
+	// OnAdmitted is called when a client becomes Connected.
+	OnAdmitted func(ClientInfo)
+	// OnDisconnected is called once when an admitted client leaves, with the
+	// first recorded reason.
+	OnDisconnected func(ClientInfo, wire.DisconnectReason, string)
+	// SocketBuffer is the socket read/write buffer size in bytes; 0 means 4 MiB.
+	SocketBuffer int
+}
+
+// ClientInfo describes an admitted client.
+type ClientInfo struct {
+	ID   uint32
+	Name string
+	Addr netip.AddrPort
+}
+
+// Handler receives a validated message from an admitted client on the
+// receive goroutine. payload is valid only during the call; copy what you keep.
+type Handler func(client uint32, h *wire.Header, payload []byte)
+
+// Sentinel errors of the server API.
+var (
+	ErrNoSuchClient = errors.New("netstack: no such admitted client")
+	ErrServerClosed = errors.New("netstack: server closed")
+)
+
+type slotState uint8
+
+const (
+	slotSecuring slotState = iota
+	slotConnected
+	slotClosed
+)
+
+// peer is one slot: a session plus the handshake facts. state, name and the
+// cached answer are guarded by the session's lock.
+type peer struct {
+	*session
+	state    slotState
+	created  time.Time
+	hello    [handshake.ClientHelloSize]byte
+	accepted []byte // the cached ConnectAccepted datagram
+	name     string
+}
+
+// Server is the protocol v3 server endpoint.
+type Server struct {
+	cfg      ServerConfig
+	chcfg    channelConfig
+	conn     *packetConn
+	ownsConn bool
+	policy   policy.Policy
+	limiter  *ratelimit.Limiter
+	reg      *wire.Registry
+	log      *slog.Logger
+	identity *handshake.ServerIdentity
+	origin   time.Time
+
+	mu     sync.RWMutex
+	byAddr map[netip.AddrPort]*peer
+	byID   map[uint32]*peer
+	nextID uint32
+
+	handlersMu sync.RWMutex
+	handlers   map[wire.MessageType]Handler
+
+	ctr Counters
+
+	// Receive-goroutine scratch: deliveries collected under a peer's lock and
+	// dispatched after it is released, so handlers may call Send.
+	scratch []byte
+	pending []pendingDelivery
+
+	closeOnce sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+type pendingDelivery struct {
+	h          wire.Header
+	start, end int
+}
+
+// NewServer validates cfg and opens the socket (or adopts cfg.Conn). Call
+// Start to begin serving.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	pol, err := policy.Parse(cfg.Bind)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.SecuringTimeout <= 0 {
+		cfg.SecuringTimeout = DefaultSecuringTimeout
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = wire.NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.SocketBuffer <= 0 {
+		cfg.SocketBuffer = 4 << 20
+	}
+	s := &Server{
+		cfg:      cfg,
+		chcfg:    channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout},
+		policy:   pol,
+		reg:      cfg.Registry,
+		log:      cfg.Logger,
+		origin:   time.Now(),
+		byAddr:   make(map[netip.AddrPort]*peer),
+		byID:     make(map[uint32]*peer),
+		nextID:   1,
+		handlers: make(map[wire.MessageType]Handler),
+		done:     make(chan struct{}),
+	}
+	s.chcfg.populate()
+	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
+		return nil, err
+	}
+	if err := cfg.ConnectBudget.Validate(); err != nil {
+		return nil, err
+	}
+	s.limiter = ratelimit.New(cfg.ConnectBudget)
+	if cfg.Conn != nil {
+		s.conn = newPacketConn(cfg.Conn)
+		return s, nil
+	}
+	uc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
+	if err != nil {
+		return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
+	}
+	// The default buffers hold only a few hundred datagrams; a burst of 32
+	// clients at 60 Hz overflows them. Errors here only mean a smaller buffer.
+	_ = uc.SetReadBuffer(cfg.SocketBuffer)
+	_ = uc.SetWriteBuffer(cfg.SocketBuffer)
+	s.conn, s.ownsConn = newPacketConn(uc), true
+	return s, nil
+}
+
+// Start launches the receive and service goroutines.
+func (s *Server) Start() {
+	s.wg.Add(2)
+	go s.receiveLoop()
+	go s.serviceLoop()
+}
+
+// Addr returns the local address the server listens on.
+func (s *Server) Addr() netip.AddrPort {
+	if ua, ok := s.conn.pc.LocalAddr().(*net.UDPAddr); ok {
+		return ua.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// Pin returns the server identity pin ("ed25519:" + base64url).
+func (s *Server) Pin() string { return trust.Pin(s.identity.Public[:]) }
+
+// Registry returns the schema registry used by the receive path.
+func (s *Server) Registry() *wire.Registry { return s.reg }
+
+// Counters returns the server-wide counters (the host adds InboxDrops).
+func (s *Server) Counters() *Counters { return &s.ctr }
+
+// Stats returns a snapshot of the server-wide counters.
+func (s *Server) Stats() Stats { return s.ctr.snapshot() }
+
+// Time returns the server clock: seconds since the server started (§5.2).
+func (s *Server) Time() float32 { return float32(time.Since(s.origin).Seconds()) }
+
+// Handle sets the handler for message type t (nil removes it). ChatMessage
+// is relayed by the server itself; a handler for it is called in addition.
+func (s *Server) Handle(t wire.MessageType, h Handler) {
+	s.handlersMu.Lock()
+	defer s.handlersMu.Unlock()
+	if h == nil {
+		delete(s.handlers, t)
+		return
+	}
+	s.handlers[t] = h
+}
+
+// Close tells every client ServerShutdown, frees all slots and stops the
+// server. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		now := time.Now()
+		for _, p := range s.snapshotPeers(nil) {
+			p.mu.Lock()
+			if p.state == slotConnected {
+				p.closeLocked(wire.DisconnectServerShutdown, "server shutting down", now)
+			} else {
+				p.closed = true
+			}
+			p.mu.Unlock()
+			s.remove(p)
+		}
+		close(s.done)
+		// Unblock the receive goroutine.
+		_ = s.conn.pc.SetReadDeadline(time.Now())
+		if s.ownsConn {
+			_ = s.conn.pc.Close()
+		}
+		s.wg.Wait()
+	})
+	return nil
+}
+
+func (s *Server) snapshotPeers(buf []*peer) []*peer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	buf = buf[:0]
+	for _, p := range s.byAddr {
+		buf = append(buf, p)
+	}
+	return buf
+}
+
+// Clients lists the admitted clients (Securing slots are not visible).
+func (s *Server) Clients() []ClientInfo {
+	var out []ClientInfo
+	for _, p := range s.snapshotPeers(nil) {
+		p.mu.Lock()
+		if p.state == slotConnected {
+			out = append(out, ClientInfo{ID: p.id, Name: p.name, Addr: p.addr})
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// SlotCount returns the number of occupied slots, Securing ones included.
+func (s *Server) SlotCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byAddr)
+}
+
+func (s *Server) admitted(id uint32) *peer {
+	s.mu.RLock()
+	p := s.byID[id]
+	s.mu.RUnlock()
+	return p
+}
+
+// ClientStats returns the §13 statistics of an admitted client.
+func (s *Server) ClientStats(id uint32) (Stats, bool) {
+	p := s.admitted(id)
+	if p == nil {
+		return Stats{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != slotConnected {
+		return Stats{}, false
+	}
+	return p.statsLocked(), true
+}
+
+// ChannelBinding returns the handshake transcript hash th of a client's
+// session: a value unique to this session that in-channel authentication
+// (e.g. SCRAM channel binding) can bind to.
+func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
+	p := s.admitted(id)
+	if p == nil {
+		return [32]byte{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.th, p.state == slotConnected
+}
+
+// Send sends one message to an admitted client.
+func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
+	p := s.admitted(id)
+	if p == nil {
+		return ErrNoSuchClient
+	}
+	return s.sendTo(p, t, ch, payload, time.Now())
+}
+
+func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
+	p.mu.Lock()
+	if p.state != slotConnected {
+		p.mu.Unlock()
+		return ErrNoSuchClient
+	}
+	err := p.sendLocked(t, ch, payload, now)
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		s.remove(p)
+	}
+	return err
+}
+
+// Broadcast sends one message to every admitted client. It returns the first
+// error; a failure for one client does not stop the others.
+func (s *Server) Broadcast(t wire.MessageType, ch wire.Channel, payload []byte) error {
+	return s.BroadcastExcept(0, t, ch, payload)
+}
+
+// BroadcastExcept sends to every admitted client except the one with id except.
+func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
+	now := time.Now()
+	var first error
+	for _, p := range s.snapshotPeers(nil) {
+		if p.id == except {
+			continue
+		}
+		if err := s.sendTo(p, t, ch, payload, now); err != nil && !errors.Is(err, ErrNoSuchClient) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Kick closes an admitted client's connection with reason (e.g. Kicked,
+// Banned) and detail, which the client is told.
+func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) error {
+	p := s.admitted(id)
+	if p == nil {
+		return ErrNoSuchClient
+	}
+	p.mu.Lock()
+	p.closeLocked(reason, detail, time.Now())
+	p.mu.Unlock()
+	s.remove(p)
+	return nil
+}
+
+// remove frees a closed slot and reports the departure of an admitted client.
+func (s *Server) remove(p *peer) {
+	s.mu.Lock()
+	if s.byAddr[p.addr] == p {
+		delete(s.byAddr, p.addr)
+	}
+	if s.byID[p.id] == p {
+		delete(s.byID, p.id)
+	}
+	s.mu.Unlock()
+
+	p.mu.Lock()
+	wasConnected := p.state == slotConnected
+	p.state = slotClosed
+	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	reason, detail := p.reason, p.detail
+	p.mu.Unlock()
+	if !wasConnected {
+		return
+	}
+	s.log.Info("client disconnected", "client", info.ID, "name", info.Name, "addr", info.Addr.String(), "reason", reason.String(), "detail", detail)
+	if s.cfg.OnDisconnected != nil {
+		s.cfg.OnDisconnected(info, reason, detail)
+	}
+}
+
+func (s *Server) receiveLoop() {
+	defer s.wg.Done()
+	buf := make([]byte, wire.MaxDatagram+1)
+	for {
+		n, from, err := s.conn.read(buf)
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // transient (e.g. ICMP port unreachable surfaced as an error)
+		}
+		s.handleDatagram(buf[:n], from, time.Now())
+	}
+}
+
+func (s *Server) serviceLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	var peers []*peer
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-t.C:
+			peers = s.snapshotPeers(peers)
+			for _, p := range peers {
+				s.servicePeer(p, now)
+			}
+			clear(peers)
+		}
+	}
+}
+
+func (s *Server) servicePeer(p *peer, now time.Time) {
+	p.mu.Lock()
+	var closed bool
+	switch p.state {
+	case slotSecuring:
+		if now.Sub(p.created) >= s.cfg.SecuringTimeout {
+			p.closed, closed = true, true
+		}
+	case slotConnected:
+		closed = p.serviceLocked(now)
+	}
+	p.mu.Unlock()
+	if closed {
+		s.remove(p)
+	}
+}
+
+func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, now time.Time, keys sessionKeys) *session {
+	ss := newSession(s.conn, addr, id, true, s.origin, now, keys, &s.chcfg)
+	ss.global = &s.ctr
+	return ss
+}

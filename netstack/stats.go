@@ -1,0 +1,158 @@
+package netstack
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Counters are the drop and traffic counters of protocol-v3.md §13. Every field
+// is updated atomically, so a Counters may be read while the network runs.
+type Counters struct {
+	BytesSent              atomic.Uint64
+	BytesReceived          atomic.Uint64
+	PacketsSent            atomic.Uint64
+	PacketsReceived        atomic.Uint64
+	PacketsDropped         atomic.Uint64 // every drop, whatever the reason
+	SecurityDrops          atomic.Uint64
+	PlaintextFramesDropped atomic.Uint64
+	MalformedDropped       atomic.Uint64
+	PolicyDrops            atomic.Uint64
+	ConnectRateLimited     atomic.Uint64
+	Retransmissions        atomic.Uint64
+	InboxDrops             atomic.Uint64 // incremented by the host's module inboxes
+}
+
+// Stats is a snapshot of one peer's statistics (§13), or of a whole server
+// when read from Server.Stats (then Ping, Jitter and PacketLoss are zero).
+type Stats struct {
+	Ping                   time.Duration // latest heartbeat round trip
+	Jitter                 time.Duration // smoothed variation of Ping (RFC 3550 style, gain 1/16)
+	PacketLoss             float64       // inbound loss 0..1 estimated from the peer's unreliable sequence
+	BytesSent              uint64
+	BytesReceived          uint64
+	PacketsSent            uint64
+	PacketsReceived        uint64
+	PacketsDropped         uint64
+	BandwidthUp            float64 // bytes/s sent over the last full second
+	BandwidthDown          float64 // bytes/s received over the last full second
+	SecurityDrops          uint64
+	PlaintextFramesDropped uint64
+	MalformedDropped       uint64
+	PolicyDrops            uint64
+	ConnectRateLimited     uint64
+	Retransmissions        uint64
+	InboxDrops             uint64
+	RTO                    time.Duration // current retransmission timeout
+}
+
+func (c *Counters) snapshot() Stats {
+	return Stats{
+		BytesSent:              c.BytesSent.Load(),
+		BytesReceived:          c.BytesReceived.Load(),
+		PacketsSent:            c.PacketsSent.Load(),
+		PacketsReceived:        c.PacketsReceived.Load(),
+		PacketsDropped:         c.PacketsDropped.Load(),
+		SecurityDrops:          c.SecurityDrops.Load(),
+		PlaintextFramesDropped: c.PlaintextFramesDropped.Load(),
+		MalformedDropped:       c.MalformedDropped.Load(),
+		PolicyDrops:            c.PolicyDrops.Load(),
+		ConnectRateLimited:     c.ConnectRateLimited.Load(),
+		Retransmissions:        c.Retransmissions.Load(),
+		InboxDrops:             c.InboxDrops.Load(),
+	}
+}
+
+// dropKind names the §13 counter a dropped datagram is counted in.
+type dropKind uint8
+
+const (
+	dropOther dropKind = iota // counted in PacketsDropped only
+	dropSecurity
+	dropPlaintext
+	dropMalformed
+	dropPolicy
+	dropRateLimited
+)
+
+// drop counts one dropped datagram in its counter and in PacketsDropped.
+func (c *Counters) drop(k dropKind) {
+	switch k {
+	case dropSecurity:
+		c.SecurityDrops.Add(1)
+	case dropPlaintext:
+		c.PlaintextFramesDropped.Add(1)
+	case dropMalformed:
+		c.MalformedDropped.Add(1)
+	case dropPolicy:
+		c.PolicyDrops.Add(1)
+	case dropRateLimited:
+		c.ConnectRateLimited.Add(1)
+	}
+	c.PacketsDropped.Add(1)
+}
+
+// linkQuality tracks ping, jitter, inbound loss and bandwidth of one peer. It is
+// guarded by the owning session's lock.
+type linkQuality struct {
+	ping, jitter time.Duration
+	hasPing      bool
+
+	// Inbound loss over windows of the peer's unreliable sequence numbers:
+	// lossBase is the highest sequence of the previous window.
+	lossBase, lossHighest uint32
+	lossReceived          uint32
+	loss                  float64
+	lossStarted           bool
+
+	// Bandwidth: bytes in the current one-second bucket and the last full one.
+	bwStart          time.Time
+	bwUp, bwDown     uint64
+	lastUp, lastDown float64
+}
+
+func (q *linkQuality) addPing(rtt time.Duration) {
+	if !q.hasPing {
+		q.ping, q.hasPing = rtt, true
+		return
+	}
+	d := rtt - q.ping
+	if d < 0 {
+		d = -d
+	}
+	q.jitter += (d - q.jitter) / 16
+	q.ping = rtt
+}
+
+// lossWindow is how many unreliable sequence numbers one loss estimate spans.
+const lossWindow = 256
+
+func (q *linkQuality) sawUnreliable(seq uint32) {
+	if !q.lossStarted {
+		q.lossStarted, q.lossBase, q.lossHighest = true, seq-1, seq-1
+	}
+	if seq <= q.lossBase {
+		return // from a window already judged
+	}
+	q.lossReceived++
+	if seq > q.lossHighest {
+		q.lossHighest = seq
+	}
+	if span := q.lossHighest - q.lossBase; span >= lossWindow {
+		got := min(q.lossReceived, span) // duplicates must not make loss negative
+		q.loss = 1 - float64(got)/float64(span)
+		q.lossBase, q.lossReceived = q.lossHighest, 0
+	}
+}
+
+func (q *linkQuality) traffic(now time.Time, up, down int) {
+	if q.bwStart.IsZero() {
+		q.bwStart = now
+	}
+	if el := now.Sub(q.bwStart); el >= time.Second {
+		q.lastUp = float64(q.bwUp) / el.Seconds()
+		q.lastDown = float64(q.bwDown) / el.Seconds()
+		q.bwUp, q.bwDown, q.bwStart = 0, 0, now
+	}
+	q.bwUp += uint64(up)
+	q.bwDown += uint64(down)
+}

@@ -1,0 +1,199 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// NoStringFields as a Schema's StringFieldOffset means the payload is opaque
+// binary with no string to screen (NO_STRING_FIELDS, §10).
+const NoStringFields uint32 = 0xFFFFFFFF
+
+// BuiltinOwner is the owner Lookup reports for the built-in types of §4.
+const BuiltinOwner = "builtin"
+
+// Schema is the receive rule of one message type (§4, §10).
+type Schema struct {
+	ID        MessageType
+	Name      string
+	Direction Direction // the directions it may travel: one or both bits
+	Channel   Channel   // the one channel a sender must use and a receiver requires
+	MinLen    uint32    // payload bytes, inclusive
+	MaxLen    uint32    // payload bytes, inclusive; at most MaxPayload
+	// StringFieldOffset is the payload offset of a NetBuffer string that must
+	// be valid UTF-8 without NUL and lie within the payload, or NoStringFields.
+	// For a built-in type it only documents its first screened str: built-ins
+	// are checked by their own parser.
+	StringFieldOffset uint32
+	// RequiresAdmitted: the server accepts the type only from an admitted
+	// (Connected) client. It says nothing about what a client accepts.
+	RequiresAdmitted bool
+}
+
+// builtins is the table of §4 for sealed packets, indexed by type. Type 1 is
+// the sealed ClientFinished; ConnectAccepted and ConnectRejected are listed
+// with their plain-frame rules for Lookup, but Validate refuses them sealed.
+var builtins = [...]Schema{
+	TypeConnect:           {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false},
+	TypeConnectAccepted:   {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false},
+	TypeConnectRejected:   {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false},
+	TypeDisconnect:        {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true},
+	TypeHeartbeat:         {TypeHeartbeat, "Heartbeat", BothDirections, Unreliable, 8, 8, NoStringFields, true},
+	TypeAck:               {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true},
+	TypeEntitySpawn:       {TypeEntitySpawn, "EntitySpawn", ServerToClient, ReliableOrdered, entitySpawnFixedLen, MaxPayload, NoStringFields, true},
+	TypeEntityDestroy:     {TypeEntityDestroy, "EntityDestroy", ServerToClient, ReliableOrdered, 4, 4, NoStringFields, true},
+	TypeEntityStateUpdate: {TypeEntityStateUpdate, "EntityStateUpdate", ServerToClient, Unreliable, entityUpdateFixedLen, MaxPayload, NoStringFields, true},
+	TypeEntityRPC:         {TypeEntityRPC, "EntityRPC", BothDirections, Reliable, 6, MaxPayload, NoStringFields, true},
+	TypeClientInput:       {TypeClientInput, "ClientInput", ClientToServer, Unreliable, 29, 29, NoStringFields, true},
+	TypeInputAck:          {TypeInputAck, "InputAck", ServerToClient, Unreliable, 37, 37, NoStringFields, true},
+	TypeChatMessage:       {TypeChatMessage, "ChatMessage", BothDirections, Reliable, 5, 2 + MaxNameLen + 2 + MaxChatTextLen, 0, true},
+	TypeGameStateSync:     {TypeGameStateSync, "GameStateSync", ServerToClient, ReliableOrdered, 26, MaxPayload, 12, true},
+	TypeMatchStart:        {TypeMatchStart, "MatchStart", ServerToClient, ReliableOrdered, 12, 12 + MaxMapLen, 0, true},
+	TypeMatchEnd:          {TypeMatchEnd, "MatchEnd", ServerToClient, ReliableOrdered, 9, 9, NoStringFields, true},
+	TypePlayerRespawn:     {TypePlayerRespawn, "PlayerRespawn", ServerToClient, ReliableOrdered, 24, 24, NoStringFields, true},
+	// 2 + 16·n: n = 4090 is the largest count within MAX_PAYLOAD.
+	TypeScoreUpdate: {TypeScoreUpdate, "ScoreUpdate", ServerToClient, ReliableOrdered, 2, 2 + 16*((MaxPayload-2)/16), NoStringFields, true},
+}
+
+// Errors of Registry.Register; the returned error wraps one of them and names
+// the type, the module and, for a collision, the module that owns the type.
+var (
+	ErrReservedID = errors.New("wire: message ids below 1000 are reserved for built-in types")
+	ErrTypeTaken  = errors.New("wire: message type already registered")
+	ErrBadSchema  = errors.New("wire: invalid message schema")
+)
+
+// moduleType is a registered schema with the module that owns it.
+type moduleType struct {
+	schema Schema
+	owner  string
+}
+
+// Registry is the message-type table: the built-ins of §4 plus the UserDefined
+// types modules register (§10). It is safe for concurrent use. Lookup and
+// Validate run per packet on network goroutines, so they read an immutable
+// snapshot through an atomic pointer without locking or allocating; Register
+// and UnregisterOwner copy the snapshot, change the copy and publish it. The
+// zero value is an empty registry ready for use.
+type Registry struct {
+	mu   sync.Mutex // serializes writers; readers never take it
+	snap atomic.Pointer[map[MessageType]moduleType]
+}
+
+// NewRegistry returns a registry holding only the built-in types.
+func NewRegistry() *Registry { return new(Registry) }
+
+// Register adds module type s owned by owner. It fails, naming the type and
+// the modules involved, when: owner or s.Name is empty, or owner is
+// BuiltinOwner; s.ID < 1000; s.ID is already registered (by another module, or
+// by owner itself: re-registering, even the same schema, is refused so that a
+// reloading module must unregister first and a duplicate id in one module is
+// caught); the direction is not one or both of ClientToServer and
+// ServerToClient; the channel is above ReliableOrdered; MinLen > MaxLen;
+// MaxLen > MaxPayload; or StringFieldOffset is neither NoStringFields nor an
+// offset whose 2-byte length prefix fits within MaxLen.
+func (r *Registry) Register(owner string, s Schema) error {
+	if err := checkSchema(owner, &s); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.types()
+	if prev, ok := old[s.ID]; ok {
+		if prev.owner == owner {
+			return fmt.Errorf("%w: module %q already registered type %d (%q); unregister the module before registering it again",
+				ErrTypeTaken, owner, s.ID, prev.schema.Name)
+		}
+		return fmt.Errorf("%w: module %q cannot register type %d (%q): module %q owns it (as %q)",
+			ErrTypeTaken, owner, s.ID, s.Name, prev.owner, prev.schema.Name)
+	}
+	next := make(map[MessageType]moduleType, len(old)+1)
+	for id, t := range old {
+		next[id] = t
+	}
+	next[s.ID] = moduleType{schema: s, owner: owner}
+	r.snap.Store(&next)
+	return nil
+}
+
+func checkSchema(owner string, s *Schema) error {
+	bad := func(why string, args ...any) error {
+		return fmt.Errorf("%w: module %q, type %d (%q): %s", ErrBadSchema, owner, s.ID, s.Name, fmt.Sprintf(why, args...))
+	}
+	switch {
+	case owner == "":
+		return bad("the owning module has no name")
+	case owner == BuiltinOwner:
+		return bad("%q is reserved for the built-in types", BuiltinOwner)
+	case s.ID < FirstUserDefined:
+		return fmt.Errorf("%w: module %q cannot register type %d (%q): module types start at %d",
+			ErrReservedID, owner, s.ID, s.Name, FirstUserDefined)
+	case s.Name == "":
+		return bad("the type has no name")
+	case s.Direction != ClientToServer && s.Direction != ServerToClient && s.Direction != BothDirections:
+		return bad("direction %d is not ClientToServer, ServerToClient or both", s.Direction)
+	case s.Channel > ReliableOrdered:
+		return bad("channel %d is not 0, 1 or 2", s.Channel)
+	case s.MinLen > s.MaxLen:
+		return bad("min_len %d is greater than max_len %d", s.MinLen, s.MaxLen)
+	case s.MaxLen > MaxPayload:
+		return bad("max_len %d is above MAX_PAYLOAD %d", s.MaxLen, MaxPayload)
+	case s.StringFieldOffset != NoStringFields && uint64(s.StringFieldOffset)+2 > uint64(s.MaxLen):
+		return bad("string_field_offset %d leaves no room for a 2-byte length within max_len %d", s.StringFieldOffset, s.MaxLen)
+	}
+	return nil
+}
+
+// UnregisterOwner removes every type owner registered and returns their ids in
+// ascending order (none: nil). A module's types go when it unloads, crashes or
+// reloads (§10). Built-in types are never removed.
+func (r *Registry) UnregisterOwner(owner string) []MessageType {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.types()
+	var gone []MessageType
+	for id, t := range old {
+		if t.owner == owner {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	next := make(map[MessageType]moduleType, len(old)-len(gone))
+	for id, t := range old {
+		if t.owner != owner {
+			next[id] = t
+		}
+	}
+	r.snap.Store(&next)
+	slices.Sort(gone)
+	return gone
+}
+
+// types returns the current module snapshot; it must not be modified.
+func (r *Registry) types() map[MessageType]moduleType {
+	if p := r.snap.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Lookup returns the schema of t and its owner (BuiltinOwner for the types of
+// §4). For type 1 it returns the sealed ClientFinished rule.
+func (r *Registry) Lookup(t MessageType) (s Schema, owner string, ok bool) {
+	if t < FirstUserDefined {
+		if t == 0 || int(t) >= len(builtins) {
+			return Schema{}, "", false
+		}
+		return builtins[t], BuiltinOwner, true
+	}
+	mt, ok := r.types()[t]
+	if !ok {
+		return Schema{}, "", false
+	}
+	return mt.schema, mt.owner, true
+}

@@ -1,0 +1,191 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func userSchema(id MessageType) Schema {
+	return Schema{ID: id, Name: "Emote", Direction: ClientToServer, Channel: Reliable,
+		MinLen: 2, MaxLen: 100, StringFieldOffset: 4, RequiresAdmitted: true}
+}
+
+func TestRegisterRules(t *testing.T) {
+	edit := func(f func(*Schema)) Schema { s := userSchema(1000); f(&s); return s }
+	tests := []struct {
+		name   string
+		owner  string
+		schema Schema
+		want   error
+		says   []string // substrings the message must contain
+	}{
+		{"valid", "emotes", userSchema(1000), nil, nil},
+		{"opaque", "emotes", edit(func(s *Schema) { s.StringFieldOffset = NoStringFields }), nil, nil},
+		{"string prefix ends at max_len", "emotes", edit(func(s *Schema) { s.MaxLen, s.StringFieldOffset = 10, 8 }), nil, nil},
+		{"both directions, ordered", "emotes", edit(func(s *Schema) { s.Direction, s.Channel = BothDirections, ReliableOrdered }), nil, nil},
+		{"max_len = MAX_PAYLOAD", "emotes", edit(func(s *Schema) { s.MaxLen = MaxPayload }), nil, nil},
+		{"id 999", "emotes", userSchema(999), ErrReservedID, []string{"999", `"emotes"`, "1000"}},
+		{"id 0", "emotes", userSchema(0), ErrReservedID, []string{"type 0"}},
+		{"built-in Heartbeat id", "emotes", userSchema(TypeHeartbeat), ErrReservedID, []string{"type 5"}},
+		{"min > max", "emotes", edit(func(s *Schema) { s.MinLen, s.MaxLen = 11, 10 }), ErrBadSchema, []string{"min_len 11", "max_len 10", "1000"}},
+		{"max above MAX_PAYLOAD", "emotes", edit(func(s *Schema) { s.MaxLen = MaxPayload + 1 }), ErrBadSchema, []string{"65454"}},
+		{"string prefix past max_len", "emotes", edit(func(s *Schema) { s.MaxLen, s.StringFieldOffset = 10, 9 }), ErrBadSchema, []string{"string_field_offset 9"}},
+		{"string offset huge", "emotes", edit(func(s *Schema) { s.StringFieldOffset = 0xFFFFFFFE }), ErrBadSchema, nil},
+		{"no direction", "emotes", edit(func(s *Schema) { s.Direction = 0 }), ErrBadSchema, []string{"direction"}},
+		{"unknown direction bit", "emotes", edit(func(s *Schema) { s.Direction = 4 }), ErrBadSchema, []string{"direction"}},
+		{"channel 3", "emotes", edit(func(s *Schema) { s.Channel = 3 }), ErrBadSchema, []string{"channel 3"}},
+		{"empty owner", "", userSchema(1000), ErrBadSchema, nil},
+		{"owner named builtin", BuiltinOwner, userSchema(1000), ErrBadSchema, nil},
+		{"empty name", "emotes", edit(func(s *Schema) { s.Name = "" }), ErrBadSchema, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRegistry()
+			err := r.Register(tc.owner, tc.schema)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Register: %v", err)
+				}
+				s, owner, ok := r.Lookup(tc.schema.ID)
+				if !ok || owner != tc.owner || !reflect.DeepEqual(s, tc.schema) {
+					t.Fatalf("Lookup = %+v, %q, %v", s, owner, ok)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Register error = %v, want %v", err, tc.want)
+			}
+			for _, sub := range tc.says {
+				if !strings.Contains(err.Error(), sub) {
+					t.Errorf("error %q does not mention %q", err, sub)
+				}
+			}
+			if _, _, ok := r.Lookup(tc.schema.ID); ok && tc.schema.ID >= FirstUserDefined {
+				t.Errorf("a refused schema was registered")
+			}
+		})
+	}
+}
+
+func TestRegisterCollision(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Register("emotes", userSchema(1000)); err != nil {
+		t.Fatal(err)
+	}
+	other := userSchema(1000)
+	other.Name = "Dance"
+	err := r.Register("dances", other)
+	if !errors.Is(err, ErrTypeTaken) {
+		t.Fatalf("collision error = %v, want ErrTypeTaken", err)
+	}
+	for _, sub := range []string{`"emotes"`, `"dances"`, "1000"} {
+		if !strings.Contains(err.Error(), sub) {
+			t.Errorf("collision error %q does not name %s", err, sub)
+		}
+	}
+	if err := r.Register("emotes", userSchema(1000)); !errors.Is(err, ErrTypeTaken) {
+		t.Fatalf("re-registering the same schema: %v, want ErrTypeTaken", err)
+	}
+	if _, owner, _ := r.Lookup(1000); owner != "emotes" {
+		t.Fatalf("a refused registration replaced the owner: %q", owner)
+	}
+}
+
+func TestUnregisterOwner(t *testing.T) {
+	r := NewRegistry()
+	for _, reg := range []struct {
+		owner string
+		id    MessageType
+	}{{"emotes", 1002}, {"dances", 1001}, {"emotes", 1000}, {"emotes", 2000}} {
+		if err := r.Register(reg.owner, userSchema(reg.id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.UnregisterOwner("emotes"); !reflect.DeepEqual(got, []MessageType{1000, 1002, 2000}) {
+		t.Fatalf("UnregisterOwner = %v", got)
+	}
+	for _, id := range []MessageType{1000, 1002, 2000} {
+		if _, _, ok := r.Lookup(id); ok {
+			t.Errorf("type %d survived its module's removal", id)
+		}
+	}
+	if _, owner, ok := r.Lookup(1001); !ok || owner != "dances" {
+		t.Errorf("another module's type was removed")
+	}
+	if got := r.UnregisterOwner("emotes"); got != nil {
+		t.Errorf("second UnregisterOwner = %v, want nil", got)
+	}
+	// A reloading module registers its types again.
+	if err := r.Register("emotes", userSchema(1000)); err != nil {
+		t.Fatalf("register after unload: %v", err)
+	}
+}
+
+func TestBuiltinsUntouchable(t *testing.T) {
+	r := NewRegistry()
+	if got := r.UnregisterOwner(BuiltinOwner); got != nil {
+		t.Fatalf("UnregisterOwner(builtin) = %v", got)
+	}
+	for id := MessageType(1); id <= TypeScoreUpdate; id++ {
+		s, owner, ok := r.Lookup(id)
+		if !ok || owner != BuiltinOwner || s.ID != id {
+			t.Errorf("Lookup(%d) = %+v, %q, %v", id, s, owner, ok)
+		}
+		if err := r.Register("evil", userSchema(id)); !errors.Is(err, ErrReservedID) {
+			t.Errorf("Register over built-in %v: %v", id, err)
+		}
+	}
+	for _, id := range []MessageType{0, 19, 999, 1000} {
+		if _, _, ok := r.Lookup(id); ok {
+			t.Errorf("Lookup(%d) found a type", id)
+		}
+	}
+	if s, _, _ := r.Lookup(TypeConnect); s.Name != "ClientFinished" || s.MaxLen != 324 || s.Channel != Reliable {
+		t.Errorf("sealed type 1 should be ClientFinished 4..324 on Reliable: %+v", s)
+	}
+}
+
+func TestBuiltinTableMatchesSpec(t *testing.T) {
+	// §4's table, column by column, for sealed packets.
+	want := map[MessageType][4]uint32{ // dir, chan, min, max
+		1: {1, 1, 4, 324}, 2: {2, 0, 155, 155}, 3: {2, 0, 5, 261}, 4: {3, 0, 3, 259},
+		5: {3, 0, 8, 8}, 6: {3, 0, 10, 10}, 7: {2, 2, 19, MaxPayload}, 8: {2, 2, 4, 4},
+		9: {2, 0, 12, MaxPayload}, 10: {3, 1, 6, MaxPayload}, 11: {1, 0, 29, 29},
+		12: {2, 0, 37, 37}, 13: {3, 1, 5, 292}, 14: {2, 2, 26, MaxPayload},
+		15: {2, 2, 12, 76}, 16: {2, 2, 9, 9}, 17: {2, 2, 24, 24}, 18: {2, 2, 2, 65442},
+	}
+	for id, w := range want {
+		s := builtins[id]
+		got := [4]uint32{uint32(s.Direction), uint32(s.Channel), s.MinLen, s.MaxLen}
+		if got != w || s.ID != id {
+			t.Errorf("type %d (%v): got %v, want %v", id, id, got, w)
+		}
+	}
+}
+
+func TestRegistryConcurrentUse(t *testing.T) {
+	r := NewRegistry()
+	payload := enc(uint32(0), "hi")
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			owner := fmt.Sprintf("module%d", g)
+			for i := 0; i < 200; i++ {
+				id := MessageType(1000 + g*1000 + i%10)
+				_ = r.Register(owner, userSchema(id))
+				h := Header{Type: id, Channel: Reliable}
+				_ = r.Validate(ClientToServer, &h, payload)
+				if i%25 == 0 {
+					r.UnregisterOwner(owner)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,134 @@
+package wire
+
+import "encoding/binary"
+
+// Validate applies the receive rules of §3, §4 and §10 to a packet that
+// arrived in a sealed frame and passed ParsePacket: the type is built in or
+// registered (ErrUnknownType), may travel in direction travel
+// (ErrWrongDirection; travel is ClientToServer when the server receives,
+// ServerToClient when a client does), uses the type's channel
+// (ErrWrongChannel), has a payload size within the type's rule (ErrBadSize),
+// and the payload passes its schema (an error matching ErrMalformedPayload).
+//
+// Built-in payloads are checked by their structural parser. A ClientFinished
+// whose structure parses is valid here even when its name breaks the name
+// rule: the server answers that with Disconnect(NameInvalid) after
+// ParseClientFinished. ConnectAccepted and ConnectRejected travel only in plain
+// frames, so sealed they are malformed. EntitySpawn and EntityStateUpdate get
+// the structural checks; their fields need the type's schema (see
+// ParseEntitySpawnFields). A ChatMessage from a client must have an empty
+// sender. A module type gets its length bounds and string screen.
+//
+// Validate never allocates and never panics; every error it returns means
+// drop and count malformedDropped.
+func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
+	if travel != ClientToServer && travel != ServerToClient {
+		return ErrWrongDirection // a receiver always knows which way it listens
+	}
+	var s Schema
+	switch {
+	case h.Type == TypeConnectAccepted || h.Type == TypeConnectRejected:
+		return errPlainOnly
+	case h.Type < FirstUserDefined:
+		if h.Type == 0 || int(h.Type) >= len(builtins) {
+			return ErrUnknownType
+		}
+		s = builtins[h.Type]
+	default:
+		mt, ok := r.types()[h.Type]
+		if !ok {
+			return ErrUnknownType
+		}
+		s = mt.schema
+	}
+	if s.Direction&travel == 0 {
+		return ErrWrongDirection
+	}
+	if h.Channel != s.Channel {
+		return ErrWrongChannel
+	}
+	if n := uint64(len(payload)); n < uint64(s.MinLen) || n > uint64(s.MaxLen) {
+		return ErrBadSize
+	}
+	if h.Type < FirstUserDefined {
+		return validateBuiltin(travel, h.Type, payload)
+	}
+	return screenString(s.StringFieldOffset, payload)
+}
+
+// validateBuiltin runs the allocation-free structural check of a built-in
+// payload whose size already passed the table.
+func validateBuiltin(travel Direction, t MessageType, p []byte) error {
+	var err error
+	switch t {
+	case TypeConnect:
+		_, _, err = scanClientFinished(p)
+	case TypeDisconnect:
+		_, err = scanDisconnect(p)
+	case TypeHeartbeat:
+		_, err = ParseHeartbeat(p)
+	case TypeAck:
+		_, err = ParseAck(p)
+	case TypeEntitySpawn:
+		_, _, err = scanEntitySpawn(p)
+	case TypeEntityDestroy:
+		_, err = ParseEntityDestroy(p)
+	case TypeEntityStateUpdate:
+		_, _, err = scanEntityStateUpdate(p)
+	case TypeEntityRPC:
+		// entity_id, rpc and module-defined args: any 6 or more bytes.
+	case TypeClientInput:
+		_, err = ParseClientInput(p)
+	case TypeInputAck:
+		_, err = ParseInputAck(p)
+	case TypeChatMessage:
+		_, _, err = scanChat(p, travel == ClientToServer)
+	case TypeGameStateSync:
+		err = scanGameStateSync(p)
+	case TypeMatchStart:
+		_, _, err = scanMatchStart(p)
+	case TypeMatchEnd:
+		_, err = ParseMatchEnd(p)
+	case TypePlayerRespawn:
+		_, err = ParsePlayerRespawn(p)
+	case TypeScoreUpdate:
+		_, err = scanScoreUpdate(p)
+	default:
+		err = ErrUnknownType
+	}
+	return err
+}
+
+// screenString applies a module schema's string rule (§10): unless off is
+// NoStringFields, a NetBuffer string starts at off, lies wholly within the
+// payload, and is valid UTF-8 without NUL.
+func screenString(off uint32, p []byte) error {
+	if off == NoStringFields {
+		return nil
+	}
+	start := uint64(off) + 2
+	if start > uint64(len(p)) {
+		return errStringOffset
+	}
+	end := start + uint64(binary.LittleEndian.Uint16(p[off:]))
+	if end > uint64(len(p)) {
+		return errStringOffset
+	}
+	if !ValidUTF8NoNUL(p[start:end]) {
+		return errBadString
+	}
+	return nil
+}
+
+// String names d for logs and errors.
+func (d Direction) String() string {
+	switch d {
+	case ClientToServer:
+		return "ClientToServer"
+	case ServerToClient:
+		return "ServerToClient"
+	case BothDirections:
+		return "BothDirections"
+	}
+	return "Direction(?)"
+}
