@@ -126,6 +126,8 @@ type Client struct {
 	gameSync wire.GameStateSync
 
 	inbox     chan Message
+	pending   []Message   // collected by the receive goroutine under the lock
+	deliverFn deliverFunc // c.deliver, bound once: a method value allocates per use
 	admitted  chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -163,6 +165,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		admitted: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	c.deliverFn = c.deliver
 	if cfg.Conn != nil {
 		c.conn = newPacketConn(cfg.Conn)
 	} else {
@@ -338,11 +341,12 @@ func (c *Client) receiveLoop() {
 		}
 		now := time.Now()
 		c.sess.mu.Lock()
-		if h, payload, ok := c.sess.openLocked(buf[:n], now); ok {
-			c.sess.handleLocked(c.reg, &h, payload, now, c.deliver)
+		if h, payload := c.sess.openLocked(buf[:n], now); h != nil {
+			c.sess.handleLocked(c.reg, h, payload, now, c.deliverFn)
 		}
 		closed := c.sess.closed
 		c.sess.mu.Unlock()
+		c.flushInbox()
 		if closed {
 			c.shutdown()
 			return
@@ -350,7 +354,22 @@ func (c *Client) receiveLoop() {
 	}
 }
 
-// deliver queues a message for Receive; it runs under the session lock.
+// flushInbox hands the messages collected in one receive pass to Receive. It
+// runs after the session lock is released, so a reader woken by the inbox can
+// Send at once instead of waiting for the receive goroutine's lock.
+func (c *Client) flushInbox() {
+	for i, msg := range c.pending {
+		select {
+		case c.inbox <- msg:
+		default:
+			c.sess.ctr.InboxDrops.Add(1)
+		}
+		c.pending[i] = Message{}
+	}
+	c.pending = c.pending[:0]
+}
+
+// deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
 	if h.Type == wire.TypeGameStateSync {
 		if gs, err := wire.ParseGameStateSync(payload); err == nil {
@@ -362,12 +381,7 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 			}
 		}
 	}
-	msg := Message{Header: *h, Payload: append([]byte(nil), payload...)}
-	select {
-	case c.inbox <- msg:
-	default:
-		c.sess.ctr.InboxDrops.Add(1)
-	}
+	c.pending = append(c.pending, Message{Header: *h, Payload: append([]byte(nil), payload...)})
 }
 
 func (c *Client) serviceLoop() {
@@ -378,9 +392,9 @@ func (c *Client) serviceLoop() {
 		select {
 		case <-c.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			c.sess.mu.Lock()
-			closed := c.sess.serviceLocked(now)
+			closed := c.sess.serviceLocked(time.Now()) // not the tick's (possibly stale) scheduled time
 			c.sess.mu.Unlock()
 			if closed {
 				c.shutdown()

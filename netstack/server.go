@@ -127,8 +127,9 @@ type Server struct {
 
 	// Receive-goroutine scratch: deliveries collected under a peer's lock and
 	// dispatched after it is released, so handlers may call Send.
-	scratch []byte
-	pending []pendingDelivery
+	scratch   []byte
+	pending   []pendingDelivery
+	collectFn deliverFunc // s.collect, bound once: a method value allocates per use
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -175,6 +176,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		handlers: make(map[wire.MessageType]Handler),
 		done:     make(chan struct{}),
 	}
+	s.collectFn = s.collect
 	s.chcfg.populate()
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
@@ -384,6 +386,12 @@ func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) er
 		return ErrNoSuchClient
 	}
 	p.mu.Lock()
+	if p.state != slotConnected {
+		// byID also holds Securing slots, which must only ever receive the
+		// handshake answers (§5.5).
+		p.mu.Unlock()
+		return ErrNoSuchClient
+	}
 	p.closeLocked(reason, detail, time.Now())
 	p.mu.Unlock()
 	s.remove(p)
@@ -445,10 +453,13 @@ func (s *Server) serviceLoop() {
 		select {
 		case <-s.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			// time.Now per peer, not the tick's value: a tick carries its
+			// scheduled time, which lags when this goroutine runs late, and a
+			// heartbeat stamped with it would inflate the ping.
 			peers = s.snapshotPeers(peers)
 			for _, p := range peers {
-				s.servicePeer(p, now)
+				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
 		}

@@ -91,7 +91,7 @@ func (s *Server) handlePlain(pkt []byte, from netip.AddrPort, now time.Time) {
 		same := state == slotSecuring && bytes.Equal(payload, old.hello[:])
 		old.mu.Unlock()
 		if state == slotConnected {
-			s.ctr.drop(dropOther)
+			s.ctr.drop(dropMalformed) // §5.5 names no counter, so the default one
 			return
 		}
 		if same {
@@ -194,12 +194,12 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity)
 		return
 	}
-	h, payload, ok := p.openLocked(d, now)
-	if ok {
+	h, payload := p.openLocked(d, now)
+	if h != nil {
 		switch {
 		case p.state == slotSecuring:
 			if h.Type == wire.TypeConnect && h.Channel == wire.Reliable && h.Sequence == 1 {
-				admittedNow = s.finishLocked(p, &h, payload, now)
+				admittedNow = s.finishLocked(p, h, payload, now)
 			} else {
 				p.countDrop(dropMalformed)
 			}
@@ -207,13 +207,13 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 			// A repeated ClientFinished is a duplicate by Sequence alone: acked,
 			// never processed again. Any other type-1 packet is dropped.
 			if h.Channel == wire.Reliable && h.Sequence == 1 {
-				p.rel.Receive(&h, payload, now, func(*wire.Header, []byte) {})
+				p.rel.Receive(h, payload, now, discard)
 				p.flushLocked(now)
 			} else {
 				p.countDrop(dropMalformed)
 			}
 		default:
-			p.handleLocked(s.reg, &h, payload, now, s.collect)
+			p.handleLocked(s.reg, h, payload, now, s.collectFn)
 		}
 	}
 	closed := p.closed
@@ -246,7 +246,7 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	}
 	p.state = slotConnected
 	p.name = cf.Name
-	p.rel.Receive(h, payload, now, func(*wire.Header, []byte) {}) // marks Sequence 1 received
+	p.rel.Receive(h, payload, now, discard) // marks Sequence 1 received
 	var gs []byte
 	if s.cfg.GameStateSync != nil {
 		gs = s.cfg.GameStateSync(p.id, nil)
@@ -300,3 +300,7 @@ func (s *Server) relayChat(from ClientInfo, payload []byte) {
 	out := wire.AppendChatMessage(nil, &msg)
 	_ = s.BroadcastExcept(from.ID, wire.TypeChatMessage, wire.Reliable, out)
 }
+
+// discard is the deliver function for a ClientFinished, which the reliability
+// engine must see (to ack it and recognise repeats) but nobody consumes.
+func discard(*wire.Header, []byte) {}

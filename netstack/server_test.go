@@ -16,6 +16,11 @@ import (
 // newTestServer starts a server on 127.0.0.1 with an ephemeral port.
 func newTestServer(t *testing.T, mod func(*netstack.ServerConfig)) *netstack.Server {
 	t.Helper()
+	return newTestServerTB(t, mod)
+}
+
+func newTestServerTB(t testing.TB, mod func(*netstack.ServerConfig)) *netstack.Server {
+	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

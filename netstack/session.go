@@ -53,7 +53,8 @@ type session struct {
 	ctr    Counters
 	global *Counters // the server's totals (nil on a client)
 
-	pkt, frame, open []byte // scratch buffers, reused per packet
+	pkt, frame, open []byte      // scratch buffers, reused per packet
+	rx               wire.Header // header of the packet being received
 
 	closed bool
 	reason wire.DisconnectReason
@@ -292,23 +293,25 @@ func (s *session) statsLocked() Stats {
 // deliverFunc receives a validated message; payload is only valid during the call.
 type deliverFunc func(h *wire.Header, payload []byte)
 
-// openLocked authenticates a sealed datagram and decodes its packet. It returns
-// ok=false when the datagram was dropped; the drop is counted.
-func (s *session) openLocked(datagram []byte, now time.Time) (h wire.Header, payload []byte, ok bool) {
+// openLocked authenticates a sealed datagram and decodes its packet into the
+// session's receive header (kept in the session so that passing it on by
+// pointer allocates nothing). It returns nil when the datagram was dropped;
+// the drop is counted.
+func (s *session) openLocked(datagram []byte, now time.Time) (*wire.Header, []byte) {
 	pkt, err := s.opener.Open(s.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)
-		return h, nil, false
+		return nil, nil
 	}
 	s.open = pkt[:0]
 	s.lastAuth = now
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(datagram)))
 	s.q.traffic(now, 0, len(datagram))
-	h, payload, err = wire.ParsePacket(pkt)
+	h, payload, err := wire.ParsePacket(pkt)
 	if err != nil {
 		s.countDrop(dropMalformed)
-		return h, nil, false
+		return nil, nil
 	}
 	wantSender := uint32(0)
 	if s.server {
@@ -316,9 +319,10 @@ func (s *session) openLocked(datagram []byte, now time.Time) (h wire.Header, pay
 	}
 	if h.SenderID != wantSender {
 		s.countDrop(dropMalformed)
-		return h, nil, false
+		return nil, nil
 	}
-	return h, payload, true
+	s.rx = h
+	return &s.rx, payload
 }
 
 // handleLocked applies the schema, then routes an authenticated packet through

@@ -48,6 +48,7 @@ const (
 	DefaultConnectionTimeout  = 10 * time.Second
 	DefaultMaxRetransmissions = 10
 	DefaultAckDelay           = 10 * time.Millisecond
+	DefaultAckEvery           = 16
 )
 
 // Errors the engine reports. Callers match them with errors.Is.
@@ -65,8 +66,10 @@ var (
 	ErrNotReliableChannel = errors.New("reliable: Send needs channel Reliable or ReliableOrdered; send unreliable packets directly")
 	// ErrPayloadTooLarge is returned by Send for a payload over MAX_PAYLOAD.
 	ErrPayloadTooLarge = errors.New("reliable: payload larger than MAX_PAYLOAD (65453 bytes)")
-	// ErrSequenceExhausted is returned by Send once 2^32−1 reliable (or
-	// ordered) packets have been sent: the connection must be re-established.
+	// ErrSequenceExhausted is returned by Send once 2^32−2 reliable (or
+	// ordered) sequences are used: sequences never wrap (comparisons are
+	// plain u32), so the connection must be re-established. At 1,000 reliable
+	// packets per second that is 49 days.
 	ErrSequenceExhausted = errors.New("reliable: sequence space exhausted; reconnect")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("reliable: endpoint closed")
@@ -85,17 +88,18 @@ type Config struct {
 	MaxQueued int
 	// MaxReorderAhead is how many OrderedSequences beyond the next expected one
 	// are held for in-order delivery; further ones are dropped unacknowledged.
-	// 0 means 256 (MAX_REORDER_AHEAD). Each unit reserves one slot (~40 bytes).
+	// 0 means 256 (MAX_REORDER_AHEAD); at most 65536. Each unit reserves one
+	// slot (~40 bytes).
 	MaxReorderAhead uint32
 	// ReceiveWindow is how many reliability sequences beyond the first missing
 	// one are tracked for duplicate detection; a packet beyond it is dropped
 	// unacknowledged (the sender retransmits it later). 0 means 1024; rounded up
 	// to a multiple of 64, at least 256 so a sender within §7's 256-packet
-	// limit never hits it. Costs ReceiveWindow/8 bytes.
+	// limit never hits it, at most 2^20. Costs ReceiveWindow/8 bytes.
 	ReceiveWindow uint32
 	// ConnectionTimeout is how long a sent reliable packet may wait for its
 	// acknowledgement before ErrDeliveryFailed (§8's liveness timeout).
-	// 0 means 10 s.
+	// 0 means 10 s; clamped to 100 years so deadlines cannot overflow.
 	ConnectionTimeout time.Duration
 	// MaxRetransmissions is how many times a packet is retransmitted; after
 	// the last retransmission's wait without an ack, ErrDeliveryFailed.
@@ -105,6 +109,12 @@ type Config struct {
 	// that one Ack covers a burst. 0 means 10 ms; clamped to 33 ms (§7).
 	// Duplicates are acknowledged at once regardless.
 	AckDelay time.Duration
+	// AckEvery makes an Ack due at once when this many new reliable packets
+	// arrived since the last Ack, so that a sender with a full window is not
+	// held for AckDelay (the window, not the link, would set the throughput)
+	// and no arrival can fall out of an Ack's 32-bit field before it is sent.
+	// 0 means 16; negative means only AckDelay applies.
+	AckEvery int
 	// RedundantAcks is how many times the acknowledgement state is sent again,
 	// AckDelay apart, after the Ack that answered the last reliable arrival.
 	// A retransmission usually arrives alone and earns a single Ack; losing
@@ -125,14 +135,16 @@ func (c Config) populate() Config {
 	if c.MaxReorderAhead == 0 {
 		c.MaxReorderAhead = MaxReorderAhead
 	}
+	c.MaxReorderAhead = min(c.MaxReorderAhead, 1<<16)
 	if c.ReceiveWindow == 0 {
 		c.ReceiveWindow = DefaultReceiveWindow
 	}
-	c.ReceiveWindow = max(c.ReceiveWindow, MaxInFlightLimit)
+	c.ReceiveWindow = min(max(c.ReceiveWindow, MaxInFlightLimit), 1<<20)
 	c.ReceiveWindow = (c.ReceiveWindow + 63) &^ 63
 	if c.ConnectionTimeout <= 0 {
 		c.ConnectionTimeout = DefaultConnectionTimeout
 	}
+	c.ConnectionTimeout = min(c.ConnectionTimeout, 100*365*24*time.Hour)
 	if c.MaxRetransmissions <= 0 {
 		c.MaxRetransmissions = DefaultMaxRetransmissions
 	}
@@ -140,6 +152,12 @@ func (c Config) populate() Config {
 		c.AckDelay = DefaultAckDelay
 	}
 	c.AckDelay = min(c.AckDelay, MaxAckDelay)
+	switch {
+	case c.AckEvery == 0:
+		c.AckEvery = DefaultAckEvery
+	case c.AckEvery < 0:
+		c.AckEvery = 0
+	}
 	switch {
 	case c.RedundantAcks == 0:
 		c.RedundantAcks = 1

@@ -20,8 +20,9 @@ const never = time.Duration(math.MaxInt64)
 //   - For every authenticated packet from the peer: an Ack (type 6) goes to
 //     OnAck, everything else to Receive. After the receive pass, call Poll so
 //     that acknowledgements due at once (duplicates) leave in the same pass.
-//   - Call Poll again whenever NextDeadline passes (a per-tick call is enough
-//     when ticks are ≤ 33 ms apart minus the AckDelay), and after Sends.
+//   - Call Poll after Sends and whenever NextDeadline passes. Polling once per
+//     tick instead is enough if AckDelay + tick interval ≤ 33 ms (10 ms +
+//     16.7 ms at 60 Hz), so that Acks still leave within §7's 33 ms.
 //   - When Poll returns ErrDeliveryFailed, close the connection with
 //     Disconnect(ReliableDeliveryFailed), then Close the Endpoint.
 //
@@ -56,8 +57,8 @@ type Endpoint struct {
 	highestAt time.Duration
 	ackDue    time.Duration
 	ackRepeat int // redundant Acks still to send after the next one
-	far       [8]farAck
-	nFar      int
+	sinceAck  int // new reliable arrivals since the last Ack (Config.AckEvery)
+	pending   ackRanges
 	expectOrd uint32
 	held      []heldPacket
 	nHeld     int
@@ -73,9 +74,9 @@ type Endpoint struct {
 
 // counters are the monotonically increasing parts of Stats.
 type counters struct {
-	sent, retransmissions, acksSent, acksReceived              uint64
-	delivered, duplicates, reorderDropped, windowDropped       uint64
-	staleOrdered, invalid, farAcksDropped, unreliableDelivered uint64
+	sent, retransmissions, acksSent, acksReceived                uint64
+	delivered, duplicates, reorderDropped, windowDropped         uint64
+	staleOrdered, invalid, ackRangesDropped, unreliableDelivered uint64
 }
 
 // New returns an Endpoint for one peer. now is the current monotonic time.
@@ -195,9 +196,9 @@ type Stats struct {
 	DuplicatesReceived  uint64 // reliable packets already received: acked, not delivered
 	ReorderDropped      uint64 // ordered beyond MaxReorderAhead: dropped unacked
 	WindowDropped       uint64 // sequence beyond ReceiveWindow: dropped unacked
-	StaleOrdered        uint64 // ordered below the next expected: acked, dropped
+	StaleOrdered        uint64 // OrderedSequence already delivered or held: acked, dropped
 	Invalid             uint64 // Sequence 0 or OrderedSequence 0: dropped unacked
-	FarAcksDropped      uint64 // far-below Acks not queued (more than 8 pending)
+	AckRangesDropped    uint64 // arrivals left for a later Ack: 32 ranges already pending
 }
 
 // Stats returns a snapshot of the Endpoint's counters.
@@ -210,6 +211,6 @@ func (e *Endpoint) Stats() Stats {
 		Delivered: e.st.delivered, UnreliableDelivered: e.st.unreliableDelivered,
 		DuplicatesReceived: e.st.duplicates, ReorderDropped: e.st.reorderDropped,
 		WindowDropped: e.st.windowDropped, StaleOrdered: e.st.staleOrdered,
-		Invalid: e.st.invalid, FarAcksDropped: e.st.farAcksDropped,
+		Invalid: e.st.invalid, AckRangesDropped: e.st.ackRangesDropped,
 	}
 }

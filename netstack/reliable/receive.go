@@ -15,13 +15,6 @@ type heldPacket struct {
 	used bool
 }
 
-// farAck is a pending Ack for a packet that arrived more than 32 below the
-// highest received sequence, where the regular Ack's bitfield cannot reach.
-type farAck struct {
-	seq uint32
-	at  time.Duration
-}
-
 // Receive processes an authenticated, validated packet from the peer and calls
 // deliver for every message now deliverable, in order. deliver must not
 // retain h or payload and must not call Receive; it may call Send.
@@ -115,81 +108,17 @@ func (e *Endpoint) deliverOrdered(h *wire.Header, payload []byte, deliver func(*
 	}
 }
 
-// hold copies an ordered message that arrived ahead of its turn. A second
-// message with an already held OrderedSequence (a misbehaving sender: a
-// retransmission keeps its Sequence) keeps the first.
+// hold copies an ordered message that arrived ahead of its turn. The slot can
+// only be taken by the same OrderedSequence (the held range spans exactly
+// len(held) values, and the drain never leaves a slot behind), i.e. a
+// misbehaving sender reusing an OrderedSequence under a new Sequence (a
+// retransmission keeps both): the first copy is kept, the second counted stale.
 func (e *Endpoint) hold(h *wire.Header, payload []byte) {
 	hp := &e.held[h.OrderedSequence%uint32(len(e.held))]
 	if hp.used {
+		e.st.staleOrdered++
 		return
 	}
 	*hp = heldPacket{hdr: *h, buf: copyBuf(payload), used: true}
 	e.nHeld++
-}
-
-// scheduleAck makes an Ack due by t+delay, and queues a far-below Ack for s
-// when the regular Ack (for the highest sequence) cannot cover it.
-func (e *Endpoint) scheduleAck(s uint32, t, delay time.Duration) {
-	e.ackDue = min(e.ackDue, t+delay)
-	e.ackRepeat = e.cfg.RedundantAcks
-	if e.highest-s > AckBits {
-		e.addFarAck(s, t)
-	}
-}
-
-// addFarAck queues an Ack with ack = s, merging with a pending far Ack whose
-// bitfield already covers s or that s's own bitfield covers. When all slots
-// are taken the Ack is skipped and counted: the sender retransmits and the
-// duplicate is acknowledged then.
-func (e *Endpoint) addFarAck(s uint32, t time.Duration) {
-	for i := 0; i < e.nFar; i++ {
-		f := &e.far[i]
-		switch {
-		case f.seq >= s && f.seq-s <= AckBits:
-			return
-		case s > f.seq && s-f.seq <= AckBits:
-			*f = farAck{seq: s, at: t}
-			return
-		}
-	}
-	if e.nFar == len(e.far) {
-		e.st.farAcksDropped++
-		return
-	}
-	e.far[e.nFar] = farAck{seq: s, at: t}
-	e.nFar++
-}
-
-// emitAcks sends the regular Ack for the highest sequence, then the far ones,
-// and schedules the redundant repeat (with the then current state) if any.
-func (e *Endpoint) emitAcks(t time.Duration, emit func(*wire.Header, []byte)) {
-	e.emitAck(e.highest, t-e.highestAt, emit)
-	for i := 0; i < e.nFar; i++ {
-		e.emitAck(e.far[i].seq, t-e.far[i].at, emit)
-	}
-	if e.ackRepeat > 0 {
-		e.ackRepeat--
-		e.ackDue = t + e.cfg.AckDelay
-		return
-	}
-	e.nFar = 0
-	e.ackDue = never
-}
-
-func (e *Endpoint) emitAck(ack uint32, held time.Duration, emit func(*wire.Header, []byte)) {
-	a := Ack{Ack: ack, Bits: e.ackBits(ack), DelayMS: uint16(min(max(held/time.Millisecond, 0), 0xFFFF))}
-	e.emitHdr = wire.Header{Type: wire.TypeAck, Channel: wire.Unreliable, Sequence: e.NextUnreliableSequence()}
-	e.st.acksSent++
-	emit(&e.emitHdr, AppendAck(e.ackBuf[:0], a))
-}
-
-// ackBits reports, for i in 0..31, whether ack−1−i was received.
-func (e *Endpoint) ackBits(ack uint32) uint32 {
-	var b uint32
-	for i := uint32(0); i < AckBits && i+1 < ack; i++ {
-		if e.recv.has(ack - 1 - i) {
-			b |= 1 << i
-		}
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package reliable
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestDuplicateAckedAtOnceNotDelivered(t *testing.T) {
-	e := New(Config{}, t0) // AckDelay 10 ms
+	e := New(Config{RedundantAcks: -1}, t0) // AckDelay 10 ms, no repeats
 	var d delivery
 	if !e.Receive(reliableHdr(1), []byte("a"), t0, d.fn) {
 		t.Fatal("first arrival not accepted")
@@ -43,6 +44,105 @@ func TestDuplicateAckedAtOnceNotDelivered(t *testing.T) {
 	}
 }
 
+// TestRedundantAck: the acknowledgement state is repeated once, AckDelay
+// after the Ack, extra range Acks included, and then the endpoint is idle.
+func TestRedundantAck(t *testing.T) {
+	e := New(Config{}, t0)
+	var d delivery
+	for s := uint32(1); s <= 40; s++ {
+		if s != 2 {
+			e.Receive(reliableHdr(s), nil, t0, d.fn)
+		}
+	}
+	e.Receive(reliableHdr(2), nil, at(5*ms), d.fn)
+	// 1..7 are out of reach of ack 40: ack 33 covers them.
+	want := []Ack{{Ack: 40, Bits: 0xFFFFFFFF, DelayMS: 15}, {Ack: 33, Bits: 0xFFFFFFFF, DelayMS: 15}}
+	acks, _ := split(t, poll(t, e, 15*ms))
+	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
+		t.Fatalf("acks %+v, want %+v", acks, want)
+	}
+	if dl := e.NextDeadline(); !dl.Equal(at(25 * ms)) {
+		t.Fatalf("repeat due %v, want 25ms", dl.Sub(t0))
+	}
+	want[0].DelayMS, want[1].DelayMS = 25, 25
+	acks, _ = split(t, poll(t, e, 25*ms))
+	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
+		t.Fatalf("repeated acks %+v, want %+v", acks, want)
+	}
+	if !e.NextDeadline().IsZero() {
+		t.Fatalf("more than one repeat scheduled")
+	}
+}
+
+// covered reports whether some Ack acknowledges s.
+func covered(acks []Ack, s uint32) bool {
+	for _, a := range acks {
+		if a.Ack == s || a.Ack > s && a.Ack-s <= AckBits && a.Bits&(1<<(a.Ack-s-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryArrivalAcknowledged: whatever the arrival order, every packet
+// accepted since the last emission is covered by one of the Acks the next
+// Poll emits, and no packet that was not received is.
+func TestEveryArrivalAcknowledged(t *testing.T) {
+	for _, cfg := range []Config{{RedundantAcks: -1}, {}, {RedundantAcks: 3}} {
+		t.Run(fmt.Sprintf("RedundantAcks=%d", cfg.RedundantAcks), func(t *testing.T) {
+			testEveryArrivalAcknowledged(t, cfg)
+		})
+	}
+}
+
+func testEveryArrivalAcknowledged(t *testing.T, cfg Config) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	e := New(cfg, t0)
+	var d delivery
+	now := time.Duration(0)
+	for round := range 3000 {
+		var arrived []uint32
+		for range 1 + rng.IntN(60) {
+			// Mostly near the top, sometimes far below (retransmissions).
+			s := e.highest + 5 - uint32(rng.IntN(40))
+			if rng.IntN(8) == 0 {
+				s = e.highest - uint32(rng.IntN(400))
+			}
+			if s == 0 || s > e.highest+5 {
+				continue
+			}
+			if e.Receive(reliableHdr(s), nil, at(now), d.fn) {
+				arrived = append(arrived, s)
+			}
+		}
+		now += 10 * ms
+		acks, _ := split(t, poll(t, e, now))
+		for _, s := range arrived {
+			if !covered(acks, s) {
+				t.Fatalf("round %d: arrival %d not acknowledged by %+v (highest %d)", round, s, acks, e.highest)
+			}
+		}
+		for _, a := range acks {
+			for i := uint32(0); i <= AckBits && i < a.Ack; i++ {
+				if s := a.Ack - i; covered([]Ack{a}, s) && !e.recv.has(s) {
+					t.Fatalf("round %d: %+v acknowledges %d, never received", round, a, s)
+				}
+			}
+		}
+	}
+	if n := e.Stats().AckRangesDropped; n != 0 {
+		t.Errorf("AckRangesDropped %d", n)
+	}
+	// Without arrivals, the repeats run out and every range is retired.
+	for range e.cfg.RedundantAcks {
+		now += 10 * ms
+		poll(t, e, now)
+	}
+	if e.pending.n != 0 || !e.NextDeadline().IsZero() {
+		t.Errorf("%d ranges pending, next deadline %v: not retired after the repeats", e.pending.n, e.NextDeadline())
+	}
+}
+
 func TestAckCoversBurstWithDelay(t *testing.T) {
 	e := New(Config{}, t0)
 	var d delivery
@@ -60,16 +160,18 @@ func TestAckCoversBurstWithDelay(t *testing.T) {
 
 // TestFarBelowAck: a packet more than 32 below the highest gets its own Ack.
 func TestFarBelowAck(t *testing.T) {
-	e := New(Config{}, t0)
+	e := New(Config{RedundantAcks: -1}, t0)
 	var d delivery
 	for s := uint32(1); s <= 40; s++ {
 		if s != 5 && s != 8 {
 			e.Receive(reliableHdr(s), nil, t0, d.fn)
 		}
 	}
+	// 1..7 are out of reach of ack 40: ack 33 covers them (5 and 8 missing).
+	want := []Ack{{Ack: 40, Bits: 0x7FFFFFFF, DelayMS: 10}, {Ack: 33, Bits: 0xFFFFFFFF &^ (1<<24 | 1<<27), DelayMS: 10}}
 	acks, _ := split(t, poll(t, e, 10*ms))
-	if len(acks) != 1 || acks[0] != (Ack{Ack: 40, Bits: 0x7FFFFFFF, DelayMS: 10}) {
-		t.Fatalf("acks %+v, want [{40 0x7FFFFFFF 10}]", acks)
+	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
+		t.Fatalf("acks %+v, want %+v", acks, want)
 	}
 	// 8 is exactly 32 below 40: bit 31 of the regular Ack covers it.
 	e.Receive(reliableHdr(8), nil, at(50*ms), d.fn)
@@ -80,7 +182,7 @@ func TestFarBelowAck(t *testing.T) {
 	// 5 is 35 below: an extra Ack with ack = 5 (bits: 4, 3, 2, 1).
 	e.Receive(reliableHdr(5), nil, at(100*ms), d.fn)
 	acks, _ = split(t, poll(t, e, 110*ms))
-	want := []Ack{{Ack: 40, Bits: 0xFFFFFFFF, DelayMS: 110}, {Ack: 5, Bits: 0xF, DelayMS: 10}}
+	want = []Ack{{Ack: 40, Bits: 0xFFFFFFFF, DelayMS: 110}, {Ack: 5, Bits: 0xF, DelayMS: 10}}
 	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
 		t.Fatalf("acks %+v, want %+v", acks, want)
 	}
@@ -110,8 +212,13 @@ func TestReorderAheadBound(t *testing.T) {
 		t.Fatalf("reorderDropped %d held %d delivered %d", s.ReorderDropped, s.Held, len(d.got))
 	}
 	acks, _ := split(t, poll(t, e, 10*ms))
-	if len(acks) != 1 || acks[0].Ack != 257 {
+	if acks[0].Ack != 257 || covered(acks, 258) {
 		t.Fatalf("acks %+v: the dropped 258 must not be acked", acks)
+	}
+	for s := uint32(2); s <= 257; s++ {
+		if !covered(acks, s) {
+			t.Fatalf("held %d not acknowledged", s)
+		}
 	}
 	e.Receive(orderedHdr(1, 1), []byte{1}, at(20*ms), d.fn)
 	if len(d.got) != 257 {

@@ -88,8 +88,8 @@ func (e *Endpoint) Send(typ wire.MessageType, ch wire.Channel, payload []byte, n
 		return ErrNotReliableChannel
 	case len(payload) > wire.MaxPayload:
 		return ErrPayloadTooLarge
-	case uint64(e.nextSeq)+uint64(e.queue.n) > math.MaxUint32,
-		ch == wire.ReliableOrdered && e.nextOrdered == 0:
+	case uint64(e.nextSeq)+uint64(e.queue.n) >= math.MaxUint32,
+		ch == wire.ReliableOrdered && e.nextOrdered == math.MaxUint32:
 		return ErrSequenceExhausted
 	}
 	roomNow := e.queue.n == 0 && e.windowHasRoom()
@@ -167,8 +167,8 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 		}
 		deadline := p.firstSent + e.cfg.ConnectionTimeout
 		if t >= deadline {
-			return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v (connection timeout)",
-				ErrDeliveryFailed, s, t-p.firstSent))
+			return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v after %d retransmissions (connection timeout)",
+				ErrDeliveryFailed, s, t-p.firstSent, p.retx))
 		}
 		if t >= p.due {
 			if p.retx >= e.cfg.MaxRetransmissions {

@@ -2,6 +2,7 @@ package reliable
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -261,4 +262,19 @@ func TestSendErrorsAndCopy(t *testing.T) {
 	if err := e.Poll(t0, (&recorder{}).emit); !errors.Is(err, ErrClosed) {
 		t.Errorf("Poll after Close: %v", err)
 	}
+}
+
+func TestSequenceExhaustion(t *testing.T) {
+	e := New(Config{}, t0)
+	e.nextSeq, e.oldest, e.firstUnsent = math.MaxUint32-1, math.MaxUint32-1, math.MaxUint32-1
+	mustSend(t, e, wire.Reliable, "last", 0)
+	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
+		t.Errorf("Send past the last sequence: %v", err)
+	}
+	e = New(Config{}, t0)
+	e.nextOrdered = math.MaxUint32
+	if err := e.Send(wire.TypeEntitySpawn, wire.ReliableOrdered, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
+		t.Errorf("ordered Send past the last sequence: %v", err)
+	}
+	mustSend(t, e, wire.Reliable, "still fine", 0)
 }

@@ -18,30 +18,54 @@ import (
 // soakMessages is how many messages each side sends on each reliable channel.
 const soakMessages = 3000
 
-// TestSoakLossyLink runs two Endpoints over a memlink pair with 25% loss and
-// 25% duplication in both directions and 100±50 ms latency (which reorders),
-// in virtual time. Every Reliable message must arrive exactly once and every
-// ReliableOrdered message exactly once and in order, with content intact,
-// and no delivery failure.
+// TestSoakLossyLink runs two Endpoints over a memlink pair in virtual time,
+// each side sending soakMessages on Reliable and on ReliableOrdered plus
+// Unreliable noise, over links with loss, duplication and 100±50 ms latency
+// (which reorders). Every Reliable message must arrive exactly once and every
+// ReliableOrdered message exactly once and in order, content intact, with no
+// delivery failure.
+//
+// The 25% cases raise the connection timeout. §7's timers fit about six
+// attempts of a packet into the 10 s connection timeout (RTO ≈ 300–400 ms
+// here, backed off ×1, 2, 4, 8, 8…). An attempt fails when the data or both
+// copies of its Ack are lost: 0.25 + 0.75·0.25² ≈ 0.30 at 25% loss, so
+// 0.30^6 ≈ 7·10^-4 per packet, and among ~15,000 packets a few legitimately
+// exhaust the timeout; the engine then reports ErrDeliveryFailed as §7
+// requires. These cases test correctness under heavy loss, so the 10
+// retransmissions (≈ 25–35 s at this RTO) are the limit instead: 0.30^11 ≈
+// 2·10^-6 per packet. The 10% case runs the spec defaults unchanged
+// (≈ 0.11^6 ≈ 2·10^-6 per packet, so about 2% of such 12,000-message runs
+// see one failure; this seed is not one of them, and runs are reproducible).
 func TestSoakLossyLink(t *testing.T) {
-	for _, seed := range []uint64{1, 2} {
-		t.Run("seed"+string(rune('0'+seed)), func(t *testing.T) {
+	heavy := memlink.Link{Loss: 0.25, Duplicate: 0.25, Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond}
+	moderate := memlink.Link{Loss: 0.10, Duplicate: 0.10, Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond}
+	tests := []struct {
+		name string
+		seed uint64
+		link memlink.Link
+		cfg  reliable.Config
+	}{
+		{"loss25_dup25_seed1", 1, heavy, reliable.Config{ConnectionTimeout: time.Minute}},
+		{"loss25_dup25_seed2", 2, heavy, reliable.Config{ConnectionTimeout: time.Minute}},
+		{"loss10_dup10_defaults", 3, moderate, reliable.Config{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			wall := time.Now()
 			var virtual time.Duration
 			synctest.Test(t, func(t *testing.T) {
-				virtual = runSoak(t, seed)
+				virtual = runSoak(t, tc.seed, tc.link, tc.cfg)
 			})
 			t.Logf("virtual %v, wall %v", virtual.Round(time.Millisecond), time.Since(wall).Round(time.Millisecond))
 		})
 	}
 }
 
-func runSoak(t *testing.T, seed uint64) time.Duration {
-	link := memlink.Link{Loss: 0.25, Duplicate: 0.25, Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond}
+func runSoak(t *testing.T, seed uint64, link memlink.Link, cfg reliable.Config) time.Duration {
 	a, b := memlink.Pair(seed, link, link)
 	start := time.Now()
-	pa := newSoakPeer(t, "server", a, b.AddrPort(), seed*10+1)
-	pb := newSoakPeer(t, "client", b, a.AddrPort(), seed*10+2)
+	pa := newSoakPeer(t, "server", a, b.AddrPort(), cfg, seed*10+1)
+	pb := newSoakPeer(t, "client", b, a.AddrPort(), cfg, seed*10+2)
 	pb.senderID = 7
 
 	stop := make(chan struct{})
@@ -49,14 +73,20 @@ func runSoak(t *testing.T, seed uint64) time.Duration {
 	for _, p := range []*soakPeer{pa, pb} {
 		wg.Go(func() { p.run(stop) })
 	}
-	for _, p := range []*soakPeer{pa, pb} {
+	// Wait for all four completions; a failed peer or a virtual-time budget
+	// aborts, since the survivor could otherwise wait forever.
+	limit := time.After(10 * time.Minute)
+wait:
+	for _, done := range []chan struct{}{pa.sendDone, pa.recvDone, pb.sendDone, pb.recvDone} {
 		select {
-		case <-p.sendDone:
-		case <-p.dead:
-		}
-		select {
-		case <-p.recvDone:
-		case <-p.dead:
+		case <-done:
+		case <-pa.dead:
+			break wait
+		case <-pb.dead:
+			break wait
+		case <-limit:
+			t.Errorf("soak incomplete after 10 virtual minutes")
+			break wait
 		}
 	}
 	elapsed := time.Since(start)
@@ -70,9 +100,9 @@ func runSoak(t *testing.T, seed uint64) time.Duration {
 		net.Sent, net.Lost, net.Duplicated, net.Delivered, net.QueueDrops)
 	for _, p := range []*soakPeer{pa, pb} {
 		s := p.ep.Stats()
-		t.Logf("%s: sent %d retransmissions %d (%.1f%%) acksSent %d dupsReceived %d delivered %d unreliable %d RTO %v SRTT %v RTTVar %v samples %d farAcksDropped %d",
+		t.Logf("%s: sent %d retransmissions %d (%.1f%%) acksSent %d dupsReceived %d delivered %d unreliable %d RTO %v SRTT %v RTTVar %v samples %d ackRangesDropped %d",
 			p.name, s.Sent, s.Retransmissions, 100*float64(s.Retransmissions)/float64(s.Sent), s.AcksSent,
-			s.DuplicatesReceived, s.Delivered, p.unreliableGot, s.RTO, s.SRTT, s.RTTVar, s.RTTSamples, s.FarAcksDropped)
+			s.DuplicatesReceived, s.Delivered, p.unreliableGot, s.RTO, s.SRTT, s.RTTVar, s.RTTSamples, s.AckRangesDropped)
 		if s.ReorderDropped != 0 || s.WindowDropped != 0 || s.Invalid != 0 {
 			t.Errorf("%s: reorderDropped %d windowDropped %d invalid %d; a sender within its window never triggers these",
 				p.name, s.ReorderDropped, s.WindowDropped, s.Invalid)
@@ -108,10 +138,10 @@ type soakPeer struct {
 	sendClosed, recvClosed   bool
 }
 
-func newSoakPeer(t *testing.T, name string, c *memlink.Conn, remote netip.AddrPort, seed uint64) *soakPeer {
+func newSoakPeer(t *testing.T, name string, c *memlink.Conn, remote netip.AddrPort, cfg reliable.Config, seed uint64) *soakPeer {
 	return &soakPeer{
 		t: t, name: name, conn: c, remote: remote,
-		ep:  reliable.New(reliable.Config{}, time.Now()),
+		ep:  reliable.New(cfg, time.Now()),
 		rng: rand.New(rand.NewPCG(seed, seed^0xABCDEF)),
 		in:  make(chan []byte, 64),
 		pkt: make([]byte, 0, wire.MaxDatagram),

@@ -24,8 +24,8 @@ type Opener struct {
 	nonce     [12]byte // scratch; a field, so passing it to the AEAD does not allocate
 }
 
-// NewOpener returns an Opener (the zero Opener is not usable) in epoch 0 with key k0 (K_c2s[0] on the server,
-// K_s2c[0] on the client).
+// NewOpener returns an Opener in epoch 0 with key k0 (K_c2s[0] on the server,
+// K_s2c[0] on the client). The zero Opener is not usable.
 func NewOpener(k0 [32]byte) *Opener {
 	o := &Opener{cur: newEpochKey(k0)}
 	clear(k0[:])

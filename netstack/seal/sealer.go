@@ -21,8 +21,9 @@ type Sealer struct {
 	nonce      [12]byte  // scratch; a field, so passing it to the AEAD does not allocate
 }
 
-// NewSealer returns a Sealer (the zero Sealer is not usable) starting in epoch 0 with key k0 (K_c2s[0] for a
+// NewSealer returns a Sealer starting in epoch 0 with key k0 (K_c2s[0] for a
 // client, K_s2c[0] for the server). The epoch's age counts from the first Seal.
+// The zero Sealer is not usable.
 func NewSealer(k0 [32]byte, cfg RotationConfig) *Sealer {
 	s := &Sealer{cfg: cfg.populate(), cur: newEpochKey(k0)}
 	clear(k0[:])

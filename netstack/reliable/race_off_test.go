@@ -1,0 +1,5 @@
+//go:build !race
+
+package reliable
+
+const raceEnabled = false
