@@ -7,4 +7,7 @@ require (
 	golang.org/x/crypto v0.59.0
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -125,6 +125,9 @@ func (s *session) countDrop(k dropKind) {
 // writeLocked builds, seals and writes one packet. The header's SenderID and
 // Timestamp are filled here.
 func (s *session) writeLocked(h *wire.Header, payload []byte, now time.Time) error {
+	if s.closed {
+		return ErrClosed
+	}
 	if s.server {
 		h.SenderID = 0
 	} else {
@@ -134,6 +137,9 @@ func (s *session) writeLocked(h *wire.Header, payload []byte, now time.Time) err
 	s.pkt = wire.AppendPacket(s.pkt[:0], h, payload)
 	frame, err := s.sealer.Seal(s.frame[:0], s.pkt, now)
 	if err != nil {
+		if errors.Is(err, seal.ErrKeyExhausted) {
+			s.closeLocked(wire.DisconnectKeyExhausted, "session keys exhausted; reconnect", now)
+		}
 		return err
 	}
 	s.frame = frame
@@ -189,9 +195,6 @@ func (s *session) flushLocked(now time.Time) error {
 	if err != nil {
 		s.closeLocked(wire.DisconnectReliableDeliveryFailed, "reliable message not acknowledged", now)
 		return err
-	}
-	if errors.Is(werr, seal.ErrKeyExhausted) {
-		s.closeLocked(wire.DisconnectKeyExhausted, "key epochs exhausted", now)
 	}
 	return werr
 }
@@ -251,10 +254,20 @@ func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now t
 		return
 	}
 	s.closed, s.reason, s.detail = true, reason, detail
-	if reason == wire.DisconnectTimeout {
-		return // the peer is gone; nothing to tell
+	if reason != wire.DisconnectTimeout { // a timed-out peer is gone; nothing to tell
+		s.sendDisconnectLocked(reason, detail, now)
 	}
-	s.sendDisconnectLocked(reason, detail, now)
+	s.rel.Close() // returns pooled buffers
+}
+
+// peerClosedLocked records a Disconnect received from the peer: its reason is
+// the close reason (unless one was already recorded) and nothing is sent back.
+func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) {
+	if s.closed {
+		return
+	}
+	s.closed, s.reason, s.detail = true, reason, detail
+	s.rel.Close()
 }
 
 func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail string, now time.Time) {
@@ -367,9 +380,7 @@ func (s *session) handleLocked(reg *wire.Registry, h *wire.Header, payload []byt
 			s.countDrop(dropMalformed)
 			return
 		}
-		if !s.closed {
-			s.closed, s.reason, s.detail = true, wire.DisconnectReason(d.Reason), d.Detail
-		}
+		s.peerClosedLocked(wire.DisconnectReason(d.Reason), d.Detail)
 	default:
 		deliver(h, payload)
 	}

@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"crypto/ecdh"
+	"crypto/subtle"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
@@ -148,3 +149,17 @@ func (h *ClientHandshake) Finish(accepted []byte, verifyIdentity func(pub [KeySi
 // its own copy of the scalar, which cannot be wiped; dropping the last
 // reference is the best this package can do.
 func (h *ClientHandshake) Close() { h.priv = nil }
+
+// sharedSecret computes ss = X25519(priv, peer) into dst and reports false for
+// the all-zero result. crypto/ecdh already refuses it with an error; the
+// explicit check keeps the rule visible and independent of that behaviour.
+func sharedSecret(dst *[KeySize]byte, priv *ecdh.PrivateKey, peer *ecdh.PublicKey) bool {
+	out, err := priv.ECDH(peer)
+	if err != nil || len(out) != KeySize {
+		return false
+	}
+	copy(dst[:], out)
+	clear(out)
+	var zero [KeySize]byte
+	return subtle.ConstantTimeCompare(dst[:], zero[:]) == 0
+}

@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/subtle"
@@ -95,19 +94,15 @@ func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clie
 		return nil, errors.New("handshake: hello does not match helloPayload")
 	}
 
-	priv, err := ecdh.X25519().NewPrivateKey(ephSecret[:])
-	if err != nil {
-		return nil, fmt.Errorf("handshake: server ephemeral key: %w", err)
-	}
-	peer, err := ecdh.X25519().NewPublicKey(hello.EphemeralPub[:])
-	if err != nil {
-		return nil, fmt.Errorf("handshake: client ephemeral key: %w", err)
-	}
 	var ss [KeySize]byte
-	if !sharedSecret(&ss, priv, peer) {
+	defer clear(ss[:])
+	x25519(&ss, &ephSecret, &hello.EphemeralPub)
+	var zero [KeySize]byte
+	if subtle.ConstantTimeCompare(ss[:], zero[:]) == 1 {
 		return nil, &RejectError{Reason: RejectMalformedHandshake, Err: ErrZeroSharedSecret}
 	}
-	defer clear(ss[:])
+	var ephPub [KeySize]byte
+	x25519Base(&ephPub, &ephSecret)
 
 	r := &ServerResult{}
 	p := r.Payload[:0]
@@ -116,7 +111,7 @@ func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clie
 	p = binary.LittleEndian.AppendUint16(p, ProtocolVersion)
 	p = append(p, SuiteX25519)
 	p = append(p, id.Public[:]...)
-	p = append(p, priv.PublicKey().Bytes()...)
+	p = append(p, ephPub[:]...)
 	p = append(p, nonce[:]...)
 	if len(p) != offSignature {
 		panic("handshake: ServerHello layout broken")
@@ -125,18 +120,4 @@ func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clie
 	copy(r.Payload[offSignature:], ed25519.Sign(id.Private, r.TH[:]))
 	r.C2S, r.S2C = DeriveSessionKeys(ss, r.TH)
 	return r, nil
-}
-
-// sharedSecret computes ss = X25519(priv, peer) into dst and reports false for
-// the all-zero result. crypto/ecdh already refuses it with an error; the
-// explicit check keeps the rule visible and independent of that behaviour.
-func sharedSecret(dst *[KeySize]byte, priv *ecdh.PrivateKey, peer *ecdh.PublicKey) bool {
-	out, err := priv.ECDH(peer)
-	if err != nil || len(out) != KeySize {
-		return false
-	}
-	copy(dst[:], out)
-	clear(out)
-	var zero [KeySize]byte
-	return subtle.ConstantTimeCompare(dst[:], zero[:]) == 0
 }

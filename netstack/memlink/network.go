@@ -81,6 +81,7 @@ type route struct{ from, to netip.AddrPort }
 type path struct {
 	link Link
 	rng  *rand.Rand
+	fifo []timedDatagram // jitter-free paths only; guarded by Network.mu
 }
 
 // NewNetwork returns an empty Network.
@@ -188,12 +189,54 @@ func (n *Network) transmit(from, to netip.AddrPort, p []byte) {
 	}
 	d := datagram{b: append([]byte(nil), p...), from: from}
 	for _, delay := range delays[:copies] {
-		if delay <= 0 {
+		switch {
+		case delay <= 0:
 			n.deliver(to, d)
-			continue
+		case l.Jitter == 0:
+			n.enqueueFIFO(pa, to, d, delay)
+		default:
+			time.AfterFunc(delay, func() { n.deliver(to, d) })
 		}
-		time.AfterFunc(delay, func() { n.deliver(to, d) })
 	}
+}
+
+// enqueueFIFO delivers d after delay, in send order with the path's other
+// datagrams. Without jitter a link must not reorder, but timers that expire at
+// the same (virtual) instant fire in no fixed order, so a jitter-free path
+// keeps its own queue drained by one timer at a time.
+func (n *Network) enqueueFIFO(pa *path, to netip.AddrPort, d datagram, delay time.Duration) {
+	n.mu.Lock()
+	pa.fifo = append(pa.fifo, timedDatagram{d: d, due: time.Now().Add(delay)})
+	first := len(pa.fifo) == 1
+	n.mu.Unlock()
+	if first {
+		time.AfterFunc(delay, func() { n.drainFIFO(pa, to) })
+	}
+}
+
+func (n *Network) drainFIFO(pa *path, to netip.AddrPort) {
+	for {
+		n.mu.Lock()
+		if len(pa.fifo) == 0 {
+			n.mu.Unlock()
+			return
+		}
+		head := pa.fifo[0]
+		if wait := time.Until(head.due); wait > 0 {
+			n.mu.Unlock()
+			time.AfterFunc(wait, func() { n.drainFIFO(pa, to) })
+			return
+		}
+		pa.fifo[0] = timedDatagram{}
+		pa.fifo = pa.fifo[1:]
+		n.mu.Unlock()
+		n.deliver(to, head.d)
+	}
+}
+
+type timedDatagram struct {
+	d   datagram
+	due time.Time
 }
 
 // deliver places d in the queue of the Conn at to, looked up at delivery time
