@@ -2,9 +2,9 @@ package handshake
 
 import (
 	"crypto/ecdh"
-	"crypto/subtle"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
 	"io"
