@@ -14,6 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // fileConfig is the part of config.toml that `run` reads.
@@ -106,7 +107,12 @@ func runCommand(args []string) int {
 	if created {
 		log.Info("created server identity", "dir", cfg.Server.DataDir)
 	}
-	srv, err := netstack.NewServer(netstack.ServerConfig{
+	if err := validateFileConfig(&cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "sparkhost:", err)
+		return 1
+	}
+	var srv *netstack.Server
+	srv, err = netstack.NewServer(netstack.ServerConfig{
 		Bind:              cfg.Network.BindAddress,
 		Port:              cfg.Server.Port,
 		Identity:          identity,
@@ -115,7 +121,15 @@ func runCommand(args []string) int {
 		Timeout:           seconds(cfg.Server.ClientTimeout),
 		HeartbeatInterval: seconds(cfg.Server.HeartbeatInterval),
 		Logger:            log,
-		GameStateSync:     nil,
+		GameStateSync: func(client uint32, dst []byte) []byte {
+			// Without a game module there is no map and no match: the
+			// transport alone, announced as a Custom mode in warmup.
+			return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+				ClientID: client, ServerTime: srv.Time(), TickRate: 60, ReplicationRate: 20,
+				ServerName: cfg.Server.Name, MOTD: cfg.Server.MOTD,
+				Mode: wire.ModeCustom, MatchState: wire.MatchWarmup,
+			})
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sparkhost:", err)
@@ -131,6 +145,31 @@ func runCommand(args []string) int {
 	log.Info("shutting down")
 	srv.Close()
 	return 0
+}
+
+// validateFileConfig refuses values the server cannot run with, naming the key.
+func validateFileConfig(c *fileConfig) error {
+	switch {
+	case c.Server.Port < 0 || c.Server.Port > 65535:
+		return fmt.Errorf("server.port = %d: must be 0..65535", c.Server.Port)
+	case c.Server.MaxClients < 1 || c.Server.MaxClients > 4096:
+		return fmt.Errorf("server.max_clients = %d: must be 1..4096", c.Server.MaxClients)
+	case len(c.Server.Name) == 0 || len(c.Server.Name) > wire.MaxServerNameLen:
+		return fmt.Errorf("server.name: must be 1..%d bytes", wire.MaxServerNameLen)
+	case len(c.Server.MOTD) > wire.MaxMOTDLen:
+		return fmt.Errorf("server.motd: must be at most %d bytes", wire.MaxMOTDLen)
+	case c.Server.ClientTimeout < 1 || c.Server.ClientTimeout > 600:
+		return fmt.Errorf("server.client_timeout = %g: must be 1..600 seconds", c.Server.ClientTimeout)
+	case c.Server.HeartbeatInterval <= 0 || c.Server.HeartbeatInterval >= c.Server.ClientTimeout:
+		return fmt.Errorf("server.heartbeat_interval = %g: must be above 0 and below client_timeout", c.Server.HeartbeatInterval)
+	case c.Server.DataDir == "":
+		return fmt.Errorf("server.data_dir: must not be empty")
+	}
+	budget := ratelimit.Config{Burst: c.Network.ConnectBurst, RefillPerSecond: c.Network.ConnectRefillPerSecond}
+	if err := budget.Validate(); err != nil {
+		return fmt.Errorf("network.connect_burst / connect_refill_per_second: %w", err)
+	}
+	return nil
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
