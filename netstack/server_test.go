@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ func newTestServerTB(t testing.TB, mod func(*netstack.ServerConfig)) *netstack.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv}
+	cfg := netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Logger: slog.New(slog.DiscardHandler)}
 	if mod != nil {
 		mod(&cfg)
 	}
