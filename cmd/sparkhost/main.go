@@ -1,5 +1,6 @@
 // Command sparkhost is the game-server host: `sparkhost run` starts a
-// dedicated server, `sparkhost version` prints the build.
+// dedicated server, `sparkhost admin` talks to a running one, `sparkhost
+// client` is the player/test console and `sparkhost discover` lists LAN servers.
 package main
 
 import (
@@ -14,6 +15,9 @@ const usage = `usage: sparkhost COMMAND [FLAGS]
 
 commands:
   run        start a dedicated server (sparkhost run --help)
+  admin      run one admin command against a running server (sparkhost admin --help)
+  client     player/test console (sparkhost client --help)
+  discover   list servers on this machine and the LAN (sparkhost discover --help)
   version    print the version
 `
 
@@ -29,6 +33,12 @@ func dispatch(args []string) int {
 	switch args[0] {
 	case "run":
 		return runCommand(args[1:])
+	case "admin":
+		return adminCommand(args[1:])
+	case "client":
+		return clientCommand(args[1:])
+	case "discover":
+		return discoverCommand(args[1:])
 	case "version", "--version":
 		fmt.Printf("sparkhost %s (protocol v3)\n", version)
 		return 0

@@ -1,175 +1,145 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-	"time"
 
-	"github.com/BurntSushi/toml"
-	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/ratelimit"
-	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/host"
+	"github.com/sparkhost/sparkhost/host/config"
 )
 
-// fileConfig is the part of config.toml that `run` reads.
-type fileConfig struct {
-	Server struct {
-		Name              string  `toml:"name"`
-		MOTD              string  `toml:"motd"`
-		Port              int     `toml:"port"`
-		MaxClients        int     `toml:"max_clients"`
-		DataDir           string  `toml:"data_dir"`
-		ClientTimeout     float64 `toml:"client_timeout"`
-		HeartbeatInterval float64 `toml:"heartbeat_interval"`
-	} `toml:"server"`
-	Network struct {
-		BindAddress            string  `toml:"bind_address"`
-		ConnectBurst           int     `toml:"connect_burst"`
-		ConnectRefillPerSecond float64 `toml:"connect_refill_per_second"`
-	} `toml:"network"`
-}
+const runUsage = `usage: sparkhost run [--module NAME|PATH]... [--config FILE] [--port N] [--bind ADDR]
+                     [--data-dir DIR] [--max-clients N]
 
-func defaultFileConfig() fileConfig {
-	var c fileConfig
-	c.Server.Name = "sparkhost"
-	c.Server.MOTD = "Welcome to sparkhost"
-	c.Server.Port = 27015
-	c.Server.MaxClients = netstack.DefaultMaxClients
-	c.Server.DataDir = "data"
-	c.Server.ClientTimeout = 10
-	c.Server.HeartbeatInterval = 1
-	c.Network.BindAddress = "127.0.0.1"
-	c.Network.ConnectBurst = 16
-	c.Network.ConnectRefillPerSecond = 4
-	return c
-}
+Starts a dedicated server. Without --config the built-in defaults apply (the
+same values as the repository's config.toml). Flags override the file;
+SPARK_NETWORK_BIND_ADDRESS overrides the file's bind address, --bind overrides
+both. Admin commands are read from stdin and from DATA_DIR/admin.sock
+(sparkhost admin COMMAND).
+`
 
-// loadFileConfig decodes path over the defaults; an unknown key is an error.
-func loadFileConfig(path string, c *fileConfig) error {
-	md, err := toml.DecodeFile(path, c)
-	if err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return fmt.Errorf("config %s: unknown key %q; remove it or check its spelling", path, und[0].String())
-	}
-	return nil
-}
+// moduleFlags collects repeated --module values.
+type moduleFlags []string
+
+func (m *moduleFlags) String() string     { return strings.Join(*m, ",") }
+func (m *moduleFlags) Set(v string) error { *m = append(*m, v); return nil }
 
 func runCommand(args []string) int {
+	return runServer(context.Background(), args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// runServer is `sparkhost run` with injectable streams (tests).
+func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
 	configPath := fs.String("config", "", "config file (default: built-in defaults)")
-	port := fs.Int("port", -1, "UDP port (0 = any free port; default 27015)")
+	port := fs.Int("port", 27015, "UDP game port (0 = any free port)")
 	bind := fs.String("bind", "", "bind address: 127.0.0.1 or an RFC1918 host/prefix like 192.168.1.20/24")
-	dataDir := fs.String("data-dir", "", "data directory for the identity key (default ./data)")
-	maxClients := fs.Int("max-clients", 0, "client slots (default 32)")
+	dataDir := fs.String("data-dir", "data", "data directory: identity key, bans, admin socket")
+	maxClients := fs.Int("max-clients", 32, "client slots")
+	var modules moduleFlags
+	fs.Var(&modules, "module", "game module to load, by name or path (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg := defaultFileConfig()
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sparkhost run: unexpected argument %q; see sparkhost run --help\n", fs.Arg(0))
+		return 2
+	}
+
+	var cfg config.Config
+	var err error
 	if *configPath != "" {
-		if err := loadFileConfig(*configPath, &cfg); err != nil {
-			fmt.Fprintln(os.Stderr, "sparkhost:", err)
-			return 1
+		cfg, err = config.Load(*configPath)
+	} else {
+		cfg, err = config.Parse(config.DefaultTOML, "config.toml (built-in)")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sparkhost:", err)
+		return 1
+	}
+	var o config.Overrides
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "port":
+			o.Port = port
+		case "bind":
+			o.Bind = bind
+		case "data-dir":
+			o.DataDir = dataDir
+		case "max-clients":
+			o.MaxClients = maxClients
 		}
-	}
-	if *port >= 0 {
-		cfg.Server.Port = *port
-	}
-	if v := os.Getenv("SPARK_NETWORK_BIND_ADDRESS"); v != "" {
-		cfg.Network.BindAddress = v
-	}
-	if *bind != "" {
-		cfg.Network.BindAddress = *bind
-	}
-	if *dataDir != "" {
-		cfg.Server.DataDir = *dataDir
-	}
-	if *maxClients > 0 {
-		cfg.Server.MaxClients = *maxClients
-	}
-
-	identity, created, err := trust.LoadOrCreateIdentity(cfg.Server.DataDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost:", err)
-		return 1
-	}
-	if created {
-		log.Info("created server identity", "dir", cfg.Server.DataDir)
-	}
-	if err := validateFileConfig(&cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost:", err)
-		return 1
-	}
-	var srv *netstack.Server
-	srv, err = netstack.NewServer(netstack.ServerConfig{
-		Bind:              cfg.Network.BindAddress,
-		Port:              cfg.Server.Port,
-		Identity:          identity,
-		MaxClients:        cfg.Server.MaxClients,
-		ConnectBudget:     ratelimit.Config{Burst: cfg.Network.ConnectBurst, RefillPerSecond: cfg.Network.ConnectRefillPerSecond},
-		Timeout:           seconds(cfg.Server.ClientTimeout),
-		HeartbeatInterval: seconds(cfg.Server.HeartbeatInterval),
-		Logger:            log,
-		GameStateSync: func(client uint32, dst []byte) []byte {
-			// Without a game module there is no map and no match: the
-			// transport alone, announced as a Custom mode in warmup.
-			return wire.AppendGameStateSync(dst, &wire.GameStateSync{
-				ClientID: client, ServerTime: srv.Time(), TickRate: 60, ReplicationRate: 20,
-				ServerName: cfg.Server.Name, MOTD: cfg.Server.MOTD,
-				Mode: wire.ModeCustom, MatchState: wire.MatchWarmup,
-			})
-		},
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost:", err)
+	o.Modules = modules
+	cfg.Apply(o, os.Getenv)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
 	}
-	srv.Start()
-	fmt.Printf("sparkhost listening on %s\n", srv.Addr())
-	fmt.Printf("server identity pin: %s\n", srv.Pin())
+	if len(cfg.Modules.Load) > 0 {
+		fmt.Fprintf(stderr, "sparkhost: module %q: this build has no module runtime yet; run without --module\n", cfg.Modules.Load[0])
+		return 1
+	}
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
-	log.Info("shutting down")
-	srv.Close()
+	log, closeLog, err := host.NewLogger(cfg.Logging.Level, cfg.Logging.File, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sparkhost:", err)
+		return 1
+	}
+	defer closeLog()
+
+	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout}
+	if stdinIsUsable(stdin) {
+		opts.Console = stdin
+	}
+	srv, err := host.New(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "sparkhost:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
+	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "sparkhost:", err)
+		return 1
+	}
 	return 0
 }
 
-// validateFileConfig refuses values the server cannot run with, naming the key.
-func validateFileConfig(c *fileConfig) error {
-	switch {
-	case c.Server.Port < 0 || c.Server.Port > 65535:
-		return fmt.Errorf("server.port = %d: must be 0..65535", c.Server.Port)
-	case c.Server.MaxClients < 1 || c.Server.MaxClients > 4096:
-		return fmt.Errorf("server.max_clients = %d: must be 1..4096", c.Server.MaxClients)
-	case len(c.Server.Name) == 0 || len(c.Server.Name) > wire.MaxServerNameLen:
-		return fmt.Errorf("server.name: must be 1..%d bytes", wire.MaxServerNameLen)
-	case len(c.Server.MOTD) > wire.MaxMOTDLen:
-		return fmt.Errorf("server.motd: must be at most %d bytes", wire.MaxMOTDLen)
-	case c.Server.ClientTimeout < 1 || c.Server.ClientTimeout > 600:
-		return fmt.Errorf("server.client_timeout = %g: must be 1..600 seconds", c.Server.ClientTimeout)
-	case c.Server.HeartbeatInterval <= 0 || c.Server.HeartbeatInterval >= c.Server.ClientTimeout:
-		return fmt.Errorf("server.heartbeat_interval = %g: must be above 0 and below client_timeout", c.Server.HeartbeatInterval)
-	case c.Server.DataDir == "":
-		return fmt.Errorf("server.data_dir: must not be empty")
+// stdinIsUsable reports whether stdin can carry admin commands: a terminal or
+// a pipe/file, not /dev/null (a service with no stdin).
+func stdinIsUsable(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r != nil
 	}
-	budget := ratelimit.Config{Burst: c.Network.ConnectBurst, RefillPerSecond: c.Network.ConnectRefillPerSecond}
-	if err := budget.Validate(); err != nil {
-		return fmt.Errorf("network.connect_burst / connect_refill_per_second: %w", err)
+	fi, err := f.Stat()
+	if err != nil {
+		return false
 	}
-	return nil
+	if fi.Mode()&os.ModeCharDevice != 0 {
+		return f.Name() != os.DevNull && !isDevNull(fi)
+	}
+	return true
 }
 
-func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+// isDevNull recognises /dev/null (a character device that is not a terminal).
+func isDevNull(fi os.FileInfo) bool {
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}

@@ -99,7 +99,7 @@ func dialServer(t *testing.T, rs *runningServer, name string) *netstack.Client {
 // ServerShutdown.
 func TestRunTransportAlone(t *testing.T) {
 	bin := buildBinary(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
+	dataDir := filepath.Join(shortTempDir(t), "data")
 	rs := startServer(t, bin, dataDir)
 
 	fi, err := os.Stat(filepath.Join(dataDir, "server_identity.key"))

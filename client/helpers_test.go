@@ -1,0 +1,116 @@
+package client_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// newTestServer starts a server on 127.0.0.1 with an ephemeral port, as
+// netstack's tests do, announcing itself as "testsrv — hello".
+func newTestServer(t *testing.T, mod func(*netstack.ServerConfig)) *netstack.Server {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srv *netstack.Server
+	cfg := netstack.ServerConfig{
+		Bind: "127.0.0.1", Identity: priv, Logger: slog.New(slog.DiscardHandler),
+		GameStateSync: func(id uint32, dst []byte) []byte {
+			return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+				ClientID: id, ServerTime: srv.Time(), TickRate: 60, ReplicationRate: 20,
+				ServerName: "testsrv", MOTD: "hello", Mode: wire.ModeCustom,
+			})
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err = netstack.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// syncBuffer is an io.Writer safe for the console's receive goroutine and the
+// test reading it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testConsole is a console whose output the test reads.
+type testConsole struct {
+	*client.Console
+	out *syncBuffer
+}
+
+func newConsole(t *testing.T, cfg client.Config) *testConsole {
+	t.Helper()
+	out := new(syncBuffer)
+	cfg.Out = out
+	c := client.NewConsole(cfg)
+	t.Cleanup(c.Close)
+	return &testConsole{Console: c, out: out}
+}
+
+// pinConsole is a console that trusts srv by its pin.
+func pinConsole(t *testing.T, srv *netstack.Server) *testConsole {
+	return newConsole(t, client.Config{Pin: srv.Pin()})
+}
+
+// exec runs line and fails the test on an error.
+func (c *testConsole) exec(t *testing.T, line string) {
+	t.Helper()
+	if err := c.Exec(line); err != nil {
+		t.Fatalf("%s: %v\noutput:\n%s", line, err, c.out.String())
+	}
+}
+
+// connect connects as name and returns the client id.
+func (c *testConsole) connect(t *testing.T, srv *netstack.Server, name string) uint32 {
+	t.Helper()
+	c.exec(t, "connect "+srv.Addr().String()+" "+name)
+	cl := c.Client()
+	if cl == nil {
+		t.Fatalf("connect %s: no client after success", name)
+	}
+	return cl.ID()
+}
+
+// waitOutput polls the output until it contains want.
+func (c *testConsole) waitOutput(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(c.out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never contained %q:\n%s", want, c.out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// receive prints what arrives on conn until it closes, then prints the
+// disconnected line and forgets the connection. The line is printed under
+// c.mu, so a connect that follows cannot see the old connection's last event
+// as its own.
+func (c *Console) receive(conn *connection) {
+	defer close(conn.recvDone)
+	admission := true // connect printed the admission GameStateSync already
+	for {
+		// Receive ends with ErrClosed once the connection is closed, by the
+		// server or by disconnect/Close; it needs no context of its own.
+		m, err := conn.client.Receive(context.Background())
+		if err != nil {
+			break
+		}
+		if admission && m.Header.Type == wire.TypeGameStateSync {
+			admission = false
+			c.runHooks(m)
+			continue
+		}
+		c.dispatch(m)
+	}
+	reason, detail := conn.client.CloseReason()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Printf("disconnected: %s (%s)", reason, detail)
+	if c.conn == conn {
+		c.conn = nil
+	}
+}
+
+// dispatch prints a built-in message and runs the module hooks for its type.
+func (c *Console) dispatch(m netstack.Message) {
+	c.printBuiltin(m)
+	c.runHooks(m)
+}
+
+// runHooks runs the module hooks for m's type.
+func (c *Console) runHooks(m netstack.Message) {
+	c.mu.Lock()
+	hooks := c.hooks[m.Header.Type]
+	c.mu.Unlock()
+	for _, h := range hooks {
+		c.runHook(h, m)
+	}
+}
+
+// runHook runs one module hook; a panic becomes an event line.
+func (c *Console) runHook(h MessageHook, m netstack.Message) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.Printf("hook for %s failed: %v", m.Header.Type, r)
+		}
+	}()
+	h(c, m)
+}
+
+// printBuiltin prints the event line of a built-in message type; other types
+// are left to hooks.
+func (c *Console) printBuiltin(m netstack.Message) {
+	var err error
+	switch m.Header.Type {
+	case wire.TypeChatMessage:
+		var msg wire.ChatMessage
+		if msg, err = wire.ParseChatMessage(m.Payload); err == nil {
+			sender := msg.Sender
+			if sender == "" {
+				sender = "[server]"
+			}
+			c.Printf("chat %s: %s", sender, msg.Text)
+		}
+	case wire.TypeGameStateSync:
+		var gs wire.GameStateSync
+		if gs, err = wire.ParseGameStateSync(m.Payload); err == nil {
+			c.Printf("%s", serverLine(gs))
+		}
+	case wire.TypeMatchStart:
+		var ms wire.MatchStart
+		if ms, err = wire.ParseMatchStart(m.Payload); err == nil {
+			c.Printf("match start: %s mode %s round %d", ms.Map, ms.Mode, ms.Round)
+		}
+	case wire.TypeMatchEnd:
+		var me wire.MatchEnd
+		if me, err = wire.ParseMatchEnd(m.Payload); err == nil {
+			c.Printf("match end: %s winner %d score %d", me.Reason, me.Winner, me.WinnerScore)
+		}
+	case wire.TypeScoreUpdate:
+		var su wire.ScoreUpdate
+		if su, err = wire.ParseScoreUpdate(m.Payload); err == nil {
+			c.Printf("%s", scoresLine(su))
+		}
+	case wire.TypePlayerRespawn:
+		var pr wire.PlayerRespawn
+		if pr, err = wire.ParsePlayerRespawn(m.Payload); err == nil {
+			c.Printf("respawn: client %d entity %d at %g,%g,%g yaw %g",
+				pr.Client, pr.EntityID, pr.Position.X, pr.Position.Y, pr.Position.Z, pr.Yaw)
+		}
+	}
+	if err != nil {
+		c.Printf("ignored a malformed %s from the server: %v", m.Header.Type, err)
+	}
+}
+
+// scoresLine renders "scores: ID=SCORE ..." ("scores: none" for no rows).
+func scoresLine(su wire.ScoreUpdate) string {
+	if len(su.Scores) == 0 {
+		return "scores: none"
+	}
+	var b strings.Builder
+	b.WriteString("scores:")
+	for _, s := range su.Scores {
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatUint(uint64(s.Client), 10))
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(int64(s.Score), 10))
+	}
+	return b.String()
+}
+
+// serverLine renders "server: NAME — MOTD".
+func serverLine(gs wire.GameStateSync) string {
+	return "server: " + gs.ServerName + " — " + gs.MOTD
+}

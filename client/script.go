@@ -1,0 +1,215 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// RunScript runs lines in order as Exec does and returns the exit code: 0 if
+// every command succeeded (or quit was reached), 1 at the first failure. It
+// stops at that failure, after printing "error: ..." — later commands
+// usually depend on the failed one (a wait after a failed connect), and the
+// first error is the one worth reading.
+func (c *Console) RunScript(lines []string) int {
+	for _, line := range lines {
+		err := c.Exec(line)
+		if errors.Is(err, ErrQuit) {
+			return 0
+		}
+		if err != nil {
+			c.println("error: " + err.Error())
+			return 1
+		}
+	}
+	return 0
+}
+
+// RunInteractive reads command lines from in until quit, end of input or the
+// end of ctx, and returns the exit code: 0 if every command succeeded, else 1.
+// When in is a terminal it prints the prompt "> ", reports a failed command
+// and reads on; otherwise it runs in as a script and stops at the first
+// failure, like RunScript. Waits and sleeps end early when ctx ends; ending
+// ctx during a scripted run returns 1. A read of in blocked at that moment
+// is left to the process's exit (an io.Reader cannot be interrupted).
+func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
+	terminal := isTerminal(in)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopOnClose := context.AfterFunc(c.ctx, cancel)
+	defer stopOnClose()
+	c.mu.Lock()
+	c.runCtx = runCtx
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.runCtx = nil
+		c.mu.Unlock()
+	}()
+
+	lines := make(chan string)
+	go readLines(runCtx, in, lines)
+	code := 0
+	for {
+		if terminal {
+			c.prompt()
+		}
+		var line string
+		var ok bool
+		select {
+		case <-runCtx.Done():
+			if terminal {
+				c.endPrompt()
+				return code
+			}
+			return 1
+		case line, ok = <-lines:
+		}
+		if !ok {
+			if terminal {
+				c.endPrompt()
+			}
+			return code
+		}
+		if terminal {
+			c.promptAnswered()
+		}
+		err := c.Exec(line)
+		switch {
+		case errors.Is(err, ErrQuit):
+			return code
+		case err != nil:
+			c.println("error: " + err.Error())
+			if !terminal {
+				return 1
+			}
+			code = 1
+		}
+	}
+}
+
+// readLines sends each line of in to lines and closes it at end of input.
+func readLines(ctx context.Context, in io.Reader, lines chan<- string) {
+	defer close(lines)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		select {
+		case lines <- sc.Text():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// SplitWords splits a command line into words like a shell: white space
+// separates words, '...' is literal, "..." allows \" and \\ (other
+// backslashes are kept), and a backslash outside quotes escapes the next
+// character. An unterminated quote is an error.
+func SplitWords(line string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case ch == ' ' || ch == '\t':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case ch == '\\':
+			inWord = true
+			if i+1 < len(line) {
+				i++
+				w.WriteByte(line[i])
+			}
+		case ch == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated ' quote in %q; close it with '", line)
+			}
+			inWord = true
+			w.WriteString(line[i+1 : i+1+end])
+			i += 1 + end
+		case ch == '"':
+			n, err := readDoubleQuoted(line[i+1:], &w)
+			if err != nil {
+				return nil, fmt.Errorf("%w in %q", err, line)
+			}
+			inWord = true
+			i += n
+		default:
+			inWord = true
+			w.WriteByte(ch)
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words, nil
+}
+
+// readDoubleQuoted writes the contents of a "..." string that starts at s
+// (after the opening quote) to w and returns how many bytes it used,
+// including the closing quote.
+func readDoubleQuoted(s string, w *strings.Builder) (int, error) {
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '"':
+			return i + 1, nil
+		case ch == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
+			i++
+			w.WriteByte(s[i])
+		default:
+			w.WriteByte(ch)
+		}
+	}
+	return 0, errors.New(`unterminated " quote; close it with "`)
+}
+
+// SplitScript splits a script into command lines at ';' and newlines that are
+// not quoted or escaped, as `sparkhost client --exec "connect ...; say hi"`
+// needs. Quotes are kept in each piece for Exec to split; blank pieces are
+// dropped. An unterminated quote is an error.
+func SplitScript(text string) ([]string, error) {
+	var cmds []string
+	start := 0
+	var quote byte // 0, '\'' or '"'
+	for i := 0; i < len(text); i++ {
+		ch := text[i]
+		switch {
+		case quote == '\'':
+			if ch == '\'' {
+				quote = 0
+			}
+		case quote == '"':
+			if ch == '\\' {
+				i++
+			} else if ch == '"' {
+				quote = 0
+			}
+		case ch == '\\':
+			i++
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == ';' || ch == '\n':
+			cmds = appendCommand(cmds, text[start:i])
+			start = i + 1
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote in the script; close it with %c", quote, quote)
+	}
+	return appendCommand(cmds, text[min(start, len(text)):]), nil
+}
+
+func appendCommand(cmds []string, s string) []string {
+	if s = strings.TrimSpace(s); s != "" {
+		cmds = append(cmds, s)
+	}
+	return cmds
+}

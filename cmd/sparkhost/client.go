@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/netstack/trust"
+)
+
+const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--exec "CMD; CMD..."]
+
+Starts the player console. Commands come from --exec (run in order, then
+exit), else from standard input: a prompt when it is a terminal, otherwise a
+script. A script stops at its first failed command; the exit code is 0 when
+every command succeeded, 1 otherwise (2 for bad flags).
+
+flags:
+  --data-dir DIR   holds known_hosts (default: the user config dir + /sparkhost)
+  --pin PIN        accept only this server identity (ed25519:...); without it
+                   known_hosts decides, trusting a new server on first use
+  --exec SCRIPT    commands separated by ';' (quotes respected)
+
+console commands:
+`
+
+// clientCommand runs `sparkhost client`.
+func clientCommand(args []string) int {
+	return runClient(args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// runClient is clientCommand with its streams injected for tests.
+func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage is printed below, to stdout for --help
+	dataDir := fs.String("data-dir", "", "")
+	pin := fs.String("pin", "", "")
+	script := fs.String("exec", "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, clientUsageText())
+			return 0
+		}
+		fmt.Fprintf(stderr, "sparkhost client: %v\n\n%s", err, clientUsageText())
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sparkhost client: unexpected argument %q; commands go in --exec or on standard input\n", fs.Arg(0))
+		return 2
+	}
+	if *pin != "" {
+		if _, err := trust.ParsePin(*pin); err != nil {
+			fmt.Fprintf(stderr, "sparkhost client: --pin: %v\n", err)
+			return 2
+		}
+	}
+	dir, err := clientDataDir(*dataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sparkhost client: %v\n", err)
+		return 1
+	}
+	var lines []string
+	hasExec := flagSet(fs, "exec")
+	if hasExec {
+		if lines, err = client.SplitScript(*script); err != nil {
+			fmt.Fprintf(stderr, "sparkhost client: --exec: %v\n", err)
+			return 2
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	con := client.NewConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin})
+	defer con.Close() // leaves the server with ClientQuit
+	if hasExec {
+		// Close on a signal ends a running wait or sleep; the script then fails.
+		defer context.AfterFunc(ctx, con.Close)()
+		return con.RunScript(lines)
+	}
+	return con.RunInteractive(ctx, stdin)
+}
+
+// clientDataDir returns dir, or the default under the user config directory,
+// created with mode 0700.
+func clientDataDir(dir string) (string, error) {
+	if dir == "" {
+		base, err := os.UserConfigDir()
+		if err != nil {
+			return "", fmt.Errorf("no user config directory (%v); pass --data-dir", err)
+		}
+		dir = filepath.Join(base, "sparkhost")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating the data directory: %w", err)
+	}
+	return dir, nil
+}
+
+// flagSet reports whether the flag was given, even as "".
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// clientUsageText is the usage with the console's command list.
+func clientUsageText() string {
+	var help bytes.Buffer
+	con := client.NewConsole(client.Config{Out: &help})
+	defer con.Close()
+	_ = con.Exec("help")
+	return clientUsage + help.String()
+}

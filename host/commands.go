@@ -1,0 +1,194 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/host/bans"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// registerBuiltins adds the built-in admin commands. They run on the game
+// thread (Server.Exec), so they may touch the match directly.
+func (s *Server) registerBuiltins() {
+	for _, c := range []admin.Command{
+		{Name: "status", Usage: "", Help: "server, match and traffic summary", Run: s.cmdStatus},
+		{Name: "players", Usage: "", Help: "list admitted players with id, name, address and ping", Run: s.cmdPlayers},
+		{Name: "kick", Usage: "ID|NAME [REASON...]", Help: "disconnect a player (reason Kicked)", Run: s.cmdKick},
+		{Name: "ban", Usage: "ID|NAME|IP [REASON...]", Help: "ban an address (persisted) and disconnect its players", Run: s.cmdBan},
+		{Name: "unban", Usage: "IP", Help: "lift a ban", Run: s.cmdUnban},
+		{Name: "bans", Usage: "", Help: "list bans", Run: s.cmdBans},
+		{Name: "say", Usage: "TEXT...", Help: "chat to every player as \"server\"", Run: s.cmdSay},
+		{Name: "map", Usage: "NAME", Help: "change to a map of the rotation now", Run: s.cmdMap},
+		{Name: "nextmap", Usage: "", Help: "end the match and load the next map of the rotation", Run: s.cmdNextMap},
+		{Name: "endmatch", Usage: "", Help: "end the current match (reason admin)", Run: s.cmdEndMatch},
+	} {
+		c.Owner = "builtin"
+		if err := s.cmds.Register(c); err != nil {
+			panic(err) // built-in names are fixed; a clash is a programming error
+		}
+	}
+}
+
+func (s *Server) cmdStatus([]string) (string, error) {
+	return fmt.Sprintf("%s on %s, pin %s\n%s", s.cfg.Server.Name, s.Addr(), s.Pin(), s.Stats()), nil
+}
+
+func (s *Server) cmdPlayers([]string) (string, error) {
+	ids := make([]uint32, 0, len(s.players))
+	for id := range s.players {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return "no players", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d player(s)", len(ids))
+	for _, id := range ids {
+		p := s.players[id]
+		ping := "-"
+		if st, ok := s.net.ClientStats(id); ok {
+			ping = strconv.FormatInt(st.Ping.Milliseconds(), 10) + "ms"
+		}
+		fmt.Fprintf(&b, "\n%d %s %s %s", id, p.Name, p.Addr, ping)
+	}
+	return b.String(), nil
+}
+
+// findPlayer resolves an id or an exact (case-insensitive) name.
+func (s *Server) findPlayer(arg string) (netstack.ClientInfo, error) {
+	if id, err := strconv.ParseUint(arg, 10, 32); err == nil {
+		if p, ok := s.players[uint32(id)]; ok {
+			return p, nil
+		}
+	}
+	for _, p := range s.players {
+		if strings.EqualFold(p.Name, arg) {
+			return p, nil
+		}
+	}
+	return netstack.ClientInfo{}, fmt.Errorf("no player %q; see players", arg)
+}
+
+func reasonText(args []string, def string) string {
+	if len(args) == 0 {
+		return def
+	}
+	return strings.Join(args, " ")
+}
+
+func (s *Server) cmdKick(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", admin.UsageError()
+	}
+	p, err := s.findPlayer(args[0])
+	if err != nil {
+		return "", err
+	}
+	reason := reasonText(args[1:], "kicked by the server admin")
+	if err := s.net.Kick(p.ID, wire.DisconnectKicked, reason); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("kicked %d %s: %s", p.ID, p.Name, reason), nil
+}
+
+func (s *Server) cmdBan(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", admin.UsageError()
+	}
+	addr, err := netip.ParseAddr(args[0])
+	if err != nil {
+		p, perr := s.findPlayer(args[0])
+		if perr != nil {
+			return "", fmt.Errorf("%q is neither an IP address nor a player; see players", args[0])
+		}
+		addr = p.Addr.Addr()
+	}
+	reason := reasonText(args[1:], "banned by the server admin")
+	if err := s.bans.Add(bans.Ban{Addr: addr, Reason: reason, By: "admin", At: time.Now()}); err != nil {
+		return "", err
+	}
+	kicked := 0
+	for _, p := range s.players {
+		if p.Addr.Addr() == addr {
+			if s.net.Kick(p.ID, wire.DisconnectBanned, reason) == nil {
+				kicked++
+			}
+		}
+	}
+	return fmt.Sprintf("banned %s (%s); %d player(s) disconnected", addr, reason, kicked), nil
+}
+
+func (s *Server) cmdUnban(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", admin.UsageError()
+	}
+	addr, err := netip.ParseAddr(args[0])
+	if err != nil {
+		return "", fmt.Errorf("%q is not an IP address", args[0])
+	}
+	ok, err := s.bans.Remove(addr)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%s is not banned", addr)
+	}
+	return "unbanned " + addr.String(), nil
+}
+
+func (s *Server) cmdBans([]string) (string, error) {
+	list := s.bans.List()
+	if len(list) == 0 {
+		return "no bans", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ban(s)", len(list))
+	for _, ban := range list {
+		fmt.Fprintf(&b, "\n%s %s (by %s at %s)", ban.Addr, ban.Reason, ban.By, ban.At.Format(time.RFC3339))
+	}
+	return b.String(), nil
+}
+
+func (s *Server) cmdSay(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", admin.UsageError()
+	}
+	text := strings.Join(args, " ")
+	if !wire.ValidChatText([]byte(text)) {
+		return "", errors.New("chat text must be 1..256 bytes of UTF-8 without control characters")
+	}
+	payload := wire.AppendChatMessage(nil, &wire.ChatMessage{Sender: "server", Text: text})
+	if err := s.net.Broadcast(wire.TypeChatMessage, wire.Reliable, payload); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("said to %d player(s)", len(s.players)), nil
+}
+
+func (s *Server) cmdMap(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", admin.UsageError()
+	}
+	if err := s.match.ChangeMap(args[0], s.now); err != nil {
+		return "", err
+	}
+	return "map changed to " + args[0], nil
+}
+
+func (s *Server) cmdNextMap([]string) (string, error) {
+	s.match.NextMap(s.now)
+	return "next map: " + s.match.Snapshot(s.now).Map, nil
+}
+
+func (s *Server) cmdEndMatch([]string) (string, error) {
+	s.match.EndMatch(s.now)
+	return "match ended", nil
+}

@@ -1,0 +1,262 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sparkhost/sparkhost/netstack/policy"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Limits of the Connect budget; netstack/ratelimit accepts exactly these (its
+// Validate runs too, as a backstop should it ever narrow them). The messages
+// spell the refill limits as "0.001..1e9".
+const (
+	maxConnectBurst  = 1 << 20
+	minConnectRefill = 1e-3
+	maxConnectRefill = 1e9
+)
+
+// maxMapNameLen bounds one match.map_rotation entry, in bytes.
+const maxMapNameLen = 64
+
+var logLevels = [...]string{"debug", "info", "warn", "error"}
+
+// Validate checks every value against its range and the rules that tie keys
+// together, and returns the first problem in section order as an *Error. Its
+// message names where the value came from: a file line as the "file:line: "
+// prefix, otherwise "(default)", "(--port)" or "(SPARK_NETWORK_BIND_ADDRESS)"
+// after the value. A rule comparing two keys reports the first; when that one
+// is a default, the line is the other's, the one the file set.
+func (c *Config) Validate() error {
+	for _, check := range [...]func(*Config) *Error{
+		(*Config).checkServer, (*Config).checkNetwork, (*Config).checkMatch,
+		(*Config).checkLAN, (*Config).checkLogging, (*Config).checkModules,
+	} {
+		if e := check(c); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkServer() *Error {
+	s := &c.Server
+	switch {
+	case len(s.Name) < 1 || len(s.Name) > wire.MaxServerNameLen:
+		return c.refuse("server.name", s.Name, fmt.Sprintf("must be 1..%d bytes, not %d", wire.MaxServerNameLen, len(s.Name)))
+	case len(s.MOTD) > wire.MaxMOTDLen:
+		return c.refuse("server.motd", nil, fmt.Sprintf("must be at most %d bytes, not %d", wire.MaxMOTDLen, len(s.MOTD)))
+	}
+	if e := c.intIn("server.port", s.Port, 0, 65535, ""); e != nil {
+		return e
+	}
+	if e := c.intIn("server.max_clients", s.MaxClients, 1, 4096, ""); e != nil {
+		return e
+	}
+	if e := c.intIn("server.tick_rate", s.TickRate, 1, 1000, " Hz"); e != nil {
+		return e
+	}
+	if e := c.floatIn("server.client_timeout", s.ClientTimeout, 1, 600, " seconds"); e != nil {
+		return e
+	}
+	switch {
+	case !(s.HeartbeatInterval > 0):
+		return c.refuse("server.heartbeat_interval", s.HeartbeatInterval, "must be above 0 seconds")
+	case s.HeartbeatInterval >= s.ClientTimeout:
+		return c.refuseVs("server.heartbeat_interval", s.HeartbeatInterval, "server.client_timeout",
+			"must be below server.client_timeout ("+formatFloat(s.ClientTimeout)+")")
+	case s.DataDir == "":
+		return c.refuse("server.data_dir", s.DataDir, "must not be empty")
+	}
+	return nil
+}
+
+func (c *Config) checkNetwork() *Error {
+	n := &c.Network
+	if n.BindAddress == "" {
+		return c.refuse("network.bind_address", n.BindAddress,
+			`must not be empty; write "127.0.0.1" or a LAN host/prefix like "192.168.1.20/24"`)
+	}
+	if _, err := policy.Parse(n.BindAddress); err != nil {
+		return c.refuse("network.bind_address", nil, err.Error())
+	}
+	if n.ConnectBurst < 1 || n.ConnectBurst > maxConnectBurst {
+		return c.refuse("network.connect_burst", n.ConnectBurst, fmt.Sprintf("must be 1..%d datagrams", maxConnectBurst))
+	}
+	if !(n.ConnectRefillPerSecond >= minConnectRefill && n.ConnectRefillPerSecond <= maxConnectRefill) {
+		return c.refuse("network.connect_refill_per_second", n.ConnectRefillPerSecond,
+			"must be 0.001..1e9 datagrams per second")
+	}
+	budget := ratelimit.Config{Burst: n.ConnectBurst, RefillPerSecond: n.ConnectRefillPerSecond}
+	if err := budget.Validate(); err != nil {
+		return c.refuse("network.connect_burst", nil, err.Error())
+	}
+	return nil
+}
+
+func (c *Config) checkMatch() *Error {
+	m := &c.Match
+	if _, ok := parseGameMode(m.GameMode); !ok {
+		return c.refuse("match.game_mode", m.GameMode, "must be one of "+strings.Join(gameModeNames[:], ", "))
+	}
+	if m.ScoreLimit < 0 {
+		return c.refuse("match.score_limit", m.ScoreLimit, "must be 0 or more (0 = no limit)")
+	}
+	if e := c.floatIn("match.time_limit_minutes", m.TimeLimitMinutes, 0, 1440, " minutes (0 = no limit)"); e != nil {
+		return e
+	}
+	if e := c.intIn("match.round_count", m.RoundCount, 1, 100, " rounds"); e != nil {
+		return e
+	}
+	if len(m.MapRotation) == 0 {
+		return c.refuse("match.map_rotation", m.MapRotation, "must name at least one map")
+	}
+	if e := c.checkList("match.map_rotation", m.MapRotation, maxMapNameLen); e != nil {
+		return e
+	}
+	if m.ReplicationRate < 1 || m.ReplicationRate > c.Server.TickRate {
+		return c.refuseVs("match.replication_rate", m.ReplicationRate, "server.tick_rate",
+			fmt.Sprintf("must be 1..server.tick_rate (%d) Hz", c.Server.TickRate))
+	}
+	if e := c.intIn("match.snapshot_history_size", m.SnapshotHistorySize, 1, 4096, " snapshots"); e != nil {
+		return e
+	}
+	if e := c.floatIn("match.warmup_seconds", m.WarmupSeconds, 0, 600, " seconds"); e != nil {
+		return e
+	}
+	return c.floatIn("match.intermission_seconds", m.IntermissionSeconds, 0, 600, " seconds")
+}
+
+func (c *Config) checkLAN() *Error {
+	if e := c.intIn("lan.port", c.LAN.Port, 1, 65535, ""); e != nil {
+		return e
+	}
+	if c.LAN.Port == c.Server.Port {
+		return c.refuseVs("lan.port", c.LAN.Port, "server.port",
+			fmt.Sprintf("must differ from server.port (%d)", c.Server.Port))
+	}
+	return nil
+}
+
+func (c *Config) checkLogging() *Error {
+	for _, l := range logLevels {
+		if c.Logging.Level == l {
+			return nil
+		}
+	}
+	return c.refuse("logging.level", c.Logging.Level, "must be one of "+strings.Join(logLevels[:], ", "))
+}
+
+func (c *Config) checkModules() *Error {
+	m := &c.Modules
+	if e := c.checkList("modules.load", m.Load, 0); e != nil {
+		return e
+	}
+	if e := c.intIn("modules.inbox_capacity", m.InboxCapacity, 16, 1_000_000, " events"); e != nil {
+		return e
+	}
+	if !(m.TickBudgetFraction > 0 && m.TickBudgetFraction <= 1) {
+		return c.refuse("modules.tick_budget_fraction", m.TickBudgetFraction, "must be above 0 and at most 1")
+	}
+	return nil
+}
+
+// checkList refuses empty entries, entries longer than maxLen bytes (0: no
+// bound) and repeats.
+func (c *Config) checkList(key string, list []string, maxLen int) *Error {
+	for i, s := range list {
+		elem := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case s == "":
+			return c.refuseAt(key, elem, s, "", "must not be empty")
+		case maxLen > 0 && len(s) > maxLen:
+			return c.refuseAt(key, elem, s, "", fmt.Sprintf("must be 1..%d bytes, not %d", maxLen, len(s)))
+		}
+		for j := range i {
+			if list[j] == s {
+				return c.refuseAt(key, elem, s, "", fmt.Sprintf("duplicate of %s[%d]", key, j))
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Config) intIn(key string, v, lo, hi int, unit string) *Error {
+	if v < lo || v > hi {
+		return c.refuse(key, v, fmt.Sprintf("must be %d..%d%s", lo, hi, unit))
+	}
+	return nil
+}
+
+// floatIn refuses v outside lo..hi, NaN included.
+func (c *Config) floatIn(key string, v, lo, hi float64, unit string) *Error {
+	if !(v >= lo && v <= hi) {
+		return c.refuse(key, v, fmt.Sprintf("must be %s..%s%s", formatFloat(lo), formatFloat(hi), unit))
+	}
+	return nil
+}
+
+// refuse reports key's value v (nil: not shown) with reason.
+func (c *Config) refuse(key string, v any, reason string) *Error {
+	return c.refuseAt(key, key, v, "", reason)
+}
+
+// refuseVs reports key's value v, which a rule compares with related's.
+func (c *Config) refuseVs(key string, v any, related, reason string) *Error {
+	return c.refuseAt(key, key, v, related, reason)
+}
+
+// refuseAt builds the *Error: shown is what the message calls the value
+// ("match.map_rotation[2]"), key whose source is looked up.
+func (c *Config) refuseAt(key, shown string, v any, related, reason string) *Error {
+	line, label := c.origin.source(key)
+	if line == 0 && related != "" {
+		line, _ = c.origin.source(related)
+	}
+	var b strings.Builder
+	b.WriteString(shown)
+	if v != nil {
+		b.WriteString(" = ")
+		b.WriteString(formatValue(v))
+	}
+	if label != "" {
+		b.WriteString(" (" + label + ")")
+	}
+	b.WriteString(": " + reason)
+	return &Error{File: c.origin.fileName(), Line: line, Key: key, Msg: b.String()}
+}
+
+// formatValue writes v as TOML would.
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		return formatFloat(v)
+	case string:
+		return strconv.Quote(v)
+	case []string:
+		quoted := make([]string, len(v))
+		for i, s := range v {
+			quoted[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(quoted, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+func formatFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}

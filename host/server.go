@@ -1,0 +1,363 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/host/bans"
+	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/host/discovery"
+	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/host/tick"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// eventQueueSize bounds the events network goroutines hand to the game
+// thread between two ticks; past it an event is dropped and counted, never
+// blocking the network (admission and departure events are rare; the bound
+// only matters under abuse).
+const eventQueueSize = 4096
+
+// Options configure New.
+type Options struct {
+	Config config.Config
+	Logger *slog.Logger // nil = slog.Default()
+	// Console, when set, is read for admin commands (the server's stdin);
+	// answers go to ConsoleOut.
+	Console    io.Reader
+	ConsoleOut io.Writer
+	// Clock drives the tick loop; nil = real time.
+	Clock tick.Clock
+}
+
+// Server is the DedicatedServer.
+type Server struct {
+	cfg   config.Config
+	log   *slog.Logger
+	net   *netstack.Server
+	loop  *tick.Loop
+	match *match.Match
+	cmds  *admin.Registry
+	bans  *bans.Store
+	sock  *admin.SocketServer
+	disc  *discovery.Responder
+	start time.Time
+
+	events   chan event
+	requests chan adminRequest
+	dropped  atomic.Uint64 // events lost to a full queue
+
+	// Facts the network goroutines read (GameStateSync, discovery), published
+	// by the game thread after every tick.
+	view atomic.Pointer[serverView]
+
+	// Game-thread state.
+	now         time.Time // the current tick's time (commands use it)
+	players     map[uint32]netstack.ClientInfo
+	peakPlayers int
+	served      atomic.Uint64
+
+	opts Options
+}
+
+type eventKind uint8
+
+const (
+	evAdmitted eventKind = iota
+	evLeft
+)
+
+type event struct {
+	kind   eventKind
+	client netstack.ClientInfo
+	reason wire.DisconnectReason
+	detail string
+}
+
+type adminRequest struct {
+	line  string
+	reply chan adminReply
+}
+
+type adminReply struct {
+	out string
+	err error
+}
+
+// serverView is an immutable snapshot of what other goroutines may read.
+type serverView struct {
+	status      match.Status
+	players     int
+	peakPlayers int
+	maxPlayers  int
+}
+
+// New loads the identity, opens the ban list and the socket, and builds the
+// match; nothing is served until Run.
+func New(opts Options) (*Server, error) {
+	cfg := opts.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, log: log, opts: opts, start: time.Now(), now: time.Now(),
+		events:   make(chan event, eventQueueSize),
+		requests: make(chan adminRequest, 64),
+		players:  make(map[uint32]netstack.ClientInfo),
+		cmds:     admin.NewRegistry(),
+	}
+	identity, created, err := trust.LoadOrCreateIdentity(cfg.Server.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("created server identity", "dir", cfg.Server.DataDir)
+	}
+	if s.bans, err = bans.Open(filepath.Join(cfg.Server.DataDir, bans.FileName)); err != nil {
+		return nil, err
+	}
+	s.match, err = match.New(match.Config{
+		Mode: cfg.GameMode(), ScoreLimit: int32(cfg.Match.ScoreLimit), TimeLimit: cfg.TimeLimit(),
+		RoundCount: cfg.Match.RoundCount, Maps: cfg.Match.MapRotation, Shuffle: cfg.Match.RandomizeMapOrder,
+		Seed: uint64(time.Now().UnixNano()), Warmup: cfg.WarmupDuration(), Intermission: cfg.IntermissionDuration(),
+	}, announcer{s}, s.start)
+	if err != nil {
+		return nil, fmt.Errorf("match: %w", err)
+	}
+	s.publishView(s.start)
+	s.net, err = netstack.NewServer(netstack.ServerConfig{
+		Bind:              cfg.Network.BindAddress,
+		Port:              cfg.Server.Port,
+		Identity:          identity,
+		MaxClients:        cfg.Server.MaxClients,
+		ConnectBudget:     ratelimit.Config{Burst: cfg.Network.ConnectBurst, RefillPerSecond: cfg.Network.ConnectRefillPerSecond},
+		Timeout:           cfg.ClientTimeoutDuration(),
+		HeartbeatInterval: cfg.HeartbeatDuration(),
+		Logger:            log,
+		IsBanned:          func(a netip.Addr) bool { return s.bans.IsBanned(a, time.Now()) },
+		GameStateSync:     s.appendGameStateSync,
+		OnAdmitted:        func(ci netstack.ClientInfo) { s.post(event{kind: evAdmitted, client: ci}) },
+		OnDisconnected: func(ci netstack.ClientInfo, r wire.DisconnectReason, d string) {
+			s.post(event{kind: evLeft, client: ci, reason: r, detail: d})
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
+	s.registerBuiltins()
+	return s, nil
+}
+
+// post hands an event to the game thread without ever blocking the network.
+func (s *Server) post(e event) {
+	select {
+	case s.events <- e:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// Addr is the game port's address; Pin the identity pin.
+func (s *Server) Addr() netip.AddrPort { return s.net.Addr() }
+
+// Pin returns the server identity pin.
+func (s *Server) Pin() string { return s.net.Pin() }
+
+// Net exposes the transport (modules send through it).
+func (s *Server) Net() *netstack.Server { return s.net }
+
+// Commands is the admin command registry (modules add their own).
+func (s *Server) Commands() *admin.Registry { return s.cmds }
+
+// Exec runs one admin command line on the game thread and returns its
+// answer. It is the executor behind stdin and the admin socket.
+func (s *Server) Exec(line string) (string, error) {
+	req := adminRequest{line: line, reply: make(chan adminReply, 1)}
+	select {
+	case s.requests <- req:
+	case <-time.After(5 * time.Second):
+		return "", errors.New("server busy: the game thread did not take the command within 5 s")
+	}
+	select {
+	case r := <-req.reply:
+		return r.out, r.err
+	case <-time.After(30 * time.Second):
+		return "", errors.New("command did not finish within 30 s")
+	}
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully: every client
+// is told ServerShutdown and the admin socket and discovery are closed.
+func (s *Server) Run(ctx context.Context) error {
+	s.net.Start()
+	var err error
+	sockPath := filepath.Join(s.cfg.Server.DataDir, admin.SocketName)
+	if s.sock, err = admin.ListenSocket(sockPath, s.Exec, s.log); err != nil {
+		s.net.Close()
+		return err
+	}
+	if s.cfg.LAN.Enabled {
+		s.disc, err = discovery.Listen(discovery.ResponderConfig{
+			Bind: s.cfg.Network.BindAddress, Port: s.cfg.LAN.Port, Info: s.discoveryInfo, Logger: s.log,
+		})
+		if err != nil {
+			s.sock.Close()
+			s.net.Close()
+			return fmt.Errorf("lan discovery: %w", err)
+		}
+	}
+	var wg sync.WaitGroup
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	if s.opts.Console != nil {
+		out := s.opts.ConsoleOut
+		if out == nil {
+			out = io.Discard
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			admin.ServeConsole(consoleCtx, s.opts.Console, out, s.Exec)
+		}()
+	}
+	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
+		"map", s.match.Snapshot(time.Now()).Map, "admin_socket", sockPath)
+
+	runErr := s.loop.Run(ctx, s.step)
+	stopConsole()
+	s.shutdown()
+	wg.Wait()
+	if errors.Is(runErr, context.Canceled) {
+		return nil
+	}
+	return runErr
+}
+
+// shutdown stops serving in an order that loses nothing: clients are told
+// first, then the admin front ends close; bans are persisted on every change.
+func (s *Server) shutdown() {
+	s.log.Info("shutting down", "players", len(s.players))
+	s.net.Close()
+	if s.disc != nil {
+		s.disc.Close()
+	}
+	if s.sock != nil {
+		s.sock.Close()
+	}
+	// Departures posted by the transport while closing.
+	s.drainEvents(time.Now())
+}
+
+// step is one tick on the game thread.
+func (s *Server) step(t tick.Tick) {
+	s.now = t.Now
+	s.drainEvents(t.Now)
+	for {
+		select {
+		case req := <-s.requests:
+			out, err := s.cmds.Execute(req.line)
+			req.reply <- adminReply{out, err}
+			continue
+		default:
+		}
+		break
+	}
+	s.match.Tick(t.Now)
+	s.publishView(t.Now)
+}
+
+func (s *Server) drainEvents(now time.Time) {
+	for {
+		select {
+		case e := <-s.events:
+			s.apply(e, now)
+		default:
+			return
+		}
+	}
+}
+
+func (s *Server) apply(e event, now time.Time) {
+	switch e.kind {
+	case evAdmitted:
+		s.players[e.client.ID] = e.client
+		s.served.Add(1)
+		s.peakPlayers = max(s.peakPlayers, len(s.players))
+		s.match.PlayerJoined(e.client.ID, now)
+	case evLeft:
+		delete(s.players, e.client.ID)
+		s.match.PlayerLeft(e.client.ID, now)
+	}
+}
+
+func (s *Server) publishView(now time.Time) {
+	s.view.Store(&serverView{status: s.match.Snapshot(now), players: len(s.players),
+		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients})
+}
+
+// appendGameStateSync builds a newly admitted client's GameStateSync from the
+// latest published view (called on a network goroutine).
+func (s *Server) appendGameStateSync(client uint32, dst []byte) []byte {
+	v := s.view.Load()
+	return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+		ClientID: client, ServerTime: s.net.Time(),
+		TickRate: uint16(s.cfg.Server.TickRate), ReplicationRate: uint16(s.cfg.Match.ReplicationRate),
+		ServerName: s.cfg.Server.Name, MOTD: s.cfg.Server.MOTD, Map: v.status.Map,
+		Mode: s.cfg.GameMode(), MatchState: v.status.State, TimeRemaining: float32(v.status.TimeRemaining.Seconds()),
+	})
+}
+
+func (s *Server) discoveryInfo() discovery.Info {
+	v := s.view.Load()
+	return discovery.Info{
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(s.cfg.GameMode()),
+		Players: uint16(v.players), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),
+		ProtocolVersion: wire.ProtocolVersion,
+	}
+}
+
+// announcer broadcasts match events to every admitted client.
+type announcer struct{ s *Server }
+
+func (a announcer) MatchStart(m wire.MatchStart) {
+	a.s.log.Info("match start", "map", m.Map, "round", m.Round)
+	a.s.broadcast(wire.TypeMatchStart, wire.AppendMatchStart(nil, &m))
+}
+
+func (a announcer) MatchEnd(m wire.MatchEnd) {
+	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
+	a.s.broadcast(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &m))
+}
+
+func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
+	a.s.broadcast(wire.TypeScoreUpdate, wire.AppendScoreUpdate(nil, &m))
+}
+
+func (a announcer) MapChanged(name string, index int) {
+	a.s.log.Info("map changed", "map", name, "index", index)
+}
+
+func (s *Server) broadcast(t wire.MessageType, payload []byte) {
+	if s.net == nil {
+		return // announcements made while New builds the match
+	}
+	if err := s.net.Broadcast(t, wire.ReliableOrdered, payload); err != nil {
+		s.log.Warn("broadcast failed", "type", t.String(), "err", err)
+	}
+}

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// ServerStats is what `status` shows and what operators graph.
+type ServerStats struct {
+	Uptime             time.Duration
+	Ticks              uint64
+	AvgTickMS          float64
+	PeakTickMS         float64
+	TickRate           int     // configured
+	CurrentTickRate    float64 // measured over the last second
+	Players            int
+	PeakPlayers        int
+	MaxPlayers         int
+	BytesIn, BytesOut  uint64
+	ConnectionsServed  uint64
+	Map                string
+	MapIndex           int
+	MatchState         wire.MatchState
+	MatchTimeRemaining time.Duration
+	Round              int
+	EventsDropped      uint64
+}
+
+// Stats returns a snapshot; safe from any goroutine.
+func (s *Server) Stats() ServerStats {
+	v := s.view.Load()
+	ts := s.loop.Stats()
+	ns := s.net.Stats()
+	return ServerStats{
+		Uptime: time.Since(s.start).Round(time.Second), Ticks: ts.Ticks,
+		AvgTickMS: ts.AvgTickMS, PeakTickMS: ts.PeakTickMS,
+		TickRate: ts.Rate, CurrentTickRate: ts.CurrentRate,
+		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,
+		BytesIn: ns.BytesReceived, BytesOut: ns.BytesSent, ConnectionsServed: s.served.Load(),
+		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
+		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
+		EventsDropped: s.dropped.Load(),
+	}
+}
+
+// String renders the stats as the `status` command prints them.
+func (st ServerStats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "uptime %v, %d ticks at %d Hz (measured %.1f), tick avg %.2f ms peak %.2f ms\n",
+		st.Uptime, st.Ticks, st.TickRate, st.CurrentTickRate, st.AvgTickMS, st.PeakTickMS)
+	fmt.Fprintf(&b, "players %d/%d (peak %d), connections served %d\n", st.Players, st.MaxPlayers, st.PeakPlayers, st.ConnectionsServed)
+	fmt.Fprintf(&b, "map %s (#%d), %s, round %d", st.Map, st.MapIndex+1, st.MatchState, st.Round)
+	if st.MatchTimeRemaining > 0 {
+		fmt.Fprintf(&b, ", %v left", st.MatchTimeRemaining.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "\nbytes in %d, out %d", st.BytesIn, st.BytesOut)
+	if st.EventsDropped > 0 {
+		fmt.Fprintf(&b, "\nevents dropped %d", st.EventsDropped)
+	}
+	return b.String()
+}
