@@ -1,0 +1,58 @@
+package module
+
+// Funcs is an in-process Go module made of functions. It takes the same path
+// as every other module (manifest, schemas, inbox, Step on the game thread)
+// without a script runtime or a process boundary: tests and benchmarks use it
+// as the baseline the Lua and plugin runtimes are measured against.
+type Funcs struct {
+	Manifest  Manifest
+	OnLoad    func(h Host) error
+	OnEvent   func(h Host, ev *Event)
+	OnTick    func(h Host, t Tick)
+	OnCommand func(h Host, name string, args []string) (string, error)
+	OnUnload  func()
+
+	host Host
+}
+
+var _ Module = (*Funcs)(nil)
+
+// Load implements Module.
+func (f *Funcs) Load(h Host) (Manifest, error) {
+	f.host = h
+	if f.OnLoad != nil {
+		if err := f.OnLoad(h); err != nil {
+			return Manifest{}, err
+		}
+	}
+	return f.Manifest, nil
+}
+
+// Step implements Module.
+func (f *Funcs) Step(t Tick, events []Event) error {
+	if f.OnEvent != nil {
+		for i := range events {
+			f.OnEvent(f.host, &events[i])
+		}
+	}
+	if f.OnTick != nil {
+		f.OnTick(f.host, t)
+	}
+	return nil
+}
+
+// Command implements Module.
+func (f *Funcs) Command(name string, args []string) (string, error) {
+	if f.OnCommand == nil {
+		return "", nil
+	}
+	return f.OnCommand(f.host, name, args)
+}
+
+// Unload implements Module.
+func (f *Funcs) Unload() error {
+	if f.OnUnload != nil {
+		f.OnUnload()
+	}
+	return nil
+}

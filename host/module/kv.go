@@ -1,0 +1,153 @@
+package module
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// KV limits: the store is for small facts (settings, high scores), not a
+// database; modules that persist real data (the MMO) bring an embedded DB.
+const (
+	MaxKVKey   = 256
+	MaxKVValue = 64 << 10
+	MaxKVTotal = 1 << 20
+)
+
+// ErrKVFull is returned when a write would exceed the store's limits.
+var ErrKVFull = errors.New("module kv: store full (1 MiB) or entry too large")
+
+// fileKV is a KV kept in one JSON file, rewritten atomically on every change.
+type fileKV struct {
+	mu    sync.Mutex
+	path  string
+	data  map[string]string
+	total int
+}
+
+// openKV loads (or starts) the store at path.
+func openKV(path string) (*fileKV, error) {
+	kv := &fileKV{path: path, data: make(map[string]string)}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return kv, nil
+	case err != nil:
+		return nil, fmt.Errorf("module kv: %w", err)
+	}
+	if err := json.Unmarshal(b, &kv.data); err != nil {
+		return nil, fmt.Errorf("module kv %s is damaged (%v); move it away to start empty", path, err)
+	}
+	for k, v := range kv.data {
+		kv.total += len(k) + len(v)
+	}
+	return kv, nil
+}
+
+func (kv *fileKV) Get(key string) (string, bool) {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	v, ok := kv.data[key]
+	return v, ok
+}
+
+func (kv *fileKV) Keys() []string {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	keys := make([]string, 0, len(kv.data))
+	for k := range kv.data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (kv *fileKV) Set(key, value string) error {
+	if key == "" || len(key) > MaxKVKey || len(value) > MaxKVValue {
+		return ErrKVFull
+	}
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	old, had := kv.data[key]
+	total := kv.total + len(value)
+	if had {
+		total -= len(old)
+	} else {
+		total += len(key)
+	}
+	if total > MaxKVTotal {
+		return ErrKVFull
+	}
+	kv.data[key] = value
+	if err := kv.save(); err != nil {
+		if had {
+			kv.data[key] = old
+		} else {
+			delete(kv.data, key)
+		}
+		return err
+	}
+	kv.total = total
+	return nil
+}
+
+func (kv *fileKV) Delete(key string) error {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	old, had := kv.data[key]
+	if !had {
+		return nil
+	}
+	delete(kv.data, key)
+	if err := kv.save(); err != nil {
+		kv.data[key] = old
+		return err
+	}
+	kv.total -= len(key) + len(old)
+	return nil
+}
+
+// save writes the whole store to a temporary file, syncs it and renames it
+// over the old one, so a crash leaves either the old or the new store.
+func (kv *fileKV) save() error {
+	b, err := json.Marshal(kv.data)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(kv.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("module kv: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".kv-*")
+	if err != nil {
+		return fmt.Errorf("module kv: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("module kv: %w", err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("module kv: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), kv.path); err != nil {
+		return fmt.Errorf("module kv: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

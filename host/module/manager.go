@@ -1,0 +1,497 @@
+package module
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultInboxCapacity = 4096
+	DefaultMaxFaults     = 10
+	DefaultFaultWindow   = time.Minute
+)
+
+// Transport is what the manager needs of the network side; *netstack.Server
+// implements it.
+type Transport interface {
+	Handle(t wire.MessageType, h netstack.Handler)
+	Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error
+	BroadcastExcept(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) error
+	Kick(id uint32, reason wire.DisconnectReason, detail string) error
+	ClientStats(id uint32) (netstack.Stats, bool)
+	ChannelBinding(id uint32) ([32]byte, bool)
+	Registry() *wire.Registry
+	Counters() *netstack.Counters
+}
+
+// Spec says how to create a module: where it comes from and a constructor
+// (called again for every reload and restart).
+type Spec struct {
+	Source string // the path or name it was loaded by
+	Kind   string // "lua", "plugin", "go"
+	New    func() (Module, error)
+	// Hash returns the code hash of the module the last New created ("" if
+	// unknown); shown by `module info`.
+	Hash func(Module) string
+}
+
+// Config configures a Manager. Zero values mean the documented defaults.
+type Config struct {
+	Transport Transport
+	Commands  *admin.Registry
+	Log       *slog.Logger
+	DataDir   string // module directories are DataDir/modules/NAME
+	// InboxCapacity is each module's inbox size in events (0 = 4096).
+	InboxCapacity int
+	// Budget is how long a module's work may take per tick (Tick.Deadline).
+	Budget time.Duration
+	// MaxFaults in FaultWindow mark a module failed and unload it (0 = 10 per minute).
+	MaxFaults   int
+	FaultWindow time.Duration
+	// Server and AddScore are the host's facts and scoreboard.
+	Server   func() ServerInfo
+	AddScore func(client uint32, score, kills, deaths int32)
+	// Resolve turns a `module load` argument into a Spec.
+	Resolve func(nameOrPath string) (Spec, error)
+}
+
+// Module states shown by `module list`.
+const (
+	StateRunning = "running"
+	StateFailed  = "failed"
+)
+
+// instance is one loaded module and its bookkeeping.
+type instance struct {
+	m        *Manager
+	spec     Spec
+	mod      Module
+	manifest Manifest
+	state    string
+	hash     string
+	log      *slog.Logger
+	kv       *fileKV
+
+	inbox   chan Event
+	drops   atomic.Uint64
+	pending []Event // host events for the next Step (game thread only)
+	late    []Event // departures and match events, delivered after the inbox
+	batch   []Event
+
+	faults      []time.Time
+	totalFaults uint64
+	lastErr     string
+	failing     bool
+}
+
+// Manager loads modules and runs them on the game thread. All methods except
+// the transport handlers it installs are for the game thread.
+type Manager struct {
+	cfg     Config
+	reg     *wire.Registry
+	mods    []*instance
+	clients map[uint32]ClientInfo
+	now     time.Time
+}
+
+// NewManager returns an empty manager and registers the `module` admin command.
+func NewManager(cfg Config) *Manager {
+	if cfg.InboxCapacity <= 0 {
+		cfg.InboxCapacity = DefaultInboxCapacity
+	}
+	if cfg.MaxFaults <= 0 {
+		cfg.MaxFaults = DefaultMaxFaults
+	}
+	if cfg.FaultWindow <= 0 {
+		cfg.FaultWindow = DefaultFaultWindow
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Server == nil {
+		cfg.Server = func() ServerInfo { return ServerInfo{} }
+	}
+	if cfg.AddScore == nil {
+		cfg.AddScore = func(uint32, int32, int32, int32) {}
+	}
+	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]ClientInfo), now: time.Now()}
+	if cfg.Commands != nil {
+		m.registerAdmin()
+	}
+	return m
+}
+
+// Load creates, starts and registers a module. A module whose message id
+// another module owns fails to load with an error naming both.
+func (m *Manager) Load(spec Spec) (string, error) {
+	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan Event, m.cfg.InboxCapacity)}
+	inst.log = m.cfg.Log.With("module", spec.Source)
+	mod, man, err := inst.start()
+	if err != nil {
+		return "", err
+	}
+	if prev := m.find(man.Name); prev != nil && prev.state == StateFailed {
+		m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == prev })
+	}
+	if m.find(man.Name) != nil {
+		mod.Unload()
+		return "", fmt.Errorf("module %q is already loaded; use module reload %s", man.Name, man.Name)
+	}
+	if err := m.registerTypes(man); err != nil {
+		mod.Unload()
+		return "", err
+	}
+	inst.adopt(mod, man)
+	m.mods = append(m.mods, inst)
+	if err := inst.registerCommands(); err != nil {
+		m.unload(inst, StateFailed)
+		return "", err
+	}
+	inst.greetClients()
+	inst.log.Info("module loaded", "name", man.Name, "version", man.Version, "types", len(man.Messages), "hash", inst.hash)
+	return man.Name, nil
+}
+
+// start creates a fresh module and runs its Load.
+func (inst *instance) start() (Module, Manifest, error) {
+	mod, err := inst.spec.New()
+	if err != nil {
+		return nil, Manifest{}, fmt.Errorf("module %s: %w", inst.spec.Source, err)
+	}
+	man, err := mod.Load(&moduleHost{inst: inst})
+	if err != nil {
+		mod.Unload()
+		return nil, Manifest{}, fmt.Errorf("module %s failed to load: %w", inst.spec.Source, err)
+	}
+	if man.Name == "" {
+		mod.Unload()
+		return nil, Manifest{}, fmt.Errorf("module %s declares no name", inst.spec.Source)
+	}
+	return mod, man, nil
+}
+
+// adopt makes mod the instance's running module.
+func (inst *instance) adopt(mod Module, man Manifest) {
+	inst.mod, inst.manifest, inst.state = mod, man, StateRunning
+	inst.log = inst.m.cfg.Log.With("module", man.Name)
+	if inst.spec.Hash != nil {
+		inst.hash = inst.spec.Hash(mod)
+	}
+	for _, s := range man.Messages {
+		inst.m.cfg.Transport.Handle(s.ID, inst.receive)
+	}
+}
+
+// registerTypes registers all of a manifest's schemas or none.
+func (m *Manager) registerTypes(man Manifest) error {
+	for _, s := range man.Messages {
+		if err := m.reg.Register(man.Name, s); err != nil {
+			m.reg.UnregisterOwner(man.Name)
+			return fmt.Errorf("module %s: %w", man.Name, err)
+		}
+	}
+	return nil
+}
+
+// receive runs on a network goroutine: it only copies the validated message
+// into the inbox, never blocking; a full inbox drops and counts.
+func (inst *instance) receive(client uint32, h *wire.Header, payload []byte) {
+	ev := Event{Kind: EventMessage, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
+	select {
+	case inst.inbox <- ev:
+	default:
+		inst.drops.Add(1)
+		inst.m.cfg.Transport.Counters().InboxDrops.Add(1)
+	}
+}
+
+func (inst *instance) registerCommands() error {
+	for _, c := range inst.manifest.Commands {
+		name := c.Name
+		err := inst.m.cfg.Commands.Register(admin.Command{
+			Name: name, Usage: c.Usage, Help: c.Help, Owner: inst.manifest.Name,
+			Run: func(args []string) (string, error) { return inst.command(name, args) },
+		})
+		if err != nil {
+			return fmt.Errorf("module %s: %w", inst.manifest.Name, err)
+		}
+	}
+	return nil
+}
+
+func (inst *instance) command(name string, args []string) (string, error) {
+	if inst.state != StateRunning {
+		return "", fmt.Errorf("module %s is %s", inst.manifest.Name, inst.state)
+	}
+	out, err := inst.mod.Command(name, args)
+	inst.m.afterCall(inst)
+	return out, err
+}
+
+// greetClients queues an admitted event for every present client, so a
+// module loaded (or reloaded) mid-match knows who is there.
+func (inst *instance) greetClients() {
+	ids := make([]uint32, 0, len(inst.m.clients))
+	for id := range inst.m.clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		inst.pending = append(inst.pending, Event{Kind: EventAdmitted, Client: id, Name: inst.m.clients[id].Name})
+	}
+}
+
+func (m *Manager) find(name string) *instance {
+	for _, inst := range m.mods {
+		if inst.manifest.Name == name {
+			return inst
+		}
+	}
+	return nil
+}
+
+// ErrNoModule is returned for a module name that is not loaded.
+var ErrNoModule = errors.New("no such module")
+
+// Unload stops a module and removes its message types and commands.
+func (m *Manager) Unload(name string) error {
+	inst := m.find(name)
+	if inst == nil {
+		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
+	}
+	m.unload(inst, "")
+	m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == inst })
+	inst.log.Info("module unloaded")
+	return nil
+}
+
+// unload detaches a module; with state StateFailed it stays listed.
+func (m *Manager) unload(inst *instance, state string) {
+	for _, s := range inst.manifest.Messages {
+		m.cfg.Transport.Handle(s.ID, nil)
+	}
+	m.reg.UnregisterOwner(inst.manifest.Name)
+	if m.cfg.Commands != nil {
+		m.cfg.Commands.UnregisterOwner(inst.manifest.Name)
+	}
+	if inst.mod != nil {
+		if err := inst.mod.Unload(); err != nil {
+			inst.log.Warn("module unload", "err", err)
+		}
+		inst.mod = nil
+	}
+	for {
+		select {
+		case <-inst.inbox:
+			continue
+		default:
+		}
+		break
+	}
+	inst.pending, inst.late = nil, nil
+	if state != "" {
+		inst.state = state
+	}
+}
+
+// UnloadAll unloads every module in reverse load order (shutdown).
+func (m *Manager) UnloadAll() {
+	for i := len(m.mods) - 1; i >= 0; i-- {
+		if m.mods[i].mod != nil {
+			m.unload(m.mods[i], "")
+			m.mods[i].log.Info("module unloaded")
+		}
+	}
+	m.mods = nil
+}
+
+// Reload loads a fresh copy of a module; if that fails, the old one keeps
+// running and the error says why. State travels through StateCarrier.
+func (m *Manager) Reload(name string) error {
+	inst := m.find(name)
+	if inst == nil {
+		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
+	}
+	mod, man, err := inst.start()
+	if err != nil {
+		return fmt.Errorf("%w; the old version keeps running", err)
+	}
+	if man.Name != name {
+		mod.Unload()
+		return fmt.Errorf("reload %s: the new code declares module %q; the old version keeps running", name, man.Name)
+	}
+	old := inst.manifest
+	m.reg.UnregisterOwner(name)
+	if err := m.registerTypes(man); err != nil {
+		mod.Unload()
+		if rerr := m.registerTypes(old); rerr != nil {
+			inst.log.Error("could not restore the old message types after a failed reload", "err", rerr)
+		}
+		return fmt.Errorf("%w; the old version keeps running", err)
+	}
+	var state []byte
+	var haveState bool
+	if oc, ok := inst.mod.(StateCarrier); ok && inst.state == StateRunning {
+		if st, err := oc.SaveState(); err != nil {
+			inst.log.Warn("save_state failed; reloading without state", "err", err)
+		} else {
+			state, haveState = st, true
+		}
+	}
+	for _, s := range old.Messages {
+		if !slices.ContainsFunc(man.Messages, func(n wire.Schema) bool { return n.ID == s.ID }) {
+			m.cfg.Transport.Handle(s.ID, nil)
+		}
+	}
+	if m.cfg.Commands != nil {
+		m.cfg.Commands.UnregisterOwner(name)
+	}
+	if inst.mod != nil {
+		inst.mod.Unload()
+	}
+	inst.adopt(mod, man)
+	if err := inst.registerCommands(); err != nil {
+		inst.log.Warn("reload: command registration", "err", err)
+	}
+	if nc, ok := mod.(StateCarrier); ok && haveState {
+		if err := nc.RestoreState(state); err != nil {
+			inst.fault(fmt.Errorf("on_reload: %w", err))
+		}
+	}
+	inst.pending = inst.pending[:0]
+	inst.greetClients()
+	inst.log.Info("module reloaded", "version", man.Version, "hash", inst.hash)
+	return nil
+}
+
+// Step runs one tick of every running module: host events, then the inbox
+// in arrival order, then departures and match events.
+func (m *Manager) Step(t Tick, budget time.Duration) {
+	m.now = t.Now
+	for _, inst := range m.mods {
+		if inst.state != StateRunning {
+			continue
+		}
+		inst.batch = append(inst.batch[:0], inst.pending...)
+		inst.pending = inst.pending[:0]
+	drain:
+		for range cap(inst.inbox) {
+			select {
+			case ev := <-inst.inbox:
+				inst.batch = append(inst.batch, ev)
+			default:
+				break drain
+			}
+		}
+		inst.batch = append(inst.batch, inst.late...)
+		inst.late = inst.late[:0]
+		mt := t
+		mt.Deadline = time.Now().Add(budget)
+		if err := inst.mod.Step(mt, inst.batch); err != nil {
+			inst.fault(err)
+			inst.failing = true
+		}
+		clear(inst.batch) // drop payload references
+		m.afterCall(inst)
+	}
+}
+
+// afterCall unloads a module whose faults crossed the limit.
+func (m *Manager) afterCall(inst *instance) {
+	if !inst.failing || inst.state != StateRunning {
+		return
+	}
+	inst.failing = false
+	inst.log.Error("module failed and was unloaded; players stay connected; use module load to start it again",
+		"faults", inst.totalFaults, "last_error", inst.lastErr)
+	m.unload(inst, StateFailed)
+}
+
+// fault counts one fault and marks the module failing past the limit.
+func (inst *instance) fault(err error) {
+	now := inst.m.now
+	inst.totalFaults++
+	inst.lastErr = err.Error()
+	inst.log.Warn("module fault", "err", err)
+	window := inst.m.cfg.FaultWindow
+	inst.faults = slices.DeleteFunc(append(inst.faults, now), func(t time.Time) bool { return now.Sub(t) > window })
+	if len(inst.faults) >= inst.m.cfg.MaxFaults {
+		inst.failing = true
+	}
+}
+
+// ClientAdmitted tells every module a client joined (game thread).
+func (m *Manager) ClientAdmitted(ci ClientInfo) {
+	m.clients[ci.ID] = ci
+	for _, inst := range m.mods {
+		if inst.state == StateRunning {
+			inst.pending = append(inst.pending, Event{Kind: EventAdmitted, Client: ci.ID, Name: ci.Name})
+		}
+	}
+}
+
+// ClientLeft tells every module a client left (game thread).
+func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
+	delete(m.clients, id)
+	m.late(Event{Kind: EventLeft, Client: id, Reason: reason})
+}
+
+// MatchStart, MatchEnd and MapChange forward match events to every module.
+func (m *Manager) MatchStart(ms wire.MatchStart) { m.late(Event{Kind: EventMatchStart, Match: ms}) }
+
+// MatchEnd forwards a MatchEnd.
+func (m *Manager) MatchEnd(me wire.MatchEnd) { m.late(Event{Kind: EventMatchEnd, MatchEnd: me}) }
+
+// MapChange forwards a map change.
+func (m *Manager) MapChange(name string, index int) {
+	m.late(Event{Kind: EventMapChange, Map: name, MapIndex: index})
+}
+
+func (m *Manager) late(ev Event) {
+	for _, inst := range m.mods {
+		if inst.state == StateRunning {
+			inst.late = append(inst.late, ev)
+		}
+	}
+}
+
+// Status describes a module for `module list` and `module info`.
+type Status struct {
+	Name, Version, Source, Kind, State, Hash, LastError string
+	Types                                               []wire.MessageType
+	InboxDepth, InboxCapacity                           int
+	InboxDrops, Faults                                  uint64
+}
+
+// Modules lists the loaded (and failed) modules in load order.
+func (m *Manager) Modules() []Status {
+	out := make([]Status, 0, len(m.mods))
+	for _, inst := range m.mods {
+		st := Status{
+			Name: inst.manifest.Name, Version: inst.manifest.Version, Source: inst.spec.Source, Kind: inst.spec.Kind,
+			State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
+			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
+			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults,
+		}
+		for _, s := range inst.manifest.Messages {
+			st.Types = append(st.Types, s.ID)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// moduleDir is the module's private directory (kv store, module data).
+func (m *Manager) moduleDir(name string) string {
+	return filepath.Join(m.cfg.DataDir, "modules", name)
+}

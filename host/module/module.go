@@ -1,0 +1,182 @@
+// Package module is the one contract every game module implements, whatever
+// its runtime (Lua in-process, Go plugin out of process), and the Manager that
+// loads modules into the DedicatedServer.
+//
+// Threads: the network goroutines only copy validated messages of a module's
+// types into that module's bounded Inbox; everything else — Load, Step,
+// Command, Unload, and every Host call a module makes — happens on the game
+// thread. A module never sees a Securing slot and never a payload that failed
+// its schema.
+//
+// Failure: a module fault (a script error, a budget overrun, a crashed
+// plugin) is counted and logged; after too many faults in a window the module
+// is marked failed and unloaded. Players stay connected; the server keeps
+// ticking. A module can never replace a built-in message schema or another
+// module's.
+package module
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Module is what both runtimes implement. Every method is called on the game
+// thread, never concurrently.
+type Module interface {
+	// Load starts the module. It returns the module's manifest: its name,
+	// version, message types and console commands. The Host stays valid
+	// until Unload returns.
+	Load(h Host) (Manifest, error)
+	// Step runs one tick of the module: first the events that arrived since
+	// the last tick, in arrival order, then the module's due timers and its
+	// tick handler. A runtime reports each fault through Host.Fault and goes
+	// on; a returned error means the module cannot continue.
+	Step(t Tick, events []Event) error
+	// Command runs one of the module's console commands.
+	Command(name string, args []string) (string, error)
+	// Unload stops the module and releases everything it holds.
+	Unload() error
+}
+
+// StateCarrier is the optional capability of a module that hands state to
+// its successor on reload (Lua: save_state() → on_reload(state)).
+type StateCarrier interface {
+	// SaveState returns the state to carry; called on the old instance.
+	SaveState() ([]byte, error)
+	// RestoreState receives it; called on the new instance after Load.
+	RestoreState(state []byte) error
+}
+
+// Manifest is what a module declares when it loads.
+type Manifest struct {
+	Name     string
+	Version  string
+	Messages []wire.Schema // UserDefined types (id ≥ 1000) the module owns
+	Commands []CommandSpec // admin console commands the module adds
+}
+
+// CommandSpec declares one admin console command of a module.
+type CommandSpec struct {
+	Name, Usage, Help string
+}
+
+// Tick describes the tick a Step runs in.
+type Tick struct {
+	Number uint64
+	DT     time.Duration // the fixed step
+	Now    time.Time
+	// Deadline is when the module's work for this tick must be done (the
+	// module's budget); runtimes that can be interrupted (Lua) enforce it.
+	Deadline time.Time
+}
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventAdmitted   EventKind = iota + 1 // Client, Name: a client joined (also sent for every present client when a module loads)
+	EventLeft                            // Client, Reason: a client left
+	EventMessage                         // Client, Type, Payload: one of the module's messages
+	EventMatchStart                      // Match
+	EventMatchEnd                        // MatchEnd
+	EventMapChange                       // Map, MapIndex
+)
+
+// String names the kind.
+func (k EventKind) String() string {
+	switch k {
+	case EventAdmitted:
+		return "admitted"
+	case EventLeft:
+		return "left"
+	case EventMessage:
+		return "message"
+	case EventMatchStart:
+		return "match_start"
+	case EventMatchEnd:
+		return "match_end"
+	case EventMapChange:
+		return "map_change"
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened since the module's last Step.
+type Event struct {
+	Kind     EventKind
+	Client   uint32
+	Name     string                // EventAdmitted
+	Reason   wire.DisconnectReason // EventLeft
+	Type     wire.MessageType      // EventMessage
+	Payload  []byte                // EventMessage: a copy owned by the event
+	Match    wire.MatchStart       // EventMatchStart
+	MatchEnd wire.MatchEnd         // EventMatchEnd
+	Map      string                // EventMapChange
+	MapIndex int                   // EventMapChange
+}
+
+// ClientInfo is what a module may know about an admitted client.
+type ClientInfo struct {
+	ID   uint32
+	Name string
+	Addr netip.AddrPort
+	Ping time.Duration
+	// ChannelBinding is the session's handshake transcript hash: unique to
+	// this sealed session, for binding in-channel authentication (SCRAM).
+	ChannelBinding [32]byte
+}
+
+// ServerInfo is what a module may know about the server.
+type ServerInfo struct {
+	Name       string
+	Map        string
+	Mode       wire.GameMode
+	MatchState wire.MatchState
+	TickRate   int
+	Tick       uint64
+	Players    int
+	MaxPlayers int
+	DataDir    string // the module's own directory inside the data directory
+}
+
+// Host is the set of services the server offers every module. Its methods
+// are called on the game thread only.
+type Host interface {
+	// Send sends a message to one client on the channel of the type's schema.
+	Send(client uint32, t wire.MessageType, payload []byte) error
+	// Broadcast sends to every admitted client.
+	Broadcast(t wire.MessageType, payload []byte) error
+	// BroadcastExcept sends to every admitted client but one.
+	BroadcastExcept(except uint32, t wire.MessageType, payload []byte) error
+	// Kick disconnects a client with reason Kicked and the given detail.
+	Kick(client uint32, detail string) error
+	// Log is the module's logger (its records carry the module name).
+	Log() *slog.Logger
+	// Fault reports one fault (script error, budget overrun); the manager
+	// counts it and may unload the module after too many.
+	Fault(err error)
+	// Client returns an admitted client's facts.
+	Client(id uint32) (ClientInfo, bool)
+	// Clients lists the admitted clients.
+	Clients() []ClientInfo
+	// Server returns the server's facts.
+	Server() ServerInfo
+	// AddScore adds to a client's score in the current match.
+	AddScore(client uint32, score, kills, deaths int32)
+	// KV is the module's persistent key-value store.
+	KV() KV
+}
+
+// KV is a small persistent key-value store private to one module. Every
+// write is durable when it returns (write to a temporary file, fsync,
+// rename), so a crash never leaves it half written.
+type KV interface {
+	Get(key string) (string, bool)
+	Set(key, value string) error
+	Delete(key string) error
+	Keys() []string
+}
