@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/crypto v0.59.0
 )
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/tick"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
@@ -40,6 +42,12 @@ type Options struct {
 	ConsoleOut io.Writer
 	// Clock drives the tick loop; nil = real time.
 	Clock tick.Clock
+	// Modules are loaded at start, in order, besides config modules.load
+	// (which Resolve turns into specs); a module that fails to load stops
+	// start-up.
+	Modules []module.Spec
+	// ScriptsDir is where `--module NAME` finds NAME.lua ("" = "scripts").
+	ScriptsDir string
 }
 
 // Server is the DedicatedServer.
@@ -50,6 +58,7 @@ type Server struct {
 	loop  *tick.Loop
 	match *match.Match
 	cmds  *admin.Registry
+	mods  *module.Manager
 	bans  *bans.Store
 	sock  *admin.SocketServer
 	disc  *discovery.Responder
@@ -162,7 +171,45 @@ func New(opts Options) (*Server, error) {
 	}
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
+	s.mods = module.NewManager(module.Config{
+		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
+		InboxCapacity: cfg.Modules.InboxCapacity, Server: s.moduleServerInfo,
+		AddScore: func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
+		Resolve:  s.resolveModule,
+	})
+	specs := slices.Clone(opts.Modules)
+	for _, name := range cfg.Modules.Load {
+		spec, err := s.resolveModule(name)
+		if err != nil {
+			s.net.Close()
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	for _, spec := range specs {
+		if _, err := s.mods.Load(spec); err != nil {
+			s.mods.UnloadAll()
+			s.net.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// Modules is the module manager (game thread).
+func (s *Server) Modules() *module.Manager { return s.mods }
+
+// moduleBudget is how long the modules' work may take per tick.
+func (s *Server) moduleBudget() time.Duration {
+	return time.Duration(float64(s.cfg.TickPeriod()) * s.cfg.Modules.TickBudgetFraction)
+}
+
+func (s *Server) moduleServerInfo() module.ServerInfo {
+	v := s.view.Load()
+	return module.ServerInfo{
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.GameMode(), MatchState: v.status.State,
+		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(s.players), MaxPlayers: s.cfg.Server.MaxClients,
+	}
 }
 
 // post hands an event to the game thread without ever blocking the network.
@@ -254,6 +301,8 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) shutdown() {
 	s.log.Info("shutting down", "players", len(s.players))
 	s.net.Close()
+	s.drainEvents(time.Now())
+	s.mods.UnloadAll()
 	if s.disc != nil {
 		s.disc.Close()
 	}
@@ -279,6 +328,7 @@ func (s *Server) step(t tick.Tick) {
 		break
 	}
 	s.match.Tick(t.Now)
+	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
 	s.publishView(t.Now)
 }
 
@@ -300,9 +350,11 @@ func (s *Server) apply(e event, now time.Time) {
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
 		s.match.PlayerJoined(e.client.ID, now)
+		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr})
 	case evLeft:
 		delete(s.players, e.client.ID)
 		s.match.PlayerLeft(e.client.ID, now)
+		s.mods.ClientLeft(e.client.ID, e.reason)
 	}
 }
 
@@ -338,11 +390,17 @@ type announcer struct{ s *Server }
 func (a announcer) MatchStart(m wire.MatchStart) {
 	a.s.log.Info("match start", "map", m.Map, "round", m.Round)
 	a.s.broadcast(wire.TypeMatchStart, wire.AppendMatchStart(nil, &m))
+	if a.s.mods != nil {
+		a.s.mods.MatchStart(m)
+	}
 }
 
 func (a announcer) MatchEnd(m wire.MatchEnd) {
 	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
 	a.s.broadcast(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &m))
+	if a.s.mods != nil {
+		a.s.mods.MatchEnd(m)
+	}
 }
 
 func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
@@ -351,6 +409,9 @@ func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
 
 func (a announcer) MapChanged(name string, index int) {
 	a.s.log.Info("map changed", "map", name, "index", index)
+	if a.s.mods != nil {
+		a.s.mods.MapChange(name, index)
+	}
 }
 
 func (s *Server) broadcast(t wire.MessageType, payload []byte) {

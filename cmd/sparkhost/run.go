@@ -88,10 +88,6 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
 	}
-	if len(cfg.Modules.Load) > 0 {
-		fmt.Fprintf(stderr, "sparkhost: module %q: this build has no module runtime yet; run without --module\n", cfg.Modules.Load[0])
-		return 1
-	}
 
 	log, closeLog, err := host.NewLogger(cfg.Logging.Level, cfg.Logging.File, stderr)
 	if err != nil {

@@ -1,0 +1,246 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// sent is one message a module handed to the host.
+type sent struct {
+	Kind    string // "send", "broadcast", "except"
+	Client  uint32 // the recipient (send) or the excluded client (except)
+	Type    wire.MessageType
+	Payload []byte
+}
+
+type logRecord struct {
+	Level slog.Level
+	Msg   string
+}
+
+// testHost is a module.Host that records what a module does.
+type testHost struct {
+	mu      sync.Mutex
+	sends   []sent
+	faults  []error
+	logs    []logRecord
+	kicks   []string
+	scores  map[uint32][3]int32
+	kv      *mapKV
+	clients map[uint32]module.ClientInfo
+	server  module.ServerInfo
+	sendErr error
+	onFault func(error) // called after a fault is recorded
+}
+
+func newTestHost() *testHost {
+	return &testHost{
+		scores:  make(map[uint32][3]int32),
+		kv:      &mapKV{m: make(map[string]string)},
+		clients: make(map[uint32]module.ClientInfo),
+		server:  module.ServerInfo{Name: "test", Map: "arena", TickRate: 20, MaxPlayers: 16},
+	}
+}
+
+func (h *testHost) admit(id uint32, name string) {
+	h.clients[id] = module.ClientInfo{ID: id, Name: name, Ping: 42 * time.Millisecond,
+		Addr: netip.MustParseAddrPort("192.0.2.1:4000")}
+}
+
+func (h *testHost) record(s sent) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sends = append(h.sends, s)
+	return h.sendErr
+}
+
+func (h *testHost) Send(c uint32, t wire.MessageType, p []byte) error {
+	return h.record(sent{"send", c, t, p})
+}
+func (h *testHost) Broadcast(t wire.MessageType, p []byte) error {
+	return h.record(sent{"broadcast", 0, t, p})
+}
+func (h *testHost) BroadcastExcept(c uint32, t wire.MessageType, p []byte) error {
+	return h.record(sent{"except", c, t, p})
+}
+func (h *testHost) Kick(c uint32, detail string) error {
+	h.kicks = append(h.kicks, fmt.Sprintf("%d:%s", c, detail))
+	return nil
+}
+func (h *testHost) Log() *slog.Logger { return slog.New(&recordHandler{h: h}) }
+func (h *testHost) Fault(err error) {
+	h.mu.Lock()
+	h.faults = append(h.faults, err)
+	h.mu.Unlock()
+	if h.onFault != nil {
+		h.onFault(err)
+	}
+}
+func (h *testHost) Client(id uint32) (module.ClientInfo, bool) {
+	c, ok := h.clients[id]
+	return c, ok
+}
+func (h *testHost) Clients() []module.ClientInfo {
+	ids := slices.Sorted(maps.Keys(h.clients))
+	out := make([]module.ClientInfo, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, h.clients[id])
+	}
+	return out
+}
+func (h *testHost) Server() module.ServerInfo { return h.server }
+func (h *testHost) AddScore(c uint32, score, kills, deaths int32) {
+	s := h.scores[c]
+	h.scores[c] = [3]int32{s[0] + score, s[1] + kills, s[2] + deaths}
+}
+func (h *testHost) KV() module.KV { return h.kv }
+
+func (h *testHost) takeSends() []sent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sends
+	h.sends = nil
+	return s
+}
+
+func (h *testHost) takeFaults() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.faults
+	h.faults = nil
+	return f
+}
+
+func (h *testHost) logText() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, r := range h.logs {
+		fmt.Fprintf(&b, "%s %s\n", r.Level, r.Msg)
+	}
+	return b.String()
+}
+
+type recordHandler struct{ h *testHost }
+
+func (r *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recordHandler) Handle(_ context.Context, rec slog.Record) error {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	r.h.logs = append(r.h.logs, logRecord{rec.Level, rec.Message})
+	return nil
+}
+func (r *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recordHandler) WithGroup(string) slog.Handler      { return r }
+
+type mapKV struct {
+	m      map[string]string
+	setErr error
+}
+
+func (k *mapKV) Get(key string) (string, bool) { v, ok := k.m[key]; return v, ok }
+func (k *mapKV) Set(key, v string) error {
+	if k.setErr != nil {
+		return k.setErr
+	}
+	k.m[key] = v
+	return nil
+}
+func (k *mapKV) Delete(key string) error { delete(k.m, key); return nil }
+func (k *mapKV) Keys() []string          { return slices.Collect(maps.Keys(k.m)) }
+
+// harness is a loaded module, its host and a tick counter.
+type harness struct {
+	t      testing.TB
+	m      *Module
+	h      *testHost
+	man    module.Manifest
+	tick   uint64
+	budget time.Duration
+	dt     time.Duration
+}
+
+// load loads a script with cfg (Seed 1 unless set) and fails the test on
+// an error.
+func load(t testing.TB, path string, cfg Config) *harness {
+	t.Helper()
+	hs, err := tryLoad(t, path, cfg, newTestHost())
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	return hs
+}
+
+func tryLoad(t testing.TB, path string, cfg Config, h *testHost) (*harness, error) {
+	t.Helper()
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	m, err := New(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	man, err := m.Load(h)
+	t.Cleanup(func() { _ = m.Unload() })
+	return &harness{t: t, m: m, h: h, man: man, budget: 20 * time.Millisecond, dt: 50 * time.Millisecond}, err
+}
+
+// step runs one Step with the harness's budget and returns the faults it
+// reported.
+func (hs *harness) step(events ...module.Event) []error {
+	hs.t.Helper()
+	hs.tick++
+	now := time.Now()
+	err := hs.m.Step(module.Tick{Number: hs.tick, DT: hs.dt, Now: now, Deadline: now.Add(hs.budget)}, events)
+	if err != nil {
+		hs.t.Fatalf("Step %d: %v", hs.tick, err)
+	}
+	return hs.h.takeFaults()
+}
+
+// command runs a console command and fails the test on an error.
+func (hs *harness) command(name string, args ...string) string {
+	hs.t.Helper()
+	out, err := hs.m.Command(name, args)
+	if err != nil {
+		hs.t.Fatalf("Command(%s %v): %v", name, args, err)
+	}
+	return out
+}
+
+// oneFault asserts exactly one fault of kind and returns it.
+func oneFault(t *testing.T, faults []error, kind error) *Fault {
+	t.Helper()
+	if len(faults) != 1 {
+		t.Fatalf("got %d faults, want 1: %v", len(faults), faults)
+	}
+	var f *Fault
+	if !errors.As(faults[0], &f) {
+		t.Fatalf("fault %v (%T) is not a *Fault", faults[0], faults[0])
+	}
+	if !errors.Is(f, kind) {
+		t.Fatalf("fault %v: kind %v, want %v", f, f.Err, kind)
+	}
+	return f
+}
+
+func message(client uint32, t wire.MessageType, payload []byte) module.Event {
+	return module.Event{Kind: module.EventMessage, Client: client, Type: t, Payload: payload}
+}
+
+// netString encodes a NetBuffer string.
+func netString(s string) []byte {
+	return append([]byte{byte(len(s)), byte(len(s) >> 8)}, s...)
+}
