@@ -13,13 +13,14 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // shortDataDir returns a data directory whose admin socket path fits the
 // ~108-byte limit of Unix socket names (t.TempDir() paths can be longer).
-func shortDataDir(t *testing.T) string {
+func shortDataDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sh")
 	if err != nil {
@@ -30,7 +31,7 @@ func shortDataDir(t *testing.T) string {
 }
 
 // startHost runs a DedicatedServer on 127.0.0.1 with an ephemeral port.
-func startHost(t *testing.T, mod func(*config.Config)) (*host.Server, string) {
+func startHost(t testing.TB, mod func(*config.Config), extra ...module.Spec) (*host.Server, string) {
 	t.Helper()
 	cfg := config.Default()
 	port, dataDir := 0, shortDataDir(t)
@@ -40,7 +41,7 @@ func startHost(t *testing.T, mod func(*config.Config)) (*host.Server, string) {
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Modules: extra})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,8 @@ const (
 // Module is one Lua script behind the module.Module contract. Every method
 // but CodeHash must be called on the game thread, never concurrently.
 type Module struct {
+	backlog []module.Event // events deferred by a tick that ran out of time
+
 	path   string
 	chunk  string // the chunk name in messages and tracebacks: the file's base name
 	stem   string // the module's name until spark.module names it
@@ -294,14 +296,30 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if m.phase != phaseRunning {
 		return ErrNotLoaded
 	}
-	m.begin(m.stepDeadline(t), 0)
+	// Two deadlines: no event starts after the soft one (the tick's budget);
+	// the hard one, a budget later, interrupts a handler still running. A
+	// handler that started in time is not punished for the load before it.
+	soft := m.stepDeadline(t)
+	m.begin(soft.Add(max(soft.Sub(time.Now()), minHardGrace)), 0)
 	defer m.end()
 	m.clock += t.DT
 	m.tick = t.Number
 
+	// Events left over from a tick that ran out of time come first. An event
+	// is never started after the deadline: the rest wait for the next tick
+	// (an accepted message is delivered late, not lost). Only the handler that
+	// the deadline interrupts loses its event, and that is a fault.
+	if len(m.backlog) > 0 {
+		events = append(m.backlog, events...)
+		m.backlog = nil
+	}
 	for i := range events {
+		if i > 0 && time.Now().After(soft) {
+			m.defer_(events[i:])
+			return nil
+		}
 		if m.deliver(&events[i]) {
-			m.skipped(len(events)-i-1, "event")
+			m.defer_(events[i+1:])
 			return nil
 		}
 	}
@@ -334,6 +352,27 @@ func (m *Module) stepDeadline(t module.Tick) time.Time {
 	}
 	return d
 }
+
+// defer_ keeps events for the next Step, up to maxBacklog; past that the
+// oldest are dropped and logged (a module that cannot keep up for seconds).
+func (m *Module) defer_(rest []module.Event) {
+	if m.phase != phaseRunning || len(rest) == 0 {
+		return
+	}
+	m.backlog = append(m.backlog[:0:0], rest...)
+	if over := len(m.backlog) - maxBacklog; over > 0 {
+		m.skipped(over, "event")
+		m.backlog = m.backlog[over:]
+	}
+}
+
+// minHardGrace is the least time a handler that started before the soft
+// deadline gets to finish: scheduler and GC pauses on a busy machine must not
+// turn an ordinary handler into a fault at high tick rates.
+const minHardGrace = 5 * time.Millisecond
+
+// maxBacklog bounds the events a module carries from one tick to the next.
+const maxBacklog = 1 << 16
 
 func (m *Module) skipped(n int, what string) {
 	if n > 0 {

@@ -278,8 +278,11 @@ type carrier struct {
 	fail  bool
 }
 
-func (c *carrier) SaveState() ([]byte, error)  { return c.state, nil }
-func (c *carrier) RestoreState(b []byte) error { c.state = append([]byte("restored:"), b...); return nil }
+func (c *carrier) SaveState() ([]byte, error) { return c.state, nil }
+func (c *carrier) RestoreState(b []byte) error {
+	c.state = append([]byte("restored:"), b...)
+	return nil
+}
 
 func TestReloadCarriesStateAndFailedReloadKeepsOld(t *testing.T) {
 	r := newRig(t, 0)
