@@ -72,10 +72,15 @@ func TestLuaRunawayAndErrorsAreSurvived(t *testing.T) {
 	pong := wire.Schema{ID: 1101, Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 1, MaxLen: 1}
 	c := dialReg(t, srv, luaRegistry(t, poke, pong))
 
-	c.Send(1100, wire.Reliable, []byte{1}) // the handler raises an error
+	malformed := srv.Net().Stats().MalformedDropped
+	c.Send(1100, wire.Reliable, []byte{9, 9}) // fails the schema (max 1): never reaches Lua
+	c.Send(1100, wire.Reliable, []byte{1})    // the handler raises an error
 	c.Send(1100, wire.Reliable, []byte{2}) // the next tick spins forever
 	if got := recv(t, c, 1101); got[0] != 2 {
 		t.Fatalf("pong %v", got)
+	}
+	if srv.Net().Stats().MalformedDropped == malformed {
+		t.Error("the 2-byte payload was not dropped as malformed before the handler")
 	}
 	before := srv.Stats().Ticks
 	eventually(t, "the server to keep ticking after the runaway tick", func() bool { return srv.Stats().Ticks > before+30 })
@@ -151,4 +156,13 @@ func dialReg(t *testing.T, srv *host.Server, reg *wire.Registry) *netstack.Clien
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestModuleByName: `--module tag` finds scripts/tag.lua.
+func TestModuleByName(t *testing.T) {
+	srv, _ := startHostIn(t, "../scripts", withModules("tag"))
+	out, err := srv.Exec("module info tag")
+	if err != nil || !strings.Contains(out, "source ../scripts/tag.lua") || !strings.Contains(out, "code hash ") {
+		t.Fatalf("module info tag: %q %v", out, err)
+	}
 }

@@ -33,6 +33,12 @@ func shortDataDir(t testing.TB) string {
 // startHost runs a DedicatedServer on 127.0.0.1 with an ephemeral port.
 func startHost(t testing.TB, mod func(*config.Config), extra ...module.Spec) (*host.Server, string) {
 	t.Helper()
+	return startHostIn(t, "", mod, extra...)
+}
+
+// startHostIn is startHost with a scripts directory for module names.
+func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra ...module.Spec) (*host.Server, string) {
+	t.Helper()
 	cfg := config.Default()
 	port, dataDir := 0, shortDataDir(t)
 	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
@@ -41,7 +47,7 @@ func startHost(t testing.TB, mod func(*config.Config), extra ...module.Spec) (*h
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Modules: extra})
+	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Modules: extra, ScriptsDir: scripts})
 	if err != nil {
 		t.Fatal(err)
 	}
