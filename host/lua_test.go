@@ -75,7 +75,7 @@ func TestLuaRunawayAndErrorsAreSurvived(t *testing.T) {
 	malformed := srv.Net().Stats().MalformedDropped
 	c.Send(1100, wire.Reliable, []byte{9, 9}) // fails the schema (max 1): never reaches Lua
 	c.Send(1100, wire.Reliable, []byte{1})    // the handler raises an error
-	c.Send(1100, wire.Reliable, []byte{2}) // the next tick spins forever
+	c.Send(1100, wire.Reliable, []byte{2})    // the next tick spins forever
 	if got := recv(t, c, 1101); got[0] != 2 {
 		t.Fatalf("pong %v", got)
 	}
