@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/sparkhost/sparkhost/internal/cmdline"
 )
 
 // RunScript runs lines in order as Exec does and returns the exit code: 0 if
@@ -107,69 +109,9 @@ func readLines(ctx context.Context, in io.Reader, lines chan<- string) {
 // SplitWords splits a command line into words like a shell: white space
 // separates words, '...' is literal, "..." allows \" and \\ (other
 // backslashes are kept), and a backslash outside quotes escapes the next
-// character. An unterminated quote is an error.
-func SplitWords(line string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == ' ' || ch == '\t':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		case ch == '\\':
-			inWord = true
-			if i+1 < len(line) {
-				i++
-				w.WriteByte(line[i])
-			}
-		case ch == '\'':
-			end := strings.IndexByte(line[i+1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated ' quote in %q; close it with '", line)
-			}
-			inWord = true
-			w.WriteString(line[i+1 : i+1+end])
-			i += 1 + end
-		case ch == '"':
-			n, err := readDoubleQuoted(line[i+1:], &w)
-			if err != nil {
-				return nil, fmt.Errorf("%w in %q", err, line)
-			}
-			inWord = true
-			i += n
-		default:
-			inWord = true
-			w.WriteByte(ch)
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words, nil
-}
-
-// readDoubleQuoted writes the contents of a "..." string that starts at s
-// (after the opening quote) to w and returns how many bytes it used,
-// including the closing quote.
-func readDoubleQuoted(s string, w *strings.Builder) (int, error) {
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; {
-		case ch == '"':
-			return i + 1, nil
-		case ch == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
-			i++
-			w.WriteByte(s[i])
-		default:
-			w.WriteByte(ch)
-		}
-	}
-	return 0, errors.New(`unterminated " quote; close it with "`)
-}
+// character. An unterminated quote is an error. The admin console uses the
+// same rules (package cmdline).
+func SplitWords(line string) ([]string, error) { return cmdline.SplitLine(line) }
 
 // SplitScript splits a script into command lines at ';' and newlines that are
 // not quoted or escaped, as `sparkhost client --exec "connect ...; say hi"`

@@ -88,7 +88,7 @@ func (r *Registry) Register(c Command) error {
 }
 
 func checkCommand(c Command) error {
-	if !validName(c.Name) {
+	if !ValidName(c.Name) {
 		return fmt.Errorf("%w: name %q: use a lower-case letter, then lower-case letters, digits, '-', '_' or '.', at most %d bytes",
 			ErrInvalidCommand, c.Name, maxNameLen)
 	}
@@ -101,7 +101,10 @@ func checkCommand(c Command) error {
 	return nil
 }
 
-func validName(name string) bool {
+// ValidName reports whether name is a valid command name: a lower-case
+// letter, then lower-case letters, digits, '-', '_' or '.', at most 32 bytes.
+// Module names follow the same rule.
+func ValidName(name string) bool {
 	if name == "" || len(name) > maxNameLen || name[0] < 'a' || name[0] > 'z' {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -31,7 +32,6 @@ var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_
 const (
 	maxMessages   = 256
 	maxCommands   = 64
-	maxNameLen    = 32 // module and command names, as the admin console's
 	maxMsgNameLen = 64
 	maxVersionLen = 64
 	maxKVKey      = 256
@@ -77,23 +77,6 @@ func (m *Module) openSpark() {
 	m.openBuffers()
 }
 
-// validName is the admin console's rule for command names, used for module
-// names too: a lower-case letter, then lower-case letters, digits, '-', '_'
-// or '.', at most 32 bytes.
-func validName(name string) bool {
-	if name == "" || len(name) > maxNameLen || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 const nameRule = "a name of lower-case letters, digits, '-', '_' or '.' starting with a letter (at most 32 bytes)"
 
 func (m *Module) loadOnly(L *lua.LState, fn string) {
@@ -112,7 +95,7 @@ func (m *Module) luaModule(L *lua.LState) int {
 		L.RaiseError("%s: the module is already declared as %q; call spark.module once", fn, m.manifest.Name)
 	}
 	name := f.str("name")
-	if !validName(name) {
+	if !admin.ValidName(name) {
 		f.fail("name", nameRule)
 	}
 	version := ""
@@ -194,7 +177,7 @@ func (m *Module) luaCommand(L *lua.LState) int {
 	m.loadOnly(L, fn)
 	a := args{L: L, fn: fn}
 	name := a.str(1, "name")
-	if !validName(name) {
+	if !admin.ValidName(name) {
 		a.fail(1, "name", nameRule)
 	}
 	usage := a.optStr(2, "usage", "")
