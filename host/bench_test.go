@@ -69,7 +69,7 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	const window = 128
+	window := benchWindow
 	msg := make([]byte, 8)
 	sent, got := 0, 0
 	send := func() {
@@ -89,7 +89,9 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 		m, err := c.Receive(ctx)
 		if err != nil {
 			list, _ := srv.Exec("module list")
-			b.Fatalf("after %d of %d replies: %v\n%s", got, b.N, err, list)
+			r, d := c.CloseReason()
+			st := c.Stats()
+			b.Fatalf("after %d of %d replies: %v (close %v %q; retx %d, drops %d, inboxDrops %d)\n%s", got, b.N, err, r, d, st.Retransmissions, st.PacketsDropped, st.InboxDrops, list)
 		}
 		if m.Header.Type != 1201 {
 			continue
@@ -100,6 +102,9 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	if st := c.Stats(); st.Retransmissions > 0 {
+		b.Logf("client retransmissions %d", st.Retransmissions)
+	}
 }
 
 // BenchmarkModuleLua: UDP → inbox → Lua handler (two reads, one reply).
@@ -107,3 +112,6 @@ func BenchmarkModuleLua(b *testing.B) { benchModule(b, "testdata/echo2.lua", nil
 
 // BenchmarkModuleGo: the same path into a Go function.
 func BenchmarkModuleGo(b *testing.B) { benchModule(b, "", []module.Spec{goEcho()}) }
+
+// benchWindow is how many messages the module benchmarks keep in flight.
+var benchWindow = 128

@@ -21,6 +21,8 @@ import (
 const (
 	DefaultConnectRetry   = 500 * time.Millisecond
 	DefaultConnectRetries = 10
+	// clientSocketBuffer is the socket buffer size a client asks for.
+	clientSocketBuffer = 4 << 20
 	// DefaultInboxSize bounds the messages a client holds for Receive.
 	DefaultInboxSize = 4096
 )
@@ -173,6 +175,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("netstack: open client socket: %w", err)
 		}
+		// As on the server: the default buffer holds only a few hundred
+		// datagrams, less than one window of replies; a smaller buffer than
+		// asked for only means more retransmissions.
+		_ = uc.SetReadBuffer(clientSocketBuffer)
+		_ = uc.SetWriteBuffer(clientSocketBuffer)
 		c.conn, c.ownsConn = newPacketConn(uc), true
 	}
 	res, origin, err := c.handshake(ctx, pin)
