@@ -125,7 +125,8 @@ const (
 // Module is one Lua script behind the module.Module contract. Every method
 // but CodeHash must be called on the game thread, never concurrently.
 type Module struct {
-	backlog []module.Event // events deferred by a tick that ran out of time
+	backlog     []module.Event // events deferred by a tick that ran out of time
+	backlogHead int            // backlog[:backlogHead] are consumed
 
 	path   string
 	chunk  string // the chunk name in messages and tracebacks: the file's base name
@@ -306,20 +307,38 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	m.tick = t.Number
 
 	// Events left over from a tick that ran out of time come first. An event
-	// is never started after the deadline: the rest wait for the next tick
-	// (an accepted message is delivered late, not lost). Only the handler that
-	// the deadline interrupts loses its event, and that is a fault.
-	if len(m.backlog) > 0 {
-		events = append(m.backlog, events...)
-		m.backlog = nil
-	}
-	for i := range events {
-		if i > 0 && time.Now().After(soft) {
-			m.defer_(events[i:])
+	// is never started after the deadline (but at least one runs per Step, so
+	// the module always progresses): the rest wait for the next tick — an
+	// accepted message is delivered late, not lost. Only a handler that the
+	// hard deadline interrupts loses its event, and that is a fault. The
+	// manager reads Backlog and takes no more from the inbox than fits, so a
+	// module that cannot keep up fills its bounded inbox, where the network
+	// side drops and counts.
+	started := false
+	for m.backlogHead < len(m.backlog) {
+		if started && time.Now().After(soft) {
+			m.keep(events)
 			return nil
 		}
+		started = true
+		ev := &m.backlog[m.backlogHead]
+		m.backlogHead++
+		stop := m.deliver(ev)
+		*ev = module.Event{} // release the payload
+		if stop {
+			m.keep(events)
+			return nil
+		}
+	}
+	m.backlog, m.backlogHead = m.backlog[:0], 0
+	for i := range events {
+		if started && time.Now().After(soft) {
+			m.keep(events[i:])
+			return nil
+		}
+		started = true
 		if m.deliver(&events[i]) {
-			m.defer_(events[i+1:])
+			m.keep(events[i+1:])
 			return nil
 		}
 	}
@@ -353,26 +372,37 @@ func (m *Module) stepDeadline(t module.Tick) time.Time {
 	return d
 }
 
-// defer_ keeps events for the next Step, up to maxBacklog; past that the
-// oldest are dropped and logged (a module that cannot keep up for seconds).
-func (m *Module) defer_(rest []module.Event) {
+// keep queues events for the next Step. The queue is compacted when its
+// consumed head passes half of it, so each event is copied O(1) times.
+func (m *Module) keep(rest []module.Event) {
 	if m.phase != phaseRunning || len(rest) == 0 {
 		return
 	}
-	m.backlog = append(m.backlog[:0:0], rest...)
-	if over := len(m.backlog) - maxBacklog; over > 0 {
+	if m.backlogHead > len(m.backlog)/2 {
+		n := copy(m.backlog, m.backlog[m.backlogHead:])
+		clear(m.backlog[n:])
+		m.backlog, m.backlogHead = m.backlog[:n], 0
+	}
+	m.backlog = append(m.backlog, rest...)
+	if over := m.Backlog() - maxBacklog; over > 0 {
 		m.skipped(over, "event")
-		m.backlog = m.backlog[over:]
+		clear(m.backlog[m.backlogHead : m.backlogHead+over])
+		m.backlogHead += over
 	}
 }
+
+// Backlog reports how many events wait for the next Step; the manager takes
+// no more from the module's inbox than its capacity minus this.
+func (m *Module) Backlog() int { return len(m.backlog) - m.backlogHead }
+
+// maxBacklog bounds the events a module carries from one tick to the next
+// (a safety net: the manager keeps the backlog within the inbox capacity).
+const maxBacklog = 1 << 16
 
 // minHardGrace is the least time a handler that started before the soft
 // deadline gets to finish: scheduler and GC pauses on a busy machine must not
 // turn an ordinary handler into a fault at high tick rates.
 const minHardGrace = 5 * time.Millisecond
-
-// maxBacklog bounds the events a module carries from one tick to the next.
-const maxBacklog = 1 << 16
 
 func (m *Module) skipped(n int, what string) {
 	if n > 0 {

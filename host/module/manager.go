@@ -384,8 +384,12 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		}
 		inst.batch = append(inst.batch[:0], inst.pending...)
 		inst.pending = inst.pending[:0]
+		room := cap(inst.inbox)
+		if b, ok := inst.mod.(Backlogger); ok {
+			room -= b.Backlog()
+		}
 	drain:
-		for range cap(inst.inbox) {
+		for range max(room, 0) {
 			select {
 			case ev := <-inst.inbox:
 				inst.batch = append(inst.batch, ev)

@@ -50,6 +50,15 @@ type StateCarrier interface {
 	RestoreState(state []byte) error
 }
 
+// Backlogger is the optional capability of a module that can defer events
+// past a tick (Lua, when its budget runs out). The manager takes no more from
+// the module's inbox than the inbox capacity minus Backlog, so a module that
+// falls behind fills its bounded inbox instead of its memory, and the network
+// side drops and counts (inboxDrops).
+type Backlogger interface {
+	Backlog() int
+}
+
 // Manifest is what a module declares when it loads.
 type Manifest struct {
 	Name     string
