@@ -335,3 +335,45 @@ func TestKVPersists(t *testing.T) {
 		t.Errorf("kv after reload: %q %v", v, ok)
 	}
 }
+
+// behind is a module that reports a backlog, as Lua does when its budget
+// runs out.
+type behind struct {
+	module.Funcs
+	backlog int
+}
+
+func (b *behind) Backlog() int { return b.backlog }
+
+func TestManagerTakesNoMoreThanTheModuleCanHold(t *testing.T) {
+	r := newRig(t, 64)
+	s := schema(1600, wire.ClientToServer, wire.Reliable, 1, 4)
+	seen := 0
+	b := &behind{backlog: 60}
+	b.Manifest = module.Manifest{Name: "behind", Messages: []wire.Schema{s}}
+	b.OnEvent = func(h module.Host, ev *module.Event) {
+		if ev.Kind == module.EventMessage {
+			seen++
+		}
+	}
+	if _, err := r.mgr.Load(module.Spec{Source: "behind", Kind: "go", New: func() (module.Module, error) { return b, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	c := r.dial("p", clientRegistry(t, s))
+	for i := range 10 {
+		c.Send(1600, wire.Reliable, []byte{byte(i)})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.mgr.Modules()[0].InboxDepth < 10 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.step()
+	if seen != 4 {
+		t.Fatalf("a module with 60 of 64 events pending was given %d, want 4", seen)
+	}
+	b.backlog = 0
+	r.step()
+	if seen != 10 {
+		t.Fatalf("after the backlog cleared: %d of 10", seen)
+	}
+}
