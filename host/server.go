@@ -317,19 +317,23 @@ func (s *Server) shutdown() {
 func (s *Server) step(t tick.Tick) {
 	s.now = t.Now
 	s.drainEvents(t.Now)
+	s.runAdminRequests()
+	s.match.Tick(t.Now)
+	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
+	s.publishView(t.Now)
+}
+
+// runAdminRequests executes the admin commands that arrived since the last tick.
+func (s *Server) runAdminRequests() {
 	for {
 		select {
 		case req := <-s.requests:
 			out, err := s.cmds.Execute(req.line)
 			req.reply <- adminReply{out, err}
-			continue
 		default:
+			return
 		}
-		break
 	}
-	s.match.Tick(t.Now)
-	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
-	s.publishView(t.Now)
 }
 
 func (s *Server) drainEvents(now time.Time) {

@@ -290,13 +290,8 @@ func (m *Manager) unload(inst *instance, state string) {
 		}
 		inst.mod = nil
 	}
-	for {
-		select {
-		case <-inst.inbox:
-			continue
-		default:
-		}
-		break
+	for len(inst.inbox) > 0 {
+		<-inst.inbox
 	}
 	inst.pending, inst.late = nil, nil
 	if state != "" {
