@@ -180,11 +180,13 @@ func (r *Responder) receiveLoop(c *net.UDPConn) {
 		if ans == nil {
 			continue
 		}
-		if _, err := r.conn.WriteToUDPAddrPort(ans, from); err != nil {
-			r.ctr.sendFailed.Add(1)
-			continue
-		}
+		// Counted before the write, so that whoever reads the answer also
+		// sees it counted; a failed write takes the count back.
 		r.ctr.answered.Add(1)
+		if _, err := r.conn.WriteToUDPAddrPort(ans, from); err != nil {
+			r.ctr.answered.Add(^uint64(0))
+			r.ctr.sendFailed.Add(1)
+		}
 	}
 }
 
