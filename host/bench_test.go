@@ -91,7 +91,8 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 			list, _ := srv.Exec("module list")
 			r, d := c.CloseReason()
 			st := c.Stats()
-			b.Fatalf("after %d of %d replies: %v (close %v %q; retx %d, drops %d, inboxDrops %d)\n%s", got, b.N, err, r, d, st.Retransmissions, st.PacketsDropped, st.InboxDrops, list)
+			ss := srv.Net().Stats()
+			b.Fatalf("after %d of %d replies: %v (close %v %q; retx %d, drops %d, inboxDrops %d)\nserver: %+v\n%s", got, b.N, err, r, d, st.Retransmissions, st.PacketsDropped, st.InboxDrops, ss, list)
 		}
 		if m.Header.Type != 1201 {
 			continue

@@ -2,8 +2,6 @@ package host_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +45,7 @@ func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra .
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Modules: extra, ScriptsDir: scripts})
+	srv, err := host.New(host.Options{Config: cfg, Logger: testLogger(), Modules: extra, ScriptsDir: scripts})
 	if err != nil {
 		t.Fatal(err)
 	}

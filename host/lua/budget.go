@@ -20,6 +20,7 @@ type budget struct {
 	cancel   context.CancelFunc
 	deadline time.Time
 	limit    time.Duration // for messages; 0 in a Step (the host chose the deadline)
+	paused   time.Duration // time handed back for blocking host calls (hostCall)
 
 	built      int64 // bytes of strings built by the budgeted builtins
 	memory     bool  // the build allowance ran out: the fault is a memory fault
@@ -51,6 +52,31 @@ func (m *Module) end() {
 	if m.phase == phaseClosed {
 		m.release() // Unload was called from inside the call (from Host.Fault, say)
 	}
+}
+
+// hostCallGrace is how long a host service call may block before the time
+// is handed back to the script's budget.
+const hostCallGrace = 100 * time.Microsecond
+
+// hostCall runs a host service call (send, broadcast, kick). Time spent
+// blocked in it — a transport lock held by a network goroutine that the
+// scheduler preempted, a slow syscall on a loaded machine — is not the
+// script's: past hostCallGrace the deadlines move by that much, so load on
+// the server does not turn an ordinary handler into a budget fault. (A new
+// context is made only then; in the common case this costs two clock reads.)
+func (m *Module) hostCall(call func() error) error {
+	t0 := time.Now()
+	err := call()
+	if d := time.Since(t0); d > hostCallGrace && m.budget.ctx != nil {
+		b := &m.budget
+		b.deadline = b.deadline.Add(d)
+		b.paused += d
+		ctx, cancel := context.WithDeadline(context.Background(), b.deadline)
+		m.L.SetContext(ctx)
+		b.cancel()
+		b.ctx, b.cancel = ctx, cancel
+	}
+	return err
 }
 
 // expired reports whether the running call's deadline has passed.

@@ -316,7 +316,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	// side drops and counts.
 	started := false
 	for m.backlogHead < len(m.backlog) {
-		if started && time.Now().After(soft) {
+		if started && time.Now().After(soft.Add(m.budget.paused)) {
 			m.keep(events)
 			return nil
 		}
@@ -332,7 +332,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	}
 	m.backlog, m.backlogHead = m.backlog[:0], 0
 	for i := range events {
-		if started && time.Now().After(soft) {
+		if started && time.Now().After(soft.Add(m.budget.paused)) {
 			m.keep(events[i:])
 			return nil
 		}

@@ -280,7 +280,8 @@ func (m *Module) luaSend(L *lua.LState) int {
 	a := args{L: L, fn: "spark.send"}
 	client := a.client(1)
 	s := m.sendSchema(a, 2)
-	return result(L, m.host.Send(client, s.ID, m.payload(a, 3, s)))
+	p := m.payload(a, 3, s)
+	return result(L, m.hostCall(func() error { return m.host.Send(client, s.ID, p) }))
 }
 
 // luaBroadcast is spark.broadcast(type, payload[, except_client]).
@@ -289,9 +290,10 @@ func (m *Module) luaBroadcast(L *lua.LState) int {
 	s := m.sendSchema(a, 1)
 	p := m.payload(a, 2, s)
 	if L.Get(3) != lua.LNil {
-		return result(L, m.host.BroadcastExcept(a.client(3), s.ID, p))
+		except := a.client(3)
+		return result(L, m.hostCall(func() error { return m.host.BroadcastExcept(except, s.ID, p) }))
 	}
-	return result(L, m.host.Broadcast(s.ID, p))
+	return result(L, m.hostCall(func() error { return m.host.Broadcast(s.ID, p) }))
 }
 
 // luaKick is spark.kick(client[, detail]).
@@ -302,7 +304,7 @@ func (m *Module) luaKick(L *lua.LState) int {
 	if len(detail) > wire.MaxDetailLen {
 		a.fail(2, "detail", "a string of at most 256 bytes")
 	}
-	return result(L, m.host.Kick(client, detail))
+	return result(L, m.hostCall(func() error { return m.host.Kick(client, detail) }))
 }
 
 func (m *Module) luaServer(L *lua.LState) int {
