@@ -1,6 +1,7 @@
 package netstack
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -97,12 +98,14 @@ type linkQuality struct {
 	ping, jitter time.Duration
 	hasPing      bool
 
-	// Inbound loss over windows of the peer's unreliable sequence numbers:
-	// lossBase is the highest sequence of the previous window.
-	lossBase, lossHighest uint32
-	lossReceived          uint32
-	loss                  float64
-	lossStarted           bool
+	// Inbound loss: a bitmap of the peer's unreliable sequence numbers in
+	// (lossBase, lossBase+2·lossWindow]. A window of lossWindow sequences is
+	// judged only once the peer has sent lossWindow more after it, so late
+	// (reordered) packets still count; duplicates set a bit once.
+	lossBase    uint32
+	lossStarted bool
+	lossBits    [2 * lossWindow / 64]uint64
+	loss        float64
 
 	// Bandwidth: bytes in the current one-second bucket and the last full one.
 	bwStart          time.Time
@@ -128,20 +131,30 @@ const lossWindow = 256
 
 func (q *linkQuality) sawUnreliable(seq uint32) {
 	if !q.lossStarted {
-		q.lossStarted, q.lossBase, q.lossHighest = true, seq-1, seq-1
+		q.lossStarted, q.lossBase = true, seq-1
 	}
 	if seq <= q.lossBase {
 		return // from a window already judged
 	}
-	q.lossReceived++
-	if seq > q.lossHighest {
-		q.lossHighest = seq
+	for seq-q.lossBase > 2*lossWindow {
+		q.judgeLossWindow()
 	}
-	if span := q.lossHighest - q.lossBase; span >= lossWindow {
-		got := min(q.lossReceived, span) // duplicates must not make loss negative
-		q.loss = 1 - float64(got)/float64(span)
-		q.lossBase, q.lossReceived = q.lossHighest, 0
+	off := seq - q.lossBase - 1
+	q.lossBits[off/64] |= 1 << (off % 64)
+}
+
+// judgeLossWindow turns the oldest window into the loss estimate and slides
+// the bitmap by one window.
+func (q *linkQuality) judgeLossWindow() {
+	half := len(q.lossBits) / 2
+	got := 0
+	for _, w := range q.lossBits[:half] {
+		got += bits.OnesCount64(w)
 	}
+	q.loss = 1 - float64(got)/lossWindow
+	copy(q.lossBits[:half], q.lossBits[half:])
+	clear(q.lossBits[half:])
+	q.lossBase += lossWindow
 }
 
 func (q *linkQuality) traffic(now time.Time, up, down int) {
