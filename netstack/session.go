@@ -180,13 +180,13 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 // retransmissions, acks). A delivery failure closes the session.
 func (s *session) flushLocked(now time.Time) error {
 	var werr error
-	before := s.rel.Stats().Retransmissions
+	before := s.rel.Retransmissions()
 	err := s.rel.Poll(now, func(h *wire.Header, payload []byte) {
 		if e := s.writeLocked(h, payload, now); e != nil && werr == nil {
 			werr = e
 		}
 	})
-	if n := s.rel.Stats().Retransmissions - before; n > 0 {
+	if n := s.rel.Retransmissions() - before; n > 0 {
 		s.ctr.Retransmissions.Add(n)
 		if s.global != nil {
 			s.global.Retransmissions.Add(n)

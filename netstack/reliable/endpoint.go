@@ -201,6 +201,10 @@ type Stats struct {
 	AckRangesDropped    uint64 // arrivals left for a later Ack: 32 ranges already pending
 }
 
+// Retransmissions returns how many packets were retransmitted so far (cheaper
+// than Stats on the per-packet path).
+func (e *Endpoint) Retransmissions() uint64 { return e.st.retransmissions }
+
 // Stats returns a snapshot of the Endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	return Stats{
