@@ -33,11 +33,12 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sparkhost/sparkhost/internal/atomicfile"
 )
 
 // FileName is the ban list's file name inside the data directory.
@@ -172,7 +173,7 @@ func (s *Store) Remove(addr netip.Addr) (removed bool, err error) {
 func (s *Store) commit(next map[netip.Addr]Ban) error {
 	raw, err := encode(next)
 	if err == nil {
-		err = writeAtomic(s.path, raw)
+		err = atomicfile.WriteFile(s.path, raw)
 	}
 	if err != nil {
 		return fmt.Errorf("bans: saving %s: %w; the ban list is unchanged", s.path, err)
@@ -235,48 +236,4 @@ func decode(raw []byte) (map[netip.Addr]Ban, error) {
 		m[addr] = Ban{Addr: addr, Reason: fb.Reason, By: fb.By, At: fb.At, Until: fb.Until}
 	}
 	return m, nil
-}
-
-// writeAtomic replaces path with data: a temporary file (mode 0600) in the
-// same directory, written and fsynced, renamed over path, then the
-// directory fsynced, so a crash leaves the old file or the new one, never
-// half of either, and no temporary file on success or failure.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*") // CreateTemp uses mode 0600
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes the rename durable. It is best effort: the new file is in
-// place and synced, and some platforms and file systems cannot sync a
-// directory; reporting a failure here would claim a change did not happen
-// when it did.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
 }

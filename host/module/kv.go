@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/sparkhost/sparkhost/internal/atomicfile"
 )
 
 // KV limits: the store is for small facts (settings, high scores), not a
@@ -111,43 +112,15 @@ func (kv *fileKV) Delete(key string) error {
 	return nil
 }
 
-// save writes the whole store to a temporary file, syncs it and renames it
-// over the old one, so a crash leaves either the old or the new store.
+// save rewrites the whole store atomically, so a crash leaves either the old
+// or the new store.
 func (kv *fileKV) save() error {
 	b, err := json.Marshal(kv.data)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(kv.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.WriteFile(kv.path, b); err != nil {
 		return fmt.Errorf("module kv: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".kv-*")
-	if err != nil {
-		return fmt.Errorf("module kv: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("module kv: %w", err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("module kv: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), kv.path); err != nil {
-		return fmt.Errorf("module kv: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

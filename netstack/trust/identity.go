@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/sparkhost/sparkhost/internal/atomicfile"
 )
 
 // IdentityFile is the name of the server identity file inside the data directory.
@@ -141,18 +143,6 @@ func createIdentity(path string) (ed25519.PrivateKey, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("trust: writing server identity %s: %w", path, err)
 	}
-	syncDir(filepath.Dir(path))
+	atomicfile.SyncDir(filepath.Dir(path))
 	return priv, nil
-}
-
-// syncDir makes a new directory entry durable. It is best effort: the file's
-// content is already synced, and some platforms and file systems cannot sync a
-// directory; failing the start for that would help nobody.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
 }

@@ -7,10 +7,11 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sparkhost/sparkhost/internal/atomicfile"
 )
 
 // Verdict is what a known_hosts file says about a server's identity key.
@@ -176,7 +177,7 @@ func (k *KnownHosts) Record(hostport string, pub [32]byte) error {
 		buf.WriteByte('\n')
 	}
 	buf.WriteString(hp + " " + Pin(pub[:]) + "\n")
-	if err := writeAtomic(k.path, buf.Bytes()); err != nil {
+	if err := writeKnownHosts(k.path, buf.Bytes()); err != nil {
 		return err
 	}
 	k.entries, err = k.parse(buf.Bytes())
@@ -237,31 +238,10 @@ func normalizeHostPort(s string) (string, error) {
 	return net.JoinHostPort(strings.ToLower(host), strconv.FormatUint(n, 10)), nil
 }
 
-// writeAtomic replaces path with data through a synced temporary file and a
-// rename in the same directory.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("trust: creating known_hosts directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".known_hosts-*") // CreateTemp uses mode 0600
-	if err != nil {
-		return fmt.Errorf("trust: writing known_hosts: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+// writeKnownHosts replaces the known_hosts file atomically.
+func writeKnownHosts(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("trust: writing known_hosts %s: %w", path, err)
 	}
-	syncDir(dir)
 	return nil
 }
