@@ -185,7 +185,7 @@ func (s *Server) cmdMap(args []string) (string, error) {
 
 func (s *Server) cmdNextMap([]string) (string, error) {
 	s.match.NextMap(s.now)
-	return "next map: " + s.match.Snapshot(s.now).Map, nil
+	return "next map: " + s.match.Phase(s.now).Map, nil
 }
 
 func (s *Server) cmdEndMatch([]string) (string, error) {

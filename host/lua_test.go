@@ -148,11 +148,17 @@ function on_reload(s) n = s.n end
 
 func dialReg(t *testing.T, srv *host.Server, reg *wire.Registry) *netstack.Client {
 	t.Helper()
+	return dialAs(t, srv, "player", reg)
+}
+
+// dialAs connects a client named name that understands reg's module messages.
+func dialAs(t *testing.T, srv *host.Server, name string, reg *wire.Registry) *netstack.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "player", Pin: srv.Pin(), Registry: reg})
+	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("dial %s: %v", name, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c

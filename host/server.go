@@ -284,7 +284,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
-		"map", s.match.Snapshot(time.Now()).Map, "admin_socket", sockPath)
+		"map", s.match.Phase(time.Now()).Map, "admin_socket", sockPath)
 
 	runErr := s.loop.Run(ctx, s.step)
 	stopConsole()
@@ -363,7 +363,7 @@ func (s *Server) apply(e event, now time.Time) {
 }
 
 func (s *Server) publishView(now time.Time) {
-	s.view.Store(&serverView{status: s.match.Snapshot(now), players: len(s.players),
+	s.view.Store(&serverView{status: s.match.Phase(now), players: len(s.players),
 		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients})
 }
 

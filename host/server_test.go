@@ -68,14 +68,7 @@ func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra .
 
 func dialHost(t *testing.T, srv *host.Server, name string) *netstack.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()})
-	if err != nil {
-		t.Fatalf("dial %s: %v", name, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return dialAs(t, srv, name, nil)
 }
 
 // waitFor returns the first message of type typ.

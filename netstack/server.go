@@ -366,8 +366,10 @@ func (s *Server) Broadcast(t wire.MessageType, ch wire.Channel, payload []byte) 
 // BroadcastExcept sends to every admitted client except the one with id except.
 func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	now := time.Now()
+	bp := peerLists.Get().(*[]*peer)
+	peers := s.snapshotPeers(*bp)
 	var first error
-	for _, p := range s.snapshotPeers(nil) {
+	for _, p := range peers {
 		if p.id == except {
 			continue
 		}
@@ -375,8 +377,15 @@ func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Chan
 			first = err
 		}
 	}
+	clear(peers)
+	*bp = peers[:0]
+	peerLists.Put(bp)
 	return first
 }
+
+// peerLists recycles the peer lists of broadcasts, which modules may send
+// every tick.
+var peerLists = sync.Pool{New: func() any { return new([]*peer) }}
 
 // Kick closes an admitted client's connection with reason (e.g. Kicked,
 // Banned) and detail, which the client is told.

@@ -105,3 +105,16 @@ func TestUDPClientsChatAndAdmission(t *testing.T) {
 	}
 	_ = netip.AddrPort{}
 }
+
+// TestBroadcastAllocatesNothing: an unreliable broadcast (state updates a
+// module may send every tick) allocates nothing per call.
+func TestBroadcastAllocatesNothing(t *testing.T) {
+	srv := newTestServer(t, nil)
+	dial(t, srv, "alice")
+	dial(t, srv, "bob")
+	update := make([]byte, 12)
+	srv.Broadcast(wire.TypeEntityStateUpdate, wire.Unreliable, update) // warm the pools
+	if n := testing.AllocsPerRun(50, func() { srv.Broadcast(wire.TypeEntityStateUpdate, wire.Unreliable, update) }); n != 0 {
+		t.Errorf("Broadcast allocates %v times per call", n)
+	}
+}

@@ -208,6 +208,14 @@ func (m *Match) ChangeMap(name string, now time.Time) error {
 // phase: the warmup countdown (0 while waiting for players), the round's time
 // limit, or the intermission; 0 when Ended or when the phase has no limit.
 func (m *Match) Snapshot(now time.Time) Status {
+	s := m.Phase(now)
+	s.Scores = m.board.sorted()
+	return s
+}
+
+// Phase is Snapshot without the scoreboard: it allocates nothing, for callers
+// that publish the match state every tick.
+func (m *Match) Phase(now time.Time) Status {
 	i := m.rot.current()
 	s := Status{
 		State:    m.state,
@@ -215,7 +223,6 @@ func (m *Match) Snapshot(now time.Time) Status {
 		Map:      m.cfg.Maps[i],
 		MapIndex: i,
 		Round:    m.round,
-		Scores:   m.board.sorted(),
 		Players:  len(m.board.rows),
 	}
 	switch {
