@@ -16,6 +16,7 @@
 package module
 
 import (
+	"errors"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -40,6 +41,13 @@ type Module interface {
 	// Unload stops the module and releases everything it holds.
 	Unload() error
 }
+
+// ErrCrashed marks an error after which a module instance is gone: its
+// process exited, panicked or missed its tick deadline and was killed. A
+// Step, Command or Load error that wraps it makes the manager detach the
+// module (its message types and commands are removed, players stay
+// connected) and start a fresh instance after a backoff.
+var ErrCrashed = errors.New("module crashed")
 
 // StateCarrier is the optional capability of a module that hands state to
 // its successor on reload (Lua: save_state() → on_reload(state)).
