@@ -8,6 +8,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -113,6 +114,12 @@ func BenchmarkModuleLua(b *testing.B) { benchModule(b, "testdata/echo2.lua", nil
 
 // BenchmarkModuleGo: the same path into a Go function.
 func BenchmarkModuleGo(b *testing.B) { benchModule(b, "", []module.Spec{goEcho()}) }
+
+// BenchmarkModulePlugin: the same path into the Go plugin
+// host/testdata/plugins/echo2, one batch RPC per tick.
+func BenchmarkModulePlugin(b *testing.B) {
+	benchModule(b, testplugin.Build(b, "./host/testdata/plugins/echo2"), nil)
+}
 
 // benchWindow is how many messages the module benchmarks keep in flight.
 var benchWindow = 128

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"testing"
+
+	"github.com/sparkhost/sparkhost/internal/testplugin"
 
 	"github.com/sparkhost/sparkhost/netstack"
 )
@@ -16,4 +19,10 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testplugin.Cleanup()
+	os.Exit(code)
 }

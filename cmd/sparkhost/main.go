@@ -18,6 +18,7 @@ commands:
   admin      run one admin command against a running server (sparkhost admin --help)
   client     player/test console (sparkhost client --help)
   discover   list servers on this machine and the LAN (sparkhost discover --help)
+  module     describe a Go plugin module (sparkhost module --help)
   version    print the version
 `
 
@@ -39,6 +40,10 @@ func dispatch(args []string) int {
 		return clientCommand(args[1:])
 	case "discover":
 		return discoverCommand(args[1:])
+	case "module":
+		return moduleCommand(args[1:])
+	case serveModuleCommand:
+		return serveModule(args[1:])
 	case "version", "--version":
 		fmt.Printf("sparkhost %s (protocol v3)\n", version)
 		return 0

@@ -1,0 +1,142 @@
+package pluginhost_test
+
+import (
+	"encoding/binary"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/pluginhost"
+	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// The module-path benchmarks measure messages/s from the transport's
+// receive handler to the module's send: the validated message is copied
+// into the bounded inbox, drained on a tick, handed to the handler — across
+// the process boundary in one batch RPC for the plugin, by a function call
+// for the in-process Go module — and its reply goes out through Host.Send
+// to the transport. The transport is a counter (the UDP path is measured
+// by the host benchmarks); everything between is the real code.
+
+var (
+	req = wire.Schema{ID: 1200, Name: "req", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
+	rep = wire.Schema{ID: 1201, Name: "rep", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
+)
+
+// countingTransport is the network side of the manager: it keeps the
+// handlers the manager installs and counts what the module sends.
+type countingTransport struct {
+	reg      *wire.Registry
+	ctr      netstack.Counters
+	handlers map[wire.MessageType]netstack.Handler
+	sent     int
+}
+
+func (t *countingTransport) Handle(mt wire.MessageType, h netstack.Handler) { t.handlers[mt] = h }
+func (t *countingTransport) Send(uint32, wire.MessageType, wire.Channel, []byte) error {
+	t.sent++
+	return nil
+}
+func (t *countingTransport) BroadcastExcept(uint32, wire.MessageType, wire.Channel, []byte) error {
+	return nil
+}
+func (t *countingTransport) Kick(uint32, wire.DisconnectReason, string) error { return nil }
+func (t *countingTransport) ClientStats(uint32) (netstack.Stats, bool)        { return netstack.Stats{}, true }
+func (t *countingTransport) ChannelBinding(uint32) ([32]byte, bool)           { return [32]byte{}, true }
+func (t *countingTransport) Registry() *wire.Registry                         { return t.reg }
+func (t *countingTransport) Counters() *netstack.Counters                     { return &t.ctr }
+
+func goEchoSpec() module.Spec {
+	buf := make([]byte, 0, 8)
+	f := &module.Funcs{
+		Manifest: module.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{req, rep}},
+		OnEvent: func(h module.Host, ev *module.Event) {
+			if ev.Kind != module.EventMessage {
+				return
+			}
+			r := wire.NewReader(ev.Payload)
+			a, b := r.U32(), r.U32()
+			if r.HasError() {
+				return
+			}
+			buf = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(buf[:0], a), b)
+			h.Send(ev.Client, 1201, buf)
+		},
+	}
+	return module.Spec{Source: "go:echo2", Kind: "go", New: func() (module.Module, error) { return f, nil }}
+}
+
+func pluginEchoSpec(b *testing.B) module.Spec {
+	path := testplugin.Build(b, "./host/testdata/plugins/echo2")
+	return module.Spec{Source: path, Kind: "plugin", New: func() (module.Module, error) {
+		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), TickDeadline: 5 * time.Second})
+	}}
+}
+
+// benchPath pushes batch messages per tick through the module path.
+func benchPath(b *testing.B, spec module.Spec, batch int) {
+	tr := &countingTransport{reg: wire.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
+	mgr := module.NewManager(module.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
+	if _, err := mgr.Load(spec); err != nil {
+		b.Fatal(err)
+	}
+	defer mgr.UnloadAll()
+	mgr.ClientAdmitted(module.ClientInfo{ID: 1, Name: "bench"})
+	h := tr.handlers[1200]
+	hdr := &wire.Header{Type: 1200, Channel: wire.Reliable, SenderID: 1}
+	msg := make([]byte, 8)
+	now := time.Unix(0, 0)
+	step := func() {
+		now = now.Add(time.Millisecond)
+		mgr.Step(module.Tick{Number: uint64(now.UnixMilli()), DT: time.Millisecond, Now: now}, time.Second)
+	}
+	step() // the admission
+	b.ResetTimer()
+	start := time.Now()
+	for done := 0; done < b.N; {
+		n := min(batch, b.N-done)
+		for i := range n {
+			binary.LittleEndian.PutUint32(msg, uint32(done+i))
+			h(1, hdr, msg)
+		}
+		step()
+		done += n
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if tr.sent != b.N {
+		b.Fatalf("the module sent %d replies for %d messages", tr.sent, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+}
+
+// BenchmarkPathGo: inbox → in-process Go handler → Send, 1000 messages a tick.
+func BenchmarkPathGo(b *testing.B) { benchPath(b, goEchoSpec(), 1000) }
+
+// BenchmarkPathPlugin: inbox → one batch RPC a tick → plugin handler →
+// actions → Send, 1000 messages a tick.
+func BenchmarkPathPlugin(b *testing.B) { benchPath(b, pluginEchoSpec(b), 1000) }
+
+// BenchmarkPathPlugin100: the same with 100 messages a tick.
+func BenchmarkPathPlugin100(b *testing.B) { benchPath(b, pluginEchoSpec(b), 100) }
+
+// BenchmarkEmptyTick: the round trip of one Step with no events.
+func BenchmarkEmptyTick(b *testing.B) {
+	m, err := pluginhost.New(pluginhost.Config{Path: testplugin.Build(b, "./examples/greeter"), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.Load(newStubHost()); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Unload()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := m.Step(tick(uint64(i)), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+// Package pluginwire is what both ends of a Go plugin share: the go-plugin
+// handshake, the plugin set, and conversions between the protobuf messages
+// of proto/pluginv1 and the wire types. Plugin authors never import it; they
+// use package plugin, and the server uses host/pluginhost.
+package pluginwire
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/proto/pluginv1"
+)
+
+// Handshake constants. The cookie is not a secret: it only tells a plugin
+// binary that a sparkhost server started it (and tells a person who runs it
+// by hand what it is).
+const (
+	CookieKey   = "SPARKHOST_PLUGIN"
+	CookieValue = "sparkhost-module-7c1e"
+	// PluginName is the one plugin in the set.
+	PluginName = "module"
+	// DescribeEnv, set to 1 beside the cookie, makes a plugin print its
+	// manifest as JSON on stdout and exit without serving.
+	DescribeEnv = "SPARKHOST_PLUGIN_DESCRIBE"
+)
+
+// protocolVersion is the plugin protocol this build speaks (proto/pluginv1
+// is protocol 1). It is a string so that tests can build a plugin that
+// speaks another version with
+// -ldflags "-X github.com/sparkhost/sparkhost/internal/pluginwire.protocolVersion=2".
+var protocolVersion = "1"
+
+// ProtocolVersion returns the plugin protocol version of this build.
+func ProtocolVersion() int {
+	v, err := strconv.Atoi(protocolVersion)
+	if err != nil || v <= 0 {
+		panic(fmt.Sprintf("pluginwire: bad protocolVersion %q", protocolVersion))
+	}
+	return v
+}
+
+// Handshake returns the go-plugin handshake of this build.
+func Handshake() goplugin.HandshakeConfig {
+	return goplugin.HandshakeConfig{
+		ProtocolVersion:  uint(ProtocolVersion()),
+		MagicCookieKey:   CookieKey,
+		MagicCookieValue: CookieValue,
+	}
+}
+
+// GRPCPlugin is the go-plugin plugin of a module: the plugin side sets
+// Impl; the host side dispenses a pluginv1.ModuleClient.
+type GRPCPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	Impl pluginv1.ModuleServer
+}
+
+// GRPCServer implements goplugin.GRPCPlugin.
+func (p *GRPCPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	pluginv1.RegisterModuleServer(s, p.Impl)
+	return nil
+}
+
+// GRPCClient implements goplugin.GRPCPlugin.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginv1.NewModuleClient(c), nil
+}
+
+// PluginSet is the set a server or a plugin of this build offers.
+func PluginSet(server pluginv1.ModuleServer) map[int]goplugin.PluginSet {
+	return map[int]goplugin.PluginSet{ProtocolVersion(): {PluginName: &GRPCPlugin{Impl: server}}}
+}
+
+// SchemaToPB converts a schema for the wire.
+func SchemaToPB(s wire.Schema) *pluginv1.Schema {
+	return &pluginv1.Schema{
+		Id: uint32(s.ID), Name: s.Name, Direction: uint32(s.Direction), Channel: uint32(s.Channel),
+		MinLen: s.MinLen, MaxLen: s.MaxLen, StringFieldOffset: s.StringFieldOffset, RequiresAdmitted: s.RequiresAdmitted,
+	}
+}
+
+// SchemaFromPB converts a schema from the wire. It checks only what fits in
+// the types; the registry checks the rest when the module registers it.
+func SchemaFromPB(p *pluginv1.Schema) (wire.Schema, error) {
+	if p.GetId() > 0xFFFF || p.GetDirection() > 0xFF || p.GetChannel() > 0xFF {
+		return wire.Schema{}, fmt.Errorf("schema %q: id %d, direction %d or channel %d out of range", p.GetName(), p.GetId(), p.GetDirection(), p.GetChannel())
+	}
+	return wire.Schema{
+		ID: wire.MessageType(p.GetId()), Name: p.GetName(), Direction: wire.Direction(p.GetDirection()),
+		Channel: wire.Channel(p.GetChannel()), MinLen: p.GetMinLen(), MaxLen: p.GetMaxLen(),
+		StringFieldOffset: p.GetStringFieldOffset(), RequiresAdmitted: p.GetRequiresAdmitted(),
+	}, nil
+}
+
+// Description is what a plugin prints, as JSON on stdout, when started with
+// DescribeEnv=1: its protocol version and manifest, without serving.
+type Description struct {
+	Protocol int           `json:"protocol"`
+	Name     string        `json:"name"`
+	Version  string        `json:"version"`
+	Messages []wire.Schema `json:"messages"`
+	Commands []Command     `json:"commands"`
+}
+
+// Command is a console command in a Description.
+type Command struct {
+	Name  string `json:"name"`
+	Usage string `json:"usage"`
+	Help  string `json:"help"`
+}

@@ -1,0 +1,297 @@
+package plugin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/proto/pluginv1"
+)
+
+// runtime serves one module: it is the gRPC ModuleServer and the Host.
+// Calls arrive one at a time from the server; mu also keeps a module's own
+// goroutines out of the Host while no callback runs.
+type runtime struct {
+	pluginv1.UnimplementedModuleServer
+
+	mod      Module
+	manifest Manifest
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	inCall  atomic.Bool
+	loaded  bool
+	reg     *wire.Registry
+	clients map[uint32]*Client
+	server  ServerInfo
+	now     time.Time
+	timers  timers
+	actions []*pluginv1.Action
+}
+
+var _ Host = (*runtime)(nil)
+
+func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
+	man := m.Manifest()
+	reg := wire.NewRegistry()
+	for _, s := range man.Messages {
+		if err := reg.Register(man.Name, s); err != nil {
+			return nil, fmt.Errorf("manifest: %w", err)
+		}
+	}
+	return &runtime{mod: m, manifest: man, log: log, reg: reg, clients: make(map[uint32]*Client)}, nil
+}
+
+// call runs fn as a callback and returns the actions it took.
+func (r *runtime) call(fn func()) []*pluginv1.Action {
+	r.inCall.Store(true)
+	r.actions = r.actions[:0]
+	fn()
+	r.inCall.Store(false)
+	out := r.actions
+	r.actions = nil // handed to gRPC; a fresh slice next time
+	return out
+}
+
+func (r *runtime) Init(_ context.Context, req *pluginv1.InitRequest) (*pluginv1.InitResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.loaded {
+		return nil, errors.New("plugin: Init called twice")
+	}
+	r.setServer(req.GetServer())
+	r.now = time.Now()
+	var err error
+	acts := r.call(func() { err = r.mod.Load(r) })
+	resp := &pluginv1.InitResponse{Manifest: manifestToPB(r.manifest), Actions: acts}
+	if err != nil {
+		resp.Error = err.Error()
+		return resp, nil
+	}
+	r.loaded = true
+	return resp, nil
+}
+
+func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.StepResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		return nil, errors.New("plugin: Step before Init")
+	}
+	r.setServer(req.GetServer())
+	r.now = time.Unix(0, req.GetNowUnixNs())
+	for _, p := range req.GetPings() {
+		if c := r.clients[p.GetClient()]; c != nil {
+			c.Ping = time.Duration(p.GetPingNs())
+		}
+	}
+	t := Tick{Number: req.GetTick(), DT: time.Duration(req.GetDtNs()), Now: r.now, Deadline: time.Unix(0, req.GetDeadlineUnixNs())}
+	acts := r.call(func() {
+		for _, ev := range req.GetEvents() {
+			r.dispatch(ev)
+		}
+		r.timers.run(r.now)
+		r.mod.OnTick(t)
+	})
+	return &pluginv1.StepResponse{Actions: acts}, nil
+}
+
+func (r *runtime) dispatch(ev *pluginv1.Event) {
+	switch ev.GetKind() {
+	case pluginv1.EventKind_EVENT_ADMITTED:
+		c := clientFromPB(ev.GetClient(), ev.GetInfo())
+		r.clients[c.ID] = &c
+		r.mod.OnAdmitted(c)
+	case pluginv1.EventKind_EVENT_LEFT:
+		c, ok := r.clients[ev.GetClient()]
+		if !ok {
+			c = &Client{ID: ev.GetClient()}
+		}
+		delete(r.clients, ev.GetClient())
+		r.mod.OnLeft(*c, wire.DisconnectReason(ev.GetReason()))
+	case pluginv1.EventKind_EVENT_MESSAGE:
+		c, ok := r.clients[ev.GetClient()]
+		if !ok {
+			c = &Client{ID: ev.GetClient()}
+		}
+		r.mod.OnMessage(*c, wire.MessageType(ev.GetType()), ev.GetPayload())
+	case pluginv1.EventKind_EVENT_MATCH_START:
+		if ms, err := wire.ParseMatchStart(ev.GetPayload()); err == nil {
+			r.mod.OnMatchStart(ms)
+		} else {
+			r.log.Warn("bad MatchStart from the server", "err", err)
+		}
+	case pluginv1.EventKind_EVENT_MATCH_END:
+		if me, err := wire.ParseMatchEnd(ev.GetPayload()); err == nil {
+			r.mod.OnMatchEnd(me)
+		} else {
+			r.log.Warn("bad MatchEnd from the server", "err", err)
+		}
+	case pluginv1.EventKind_EVENT_MAP_CHANGE:
+		r.mod.OnMapChange(ev.GetMap(), int(ev.GetMapIndex()))
+	}
+}
+
+func (r *runtime) Command(_ context.Context, req *pluginv1.CommandRequest) (*pluginv1.CommandResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		return nil, errors.New("plugin: Command before Init")
+	}
+	var out string
+	var err error
+	acts := r.call(func() { out, err = r.mod.Command(req.GetName(), req.GetArgs()) })
+	resp := &pluginv1.CommandResponse{Output: out, Actions: acts}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	return resp, nil
+}
+
+func (r *runtime) Shutdown(context.Context, *pluginv1.ShutdownRequest) (*pluginv1.ShutdownResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		return &pluginv1.ShutdownResponse{}, nil
+	}
+	r.loaded = false
+	return &pluginv1.ShutdownResponse{Actions: r.call(r.mod.Unload)}, nil
+}
+
+func (r *runtime) setServer(p *pluginv1.ServerInfo) {
+	if p == nil {
+		return
+	}
+	r.server = ServerInfo{
+		Name: p.GetName(), Map: p.GetMap(), Mode: wire.GameMode(p.GetMode()), MatchState: wire.MatchState(p.GetMatchState()),
+		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
+		DataDir: p.GetDataDir(),
+	}
+}
+
+// Host implementation. The runtime's lock is held during every callback,
+// so these run under it.
+
+func (r *runtime) act(a *pluginv1.Action) error {
+	if !r.inCall.Load() {
+		return ErrOutsideCallback
+	}
+	r.actions = append(r.actions, a)
+	return nil
+}
+
+// checkSend validates an outgoing message as the server will.
+func (r *runtime) checkSend(t wire.MessageType, payload []byte) error {
+	s, owner, ok := r.reg.Lookup(t)
+	if !ok {
+		return fmt.Errorf("send type %d: %w (declare it in the manifest)", t, wire.ErrUnknownType)
+	}
+	if owner != r.manifest.Name && owner != wire.BuiltinOwner {
+		return fmt.Errorf("send type %d: not a type of this module", t)
+	}
+	hdr := wire.Header{Type: t, Channel: s.Channel}
+	if err := r.reg.Validate(wire.ServerToClient, &hdr, payload); err != nil {
+		return fmt.Errorf("send type %d: %w", t, err)
+	}
+	return nil
+}
+
+func (r *runtime) Send(client uint32, t wire.MessageType, payload []byte) error {
+	if err := r.checkSend(t, payload); err != nil {
+		return err
+	}
+	return r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_SEND, Client: client, Type: uint32(t), Payload: slices.Clone(payload)})
+}
+
+func (r *runtime) Broadcast(t wire.MessageType, payload []byte) error {
+	return r.BroadcastExcept(0, t, payload)
+}
+
+func (r *runtime) BroadcastExcept(except uint32, t wire.MessageType, payload []byte) error {
+	if err := r.checkSend(t, payload); err != nil {
+		return err
+	}
+	return r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_BROADCAST, Client: except, Type: uint32(t), Payload: slices.Clone(payload)})
+}
+
+func (r *runtime) Kick(client uint32, detail string) error {
+	if len(detail) > wire.MaxDetailLen {
+		return fmt.Errorf("kick detail is %d bytes, more than %d", len(detail), wire.MaxDetailLen)
+	}
+	return r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_KICK, Client: client, Text: detail})
+}
+
+func (r *runtime) AddScore(client uint32, score, kills, deaths int32) {
+	r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_SCORE, Client: client, Score: score, Kills: kills, Deaths: deaths})
+}
+
+func (r *runtime) Fault(err error) {
+	if err == nil {
+		return
+	}
+	r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_FAULT, Text: err.Error()})
+}
+
+func (r *runtime) Log() *slog.Logger { return r.log }
+
+func (r *runtime) Client(id uint32) (Client, bool) {
+	c, ok := r.clients[id]
+	if !ok {
+		return Client{}, false
+	}
+	return *c, true
+}
+
+func (r *runtime) Clients() []Client {
+	out := make([]Client, 0, len(r.clients))
+	for _, c := range r.clients {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b Client) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (r *runtime) Server() ServerInfo { return r.server }
+func (r *runtime) Now() time.Time     { return r.now }
+
+func (r *runtime) After(d time.Duration, fn func()) TimerID {
+	return r.timers.add(r.now, d, 0, fn)
+}
+
+func (r *runtime) Every(period time.Duration, fn func()) TimerID {
+	if period <= 0 {
+		period = time.Nanosecond // every tick
+	}
+	return r.timers.add(r.now, period, period, fn)
+}
+
+func (r *runtime) Cancel(id TimerID) bool { return r.timers.cancel(id) }
+
+func clientFromPB(id uint32, p *pluginv1.ClientInfo) Client {
+	c := Client{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs())}
+	if ap, err := netip.ParseAddrPort(p.GetAddr()); err == nil {
+		c.Addr = ap
+	}
+	copy(c.ChannelBinding[:], p.GetChannelBinding())
+	return c
+}
+
+func manifestToPB(m Manifest) *pluginv1.Manifest {
+	pm := &pluginv1.Manifest{Name: m.Name, Version: m.Version}
+	for _, s := range m.Messages {
+		pm.Messages = append(pm.Messages, pluginwire.SchemaToPB(s))
+	}
+	for _, c := range m.Commands {
+		pm.Commands = append(pm.Commands, &pluginv1.CommandSpec{Name: c.Name, Usage: c.Usage, Help: c.Help})
+	}
+	return pm
+}
