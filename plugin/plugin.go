@@ -69,16 +69,18 @@ type Module interface {
 // Base implements every Module callback as a no-op; embed it.
 type Base struct{}
 
-func (Base) Load(Host) error                                   { return nil }
-func (Base) OnAdmitted(Client)                                 {}
-func (Base) OnLeft(Client, wire.DisconnectReason)              {}
-func (Base) OnMessage(Client, wire.MessageType, []byte)        {}
-func (Base) OnTick(Tick)                                       {}
-func (Base) OnMatchStart(wire.MatchStart)                      {}
-func (Base) OnMatchEnd(wire.MatchEnd)                          {}
-func (Base) OnMapChange(string, int)                           {}
-func (Base) Unload()                                           {}
-func (Base) Command(name string, _ []string) (string, error) { return "", errors.New("no such command: " + name) }
+func (Base) Load(Host) error                            { return nil }
+func (Base) OnAdmitted(Client)                          {}
+func (Base) OnLeft(Client, wire.DisconnectReason)       {}
+func (Base) OnMessage(Client, wire.MessageType, []byte) {}
+func (Base) OnTick(Tick)                                {}
+func (Base) OnMatchStart(wire.MatchStart)               {}
+func (Base) OnMatchEnd(wire.MatchEnd)                   {}
+func (Base) OnMapChange(string, int)                    {}
+func (Base) Unload()                                    {}
+func (Base) Command(name string, _ []string) (string, error) {
+	return "", errors.New("no such command: " + name)
+}
 
 // Manifest is what a module declares.
 type Manifest struct {

@@ -379,4 +379,3 @@ func (m *Module) apply(acts []*pluginv1.Action) {
 		}
 	}
 }
-
