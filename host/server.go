@@ -48,6 +48,10 @@ type Options struct {
 	Modules []module.Spec
 	// ScriptsDir is where `--module NAME` finds NAME.lua ("" = "scripts").
 	ScriptsDir string
+	// Builtin names the Go plugin modules built into the running program:
+	// for NAME it returns the executable and arguments that serve it (the
+	// sparkhost binary and a hidden sub-command). nil = none.
+	Builtin func(name string) (path string, args []string, ok bool)
 }
 
 // Server is the DedicatedServer.
@@ -174,8 +178,17 @@ func New(opts Options) (*Server, error) {
 	s.mods = module.NewManager(module.Config{
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, Server: s.moduleServerInfo,
-		AddScore: func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
-		Resolve:  s.resolveModule,
+		AddScore:       func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
+		Resolve:        s.resolveModule,
+		RestartBackoff: cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),
+		MaxRestarts: cfg.Modules.MaxRestarts, RestartWindow: cfg.RestartWindow(),
+		// Crashes and restarts are logged by the manager; an operator at the
+		// interactive console also sees them there, as it sees answers.
+		Notify: func(line string) {
+			if s.opts.Console != nil && s.opts.ConsoleOut != nil {
+				fmt.Fprintln(s.opts.ConsoleOut, line)
+			}
+		},
 	})
 	specs := slices.Clone(opts.Modules)
 	for _, name := range cfg.Modules.Load {

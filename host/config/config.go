@@ -11,7 +11,9 @@
 package config
 
 import (
+	"crypto/sha256"
 	_ "embed" // DefaultTOML
+	"encoding/hex"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -105,10 +107,32 @@ type ModulesSection struct {
 	// TickBudgetFraction is the share of the tick period a module's Lua work
 	// may use; above 0, at most 1.
 	TickBudgetFraction float64 `toml:"tick_budget_fraction"`
+	// TickDeadline is how long, in seconds, a Go plugin's tick may take
+	// before its process is killed and the module restarted; 0.001..60.
+	TickDeadline float64 `toml:"tick_deadline"`
+	// RestartBackoff is how long, in seconds, a crashed module waits before
+	// it is started again; the wait doubles after each crash or failed start
+	// in a row. 0.01..3600.
+	RestartBackoff float64 `toml:"restart_backoff"`
+	// RestartBackoffMax caps that wait, in seconds; a module that has run
+	// this long without crashing starts again from RestartBackoff.
+	// RestartBackoff..86400.
+	RestartBackoffMax float64 `toml:"restart_backoff_max"`
+	// MaxRestarts crashes (failed starts included) within RestartWindow leave
+	// a module failed, not restarted, until an operator runs `module load`;
+	// 1..1000.
+	MaxRestarts int `toml:"max_restarts"`
+	// RestartWindow is the span, in seconds, over which MaxRestarts counts
+	// crashes; 1..86400.
+	RestartWindow float64 `toml:"restart_window"`
+	// SHA256 maps a Go plugin's path, exactly as written in Load or a
+	// --module flag, to the SHA-256 its executable must have, in lowercase
+	// hex (64 digits). The [modules.sha256] sub-table; empty by default.
+	SHA256 map[string]string `toml:"sha256"`
 }
 
 // Default returns the built-in configuration, the one DefaultTOML documents.
-// Every call returns fresh slices.
+// Every call returns fresh slices and maps.
 func Default() Config {
 	return Config{
 		Server: ServerSection{
@@ -146,6 +170,12 @@ func Default() Config {
 			Load:               []string{},
 			InboxCapacity:      4096,
 			TickBudgetFraction: 0.25,
+			TickDeadline:       0.25,
+			RestartBackoff:     1,
+			RestartBackoffMax:  30,
+			MaxRestarts:        5,
+			RestartWindow:      600,
+			SHA256:             map[string]string{},
 		},
 	}
 }
@@ -202,5 +232,32 @@ func (c *Config) IntermissionDuration() time.Duration { return seconds(c.Match.I
 
 // TimeLimit is match.time_limit_minutes as a time.Duration; 0 means no limit.
 func (c *Config) TimeLimit() time.Duration { return seconds(c.Match.TimeLimitMinutes * 60) }
+
+// TickDeadline is modules.tick_deadline as a time.Duration: how long a Go
+// plugin's tick may take before its process is killed.
+func (c *Config) TickDeadline() time.Duration { return seconds(c.Modules.TickDeadline) }
+
+// RestartBackoff is modules.restart_backoff as a time.Duration.
+func (c *Config) RestartBackoff() time.Duration { return seconds(c.Modules.RestartBackoff) }
+
+// RestartBackoffMax is modules.restart_backoff_max as a time.Duration.
+func (c *Config) RestartBackoffMax() time.Duration { return seconds(c.Modules.RestartBackoffMax) }
+
+// RestartWindow is modules.restart_window as a time.Duration.
+func (c *Config) RestartWindow() time.Duration { return seconds(c.Modules.RestartWindow) }
+
+// PluginSHA256 returns the SHA-256 that [modules.sha256] expects of the
+// plugin at path (as written in modules.load or --module). ok is false when
+// the table does not list path, or lists a value Validate would refuse.
+func (c *Config) PluginSHA256(path string) (sum [sha256.Size]byte, ok bool) {
+	h, listed := c.Modules.SHA256[path]
+	if !listed || len(h) != hex.EncodedLen(sha256.Size) {
+		return sum, false
+	}
+	if _, err := hex.Decode(sum[:], []byte(h)); err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sum, true
+}
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -74,12 +75,54 @@ func TestDefaultIsFresh(t *testing.T) {
 	a := Default()
 	a.Match.MapRotation[0] = "changed"
 	a.Modules.Load = append(a.Modules.Load, "x")
-	if b := Default(); b.Match.MapRotation[0] != "arena" || len(b.Modules.Load) != 0 {
-		t.Errorf("Default() shares slices between calls: %v %v", b.Match.MapRotation, b.Modules.Load)
+	a.Modules.SHA256["x"] = digest
+	if b := Default(); b.Match.MapRotation[0] != "arena" || len(b.Modules.Load) != 0 || len(b.Modules.SHA256) != 0 {
+		t.Errorf("Default() shares slices or maps between calls: %v %v %v", b.Match.MapRotation, b.Modules.Load, b.Modules.SHA256)
+	}
+}
+
+// The restart keys and the [modules.sha256] table, in each of TOML's
+// spellings of a table.
+func TestModuleRestartAndDigestKeys(t *testing.T) {
+	const other = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	want := Default()
+	want.Modules.Load = []string{"plugins/ctf", "./mods/stats"}
+	want.Modules.TickDeadline = 0.05
+	want.Modules.RestartBackoff = 0.5
+	want.Modules.RestartBackoffMax = 8
+	want.Modules.MaxRestarts = 3
+	want.Modules.RestartWindow = 60
+	want.Modules.SHA256 = map[string]string{"plugins/ctf": digest, "./mods/stats": other}
+	head := "[modules]\nload = [\"plugins/ctf\", \"./mods/stats\"]\ntick_deadline = 0.05\nrestart_backoff = 0.5\n" +
+		"restart_backoff_max = 8\nmax_restarts = 3\nrestart_window = 60\n"
+	for name, table := range map[string]string{
+		"sub-table":    "\n[modules.sha256]\n\"plugins/ctf\" = \"" + digest + "\"\n'./mods/stats' = \"" + other + "\"\n",
+		"inline table": "sha256 = { \"plugins/ctf\" = \"" + digest + "\", \"./mods/stats\" = \"" + other + "\" }\n",
+		"dotted keys":  "sha256.\"plugins/ctf\" = \"" + digest + "\"\nsha256.\"./mods/stats\" = \"" + other + "\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse([]byte(head+table), "config.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(values(c), want) {
+				t.Errorf("Parse =\n%+v\nwant\n%+v", values(c).Modules, want.Modules)
+			}
+			sum, ok := c.PluginSHA256("plugins/ctf")
+			if !ok || hex.EncodeToString(sum[:]) != digest {
+				t.Errorf("PluginSHA256(plugins/ctf) = %x, %v", sum, ok)
+			}
+			if _, ok := c.PluginSHA256("plugins/ctf.exe"); ok {
+				t.Error("PluginSHA256 of an unlisted path reported a digest")
+			}
+		})
 	}
 }
 
 const hint = "; bind to 127.0.0.1 or a LAN host/prefix like 192.168.1.20/24"
+
+// digest is a well-formed SHA-256 in lowercase hex (of "test").
+const digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 func TestBadFiles(t *testing.T) {
 	cases := []struct {
@@ -194,6 +237,49 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:2: modules.inbox_capacity = 8: must be 16..1000000 events`, 2, "modules.inbox_capacity"},
 		{"no tick budget", "[modules]\ntick_budget_fraction = 0.0\n",
 			`config.toml:2: modules.tick_budget_fraction = 0: must be above 0 and at most 1`, 2, "modules.tick_budget_fraction"},
+		{"unknown key in [modules]", "[modules]\ncolour = 1\n",
+			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, tick_deadline, restart_backoff, restart_backoff_max, max_restarts, restart_window, sha256)`,
+			2, "modules.colour"},
+		{"tick deadline too short", "[modules]\ntick_deadline = 0.0001\n",
+			`config.toml:2: modules.tick_deadline = 0.0001: must be 0.001..60 seconds`, 2, "modules.tick_deadline"},
+		{"tick deadline too long", "[modules]\ntick_deadline = 61\n",
+			`config.toml:2: modules.tick_deadline = 61: must be 0.001..60 seconds`, 2, "modules.tick_deadline"},
+		{"no restart backoff", "[modules]\nrestart_backoff = 0\n",
+			`config.toml:2: modules.restart_backoff = 0: must be 0.01..3600 seconds`, 2, "modules.restart_backoff"},
+		{"restart backoff above an hour", "[modules]\nrestart_backoff = 3601.0\n",
+			`config.toml:2: modules.restart_backoff = 3601: must be 0.01..3600 seconds`, 2, "modules.restart_backoff"},
+		{"restart backoff max below the backoff", "[modules]\nrestart_backoff = 10\nrestart_backoff_max = 5\n",
+			`config.toml:3: modules.restart_backoff_max = 5: must be modules.restart_backoff (10)..86400 seconds`, 3, "modules.restart_backoff_max"},
+		{"default restart backoff max below the file's backoff", "[modules]\nrestart_backoff = 60\n",
+			`config.toml:2: modules.restart_backoff_max = 30 (default): must be modules.restart_backoff (60)..86400 seconds`, 2, "modules.restart_backoff_max"},
+		{"restart backoff max above a day", "[modules]\nrestart_backoff_max = 86401\n",
+			`config.toml:2: modules.restart_backoff_max = 86401: must be modules.restart_backoff (1)..86400 seconds`, 2, "modules.restart_backoff_max"},
+		{"no restarts", "[modules]\nmax_restarts = 0\n",
+			`config.toml:2: modules.max_restarts = 0: must be 1..1000 crashes`, 2, "modules.max_restarts"},
+		{"float for max restarts", "[modules]\nmax_restarts = 5.0\n",
+			`config.toml:2: modules.max_restarts: expected an integer, got a float`, 2, "modules.max_restarts"},
+		{"short restart window", "[modules]\nrestart_window = 0.5\n",
+			`config.toml:2: modules.restart_window = 0.5: must be 1..86400 seconds`, 2, "modules.restart_window"},
+		{"long restart window", "[modules]\nrestart_window = 86401\n",
+			`config.toml:2: modules.restart_window = 86401: must be 1..86400 seconds`, 2, "modules.restart_window"},
+		{"sha256 not a table", "[modules]\nsha256 = \"abc\"\n",
+			`config.toml:2: modules.sha256: expected a table of strings, got a string`, 2, "modules.sha256"},
+		{"sha256 array of tables", "[[modules.sha256]]\nx = \"a\"\n",
+			`config.toml:1: modules.sha256: expected a table of strings, got an array of tables`, 1, "modules.sha256"},
+		{"sha256 entry not a string", "[modules.sha256]\n# the ctf plugin\n\"plugins/ctf\" = 5\n",
+			`config.toml:3: modules.sha256."plugins/ctf": expected a string, got an integer`, 3, `modules.sha256."plugins/ctf"`},
+		{"sha256 entry a table", "[modules.sha256]\nctf.x = \"a\"\n",
+			`config.toml:2: modules.sha256.ctf: expected a string, got a table`, 2, "modules.sha256.ctf"},
+		{"sha256 inline table entry not a string", "[modules]\nsha256 = { ctf = 1 }\n",
+			`config.toml:2: modules.sha256.ctf: expected a string, got an integer`, 2, "modules.sha256.ctf"},
+		{"short sha256", "[modules]\nload = [\"plugins/ctf\"]\n\n[modules.sha256]\n\"plugins/ctf\" = \"abc\"\n",
+			`config.toml:5: modules.sha256."plugins/ctf" = "abc": must be a SHA-256 in lowercase hex: 64 digits, not 3`, 5, `modules.sha256."plugins/ctf"`},
+		{"upper-case sha256", "[modules.sha256]\nctf = \"" + strings.ToUpper(digest) + "\"\n",
+			`config.toml:2: modules.sha256.ctf = "` + strings.ToUpper(digest) + `": must be a SHA-256 in lowercase hex: digits 0-9 and a-f only`, 2, "modules.sha256.ctf"},
+		{"empty sha256 path", "[modules.sha256]\n\"\" = \"" + digest + "\"\n",
+			`config.toml:2: modules.sha256."" = "` + digest + `": the path must not be empty; write the plugin's path as modules.load or --module names it`, 2, `modules.sha256.""`},
+		{"first bad sha256 in file order", "[modules.sha256]\nzz = \"x\"\naa = \"y\"\n",
+			`config.toml:2: modules.sha256.zz = "x": must be a SHA-256 in lowercase hex: 64 digits, not 1`, 2, "modules.sha256.zz"},
 		{"syntax error in a value", "[server]\nname = \"x\"\nport = \n",
 			`config.toml:3: server.port: syntax error: expected value but found '\n' instead`, 3, "server.port"},
 		{"syntax error in a header", "[server]\nport = 27015\n[match\n",
@@ -304,6 +390,10 @@ func TestDurations(t *testing.T) {
 		{"WarmupDuration", c.WarmupDuration(), 2500 * time.Millisecond},
 		{"IntermissionDuration", c.IntermissionDuration(), 10 * time.Second},
 		{"TimeLimit", c.TimeLimit(), 90 * time.Second},
+		{"TickDeadline", c.TickDeadline(), 250 * time.Millisecond},
+		{"RestartBackoff", c.RestartBackoff(), time.Second},
+		{"RestartBackoffMax", c.RestartBackoffMax(), 30 * time.Second},
+		{"RestartWindow", c.RestartWindow(), 10 * time.Minute},
 	}
 	for _, tc := range checks {
 		if tc.got != tc.want {

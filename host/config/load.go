@@ -69,6 +69,12 @@ func decode(data []byte, file string) (Config, error) {
 				f.set(sections.Field(sec.index).Field(f.index), v)
 				key := toml.Key{sec.key, f.key}
 				c.origin.fromFile[key.String()] = lines.lineOf(key)
+				if entries, isTable := v.(map[string]any); isTable {
+					for name := range entries {
+						entry := toml.Key{sec.key, f.key, name}
+						c.origin.fromFile[entry.String()] = lines.lineOf(entry)
+					}
+				}
 			}
 		}
 	}
@@ -118,10 +124,24 @@ func checkKey(key toml.Key, raw map[string]any) (msg, errKey string) {
 	if !known {
 		return fmt.Sprintf("unknown key %q (known keys in [%s]: %s)", name, top, sec.fieldList()), name
 	}
+	if entries, isTable := table[key[1]].(map[string]any); isTable && len(key) > 2 && f.kind == kindStringMap {
+		// One entry of a table of strings, such as modules.sha256."plugins/ctf";
+		// the decoder lists each entry as a key of its own, on its own line.
+		entry := key[:3].String()
+		if v := entries[key[2]]; !isString(v) {
+			return entry + ": expected a string, got " + tomlType(v), entry
+		}
+		return "", ""
+	}
 	if where, problem := f.typeError(table[key[1]]); problem != "" {
 		return name + where + ": " + problem, name
 	}
 	return "", ""
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
 }
 
 // valueKind is the Go type of a schema field, which fixes the TOML types it
@@ -129,14 +149,15 @@ func checkKey(key toml.Key, raw map[string]any) (msg, errKey string) {
 type valueKind uint8
 
 const (
-	kindInt     valueKind = iota // TOML integer
-	kindFloat                    // TOML float or integer
-	kindString                   // TOML string
-	kindBool                     // TOML boolean
-	kindStrings                  // TOML array of strings
+	kindInt       valueKind = iota // TOML integer
+	kindFloat                      // TOML float or integer
+	kindString                     // TOML string
+	kindBool                       // TOML boolean
+	kindStrings                    // TOML array of strings
+	kindStringMap                  // TOML table of strings (a sub-table); its entries are checked one by one
 )
 
-var kindWants = [...]string{"an integer", "a number", "a string", "a boolean", "an array of strings"}
+var kindWants = [...]string{"an integer", "a number", "a string", "a boolean", "an array of strings", "a table of strings"}
 
 type fieldSchema struct {
 	key   string // toml tag
@@ -183,6 +204,8 @@ func kindOf(t reflect.Type) valueKind {
 		return kindBool
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		return kindStrings
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		return kindStringMap
 	}
 	panic("config: no TOML mapping for field type " + t.String())
 }
@@ -248,6 +271,8 @@ func (f fieldSchema) typeError(v any) (where, problem string) {
 			}
 		}
 		ok = true
+	case map[string]any:
+		ok = f.kind == kindStringMap // the entries are checked as keys of their own
 	}
 	if ok {
 		return "", ""
@@ -255,7 +280,8 @@ func (f fieldSchema) typeError(v any) (where, problem string) {
 	return "", "expected " + kindWants[f.kind] + ", got " + tomlType(v)
 }
 
-// set stores v, already checked by typeError, into dst.
+// set stores v, already checked by typeError (and a table's entries by
+// checkKey), into dst.
 func (f fieldSchema) set(dst reflect.Value, v any) {
 	switch f.kind {
 	case kindInt:
@@ -277,6 +303,13 @@ func (f fieldSchema) set(dst reflect.Value, v any) {
 			s[i] = e.(string)
 		}
 		dst.Set(reflect.ValueOf(s))
+	case kindStringMap:
+		entries := v.(map[string]any)
+		m := make(map[string]string, len(entries))
+		for k, e := range entries {
+			m[k] = e.(string)
+		}
+		dst.Set(reflect.ValueOf(m))
 	}
 }
 

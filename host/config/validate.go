@@ -1,10 +1,16 @@
 package config
 
 import (
+	"cmp"
+	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/sparkhost/sparkhost/netstack/policy"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
@@ -161,6 +167,51 @@ func (c *Config) checkModules() *Error {
 	}
 	if !(m.TickBudgetFraction > 0 && m.TickBudgetFraction <= 1) {
 		return c.refuse("modules.tick_budget_fraction", m.TickBudgetFraction, "must be above 0 and at most 1")
+	}
+	if e := c.floatIn("modules.tick_deadline", m.TickDeadline, 0.001, 60, " seconds"); e != nil {
+		return e
+	}
+	if e := c.floatIn("modules.restart_backoff", m.RestartBackoff, 0.01, 3600, " seconds"); e != nil {
+		return e
+	}
+	if !(m.RestartBackoffMax >= m.RestartBackoff && m.RestartBackoffMax <= maxRestartSeconds) {
+		return c.refuseVs("modules.restart_backoff_max", m.RestartBackoffMax, "modules.restart_backoff",
+			fmt.Sprintf("must be modules.restart_backoff (%s)..%d seconds", formatFloat(m.RestartBackoff), maxRestartSeconds))
+	}
+	if e := c.intIn("modules.max_restarts", m.MaxRestarts, 1, 1000, " crashes"); e != nil {
+		return e
+	}
+	if e := c.floatIn("modules.restart_window", m.RestartWindow, 1, maxRestartSeconds, " seconds"); e != nil {
+		return e
+	}
+	return c.checkDigests("modules.sha256", m.SHA256)
+}
+
+// maxRestartSeconds (a day) bounds modules.restart_backoff_max and
+// modules.restart_window.
+const maxRestartSeconds = 86400
+
+// checkDigests refuses an entry of a path → SHA-256 table whose path is empty
+// or whose digest is not 64 lowercase hex digits; entries are checked in the
+// file's order.
+func (c *Config) checkDigests(key string, table map[string]string) *Error {
+	paths := slices.Collect(maps.Keys(table))
+	entryKey := func(path string) string { return key + "." + toml.Key{path}.String() }
+	slices.SortFunc(paths, func(a, b string) int {
+		la, _ := c.origin.source(entryKey(a))
+		lb, _ := c.origin.source(entryKey(b))
+		return cmp.Or(cmp.Compare(la, lb), strings.Compare(a, b))
+	})
+	for _, path := range paths {
+		entry, digest := entryKey(path), table[path]
+		switch {
+		case path == "":
+			return c.refuse(entry, digest, "the path must not be empty; write the plugin's path as modules.load or --module names it")
+		case len(digest) != 2*sha256.Size:
+			return c.refuse(entry, digest, fmt.Sprintf("must be a SHA-256 in lowercase hex: %d digits, not %d", 2*sha256.Size, len(digest)))
+		case strings.Trim(digest, "0123456789abcdef") != "":
+			return c.refuse(entry, digest, "must be a SHA-256 in lowercase hex: digits 0-9 and a-f only")
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package module
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
 )
@@ -88,9 +89,23 @@ func (m *Manager) listText() string {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "%s %s [%s] %s inbox %d/%d drops %d faults %d",
-			st.Name, st.Version, st.Kind, st.State, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults)
+			st.Name, st.Version, st.Kind, m.stateText(st), st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults)
+		if st.Restarts > 0 {
+			fmt.Fprintf(&b, " restarts %d", st.Restarts)
+		}
 	}
 	return b.String()
+}
+
+// stateText is the state as an operator reads it: "restarting in 2s" for a
+// restarting module (rounded up to 100 ms), the bare state otherwise.
+func (m *Manager) stateText(st Status) string {
+	if st.State != StateRestarting {
+		return st.State
+	}
+	left := max(st.NextRestart.Sub(m.now), 0)
+	left = (left + 99*time.Millisecond).Truncate(100 * time.Millisecond)
+	return "restarting in " + left.String()
 }
 
 func (m *Manager) infoText(name string) (string, error) {
@@ -99,10 +114,16 @@ func (m *Manager) infoText(name string) (string, error) {
 			continue
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "name %s\nversion %s\nkind %s\nsource %s\nstate %s\ncode hash %s\n", st.Name, st.Version, st.Kind, st.Source, st.State, st.Hash)
-		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d\nfaults %d", st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults)
+		fmt.Fprintf(&b, "name %s\nversion %s\nkind %s\nsource %s\nstate %s\ncode hash %s\n", st.Name, st.Version, st.Kind, st.Source, m.stateText(st), st.Hash)
+		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d\nfaults %d\nrestarts %d", st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults, st.Restarts)
 		if st.LastError != "" {
 			fmt.Fprintf(&b, "\nlast error %s", st.LastError)
+		}
+		if len(st.Events) > 0 {
+			b.WriteString("\nevents")
+			for _, ev := range st.Events {
+				fmt.Fprintf(&b, "\n  %s %s", ev.Time.Format("15:04:05.000"), ev.What)
+			}
 		}
 		return b.String(), nil
 	}

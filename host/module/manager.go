@@ -16,9 +16,13 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultInboxCapacity = 4096
-	DefaultMaxFaults     = 10
-	DefaultFaultWindow   = time.Minute
+	DefaultInboxCapacity     = 4096
+	DefaultMaxFaults         = 10
+	DefaultFaultWindow       = time.Minute
+	DefaultRestartBackoff    = time.Second
+	DefaultRestartBackoffMax = 30 * time.Second
+	DefaultMaxRestarts       = 5
+	DefaultRestartWindow     = 10 * time.Minute
 )
 
 // Transport is what the manager needs of the network side; *netstack.Server
@@ -63,12 +67,32 @@ type Config struct {
 	AddScore func(client uint32, score, kills, deaths int32)
 	// Resolve turns a `module load` argument into a Spec.
 	Resolve func(nameOrPath string) (Spec, error)
+	// RestartBackoff is the wait, in tick time, before a crashed module (see
+	// ErrCrashed) is started again (0 = 1s). It doubles after each crash or
+	// failed start in a row, up to RestartBackoffMax (0 = 30s; never below
+	// RestartBackoff), and resets once the module has run RestartBackoffMax
+	// without crashing.
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+	// MaxRestarts crashes (failed starts included) within RestartWindow mark
+	// a module failed instead of restarting it; it stays failed until an
+	// operator runs `module load` (0 = 5 within 10 minutes).
+	MaxRestarts   int
+	RestartWindow time.Duration
+	// Notify, when set, receives one human-readable line for each crash,
+	// restart and failure of a module, e.g. "module echo crashed: plugin
+	// process exited: exit status 3; restarting in 1s". It is called on the
+	// game thread and must not block; the manager logs the same events.
+	Notify func(line string)
 }
 
 // Module states shown by `module list`.
 const (
 	StateRunning = "running"
 	StateFailed  = "failed"
+	// StateRestarting: the module crashed and is detached (no message types,
+	// no commands, no events); the manager starts it again after a backoff.
+	StateRestarting = "restarting"
 )
 
 // instance is one loaded module and its bookkeeping.
@@ -92,6 +116,13 @@ type instance struct {
 	totalFaults uint64
 	lastErr     string
 	failing     bool
+
+	crashes      []time.Time // crashes and failed starts within RestartWindow
+	inARow       int         // crashes and failed starts since the backoff last reset
+	restarts     uint64      // successful restarts since the module was loaded
+	nextStart    time.Time   // when a restarting module starts again
+	runningSince time.Time   // tick time of the last (re)start
+	history      []LifecycleEvent
 }
 
 // Manager loads modules and runs them on the game thread. All methods except
@@ -115,6 +146,19 @@ func NewManager(cfg Config) *Manager {
 	if cfg.FaultWindow <= 0 {
 		cfg.FaultWindow = DefaultFaultWindow
 	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = DefaultRestartBackoff
+	}
+	if cfg.RestartBackoffMax <= 0 {
+		cfg.RestartBackoffMax = DefaultRestartBackoffMax
+	}
+	cfg.RestartBackoffMax = max(cfg.RestartBackoffMax, cfg.RestartBackoff)
+	if cfg.MaxRestarts <= 0 {
+		cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	if cfg.RestartWindow <= 0 {
+		cfg.RestartWindow = DefaultRestartWindow
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -132,7 +176,10 @@ func NewManager(cfg Config) *Manager {
 }
 
 // Load creates, starts and registers a module. A module whose message id
-// another module owns fails to load with an error naming both.
+// another module owns fails to load with an error naming both. Loading a
+// module that is failed or restarting starts it fresh in its place: its
+// crash and restart counts start again from zero; its lifecycle history is
+// kept. If the fresh start fails, the old entry stays as it was.
 func (m *Manager) Load(spec Spec) (string, error) {
 	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan Event, m.cfg.InboxCapacity)}
 	inst.log = m.cfg.Log.With("module", spec.Source)
@@ -140,10 +187,8 @@ func (m *Manager) Load(spec Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if prev := m.find(man.Name); prev != nil && prev.state == StateFailed {
-		m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == prev })
-	}
-	if m.find(man.Name) != nil {
+	prev := m.find(man.Name)
+	if prev != nil && prev.state != StateFailed && prev.state != StateRestarting {
 		mod.Unload()
 		return "", fmt.Errorf("module %q is already loaded; use module reload %s", man.Name, man.Name)
 	}
@@ -152,12 +197,19 @@ func (m *Manager) Load(spec Spec) (string, error) {
 		return "", err
 	}
 	inst.adopt(mod, man)
-	m.mods = append(m.mods, inst)
+	if i := slices.Index(m.mods, prev); i >= 0 { // replace it in place
+		inst.history = prev.history
+		m.mods[i] = inst
+	} else {
+		m.mods = append(m.mods, inst)
+	}
 	if err := inst.registerCommands(); err != nil {
 		m.unload(inst, StateFailed)
+		inst.record("failed: " + err.Error())
 		return "", err
 	}
 	inst.greetClients()
+	inst.record("loaded")
 	inst.log.Info("module loaded", "name", man.Name, "version", man.Version, "types", len(man.Messages), "hash", inst.hash)
 	return man.Name, nil
 }
@@ -183,6 +235,7 @@ func (inst *instance) start() (Module, Manifest, error) {
 // adopt makes mod the instance's running module.
 func (inst *instance) adopt(mod Module, man Manifest) {
 	inst.mod, inst.manifest, inst.state = mod, man, StateRunning
+	inst.runningSince, inst.nextStart = inst.m.now, time.Time{}
 	inst.log = inst.m.cfg.Log.With("module", man.Name)
 	if inst.spec.Hash != nil {
 		inst.hash = inst.spec.Hash(mod)
@@ -234,6 +287,10 @@ func (inst *instance) command(name string, args []string) (string, error) {
 		return "", fmt.Errorf("module %s is %s", inst.manifest.Name, inst.state)
 	}
 	out, err := inst.mod.Command(name, args)
+	if errors.Is(err, ErrCrashed) {
+		next := inst.m.crash(inst, err)
+		return "", &crashError{fmt.Sprintf("module %s crashed: %s; %s", inst.manifest.Name, crashReason(err), next), err}
+	}
 	inst.m.afterCall(inst)
 	return out, err
 }
@@ -263,7 +320,8 @@ func (m *Manager) find(name string) *instance {
 // ErrNoModule is returned for a module name that is not loaded.
 var ErrNoModule = errors.New("no such module")
 
-// Unload stops a module and removes its message types and commands.
+// Unload stops a module and removes its message types and commands; a
+// failed or restarting module is simply removed.
 func (m *Manager) Unload(name string) error {
 	inst := m.find(name)
 	if inst == nil {
@@ -275,16 +333,19 @@ func (m *Manager) Unload(name string) error {
 	return nil
 }
 
-// unload detaches a module; with state StateFailed it stays listed.
+// unload detaches a module; with state StateFailed or StateRestarting it
+// stays listed. An instance already detached (no module) holds nothing: its
+// former message ids may belong to another module by now, so they are left
+// alone.
 func (m *Manager) unload(inst *instance, state string) {
-	for _, s := range inst.manifest.Messages {
-		m.cfg.Transport.Handle(s.ID, nil)
-	}
-	m.reg.UnregisterOwner(inst.manifest.Name)
-	if m.cfg.Commands != nil {
-		m.cfg.Commands.UnregisterOwner(inst.manifest.Name)
-	}
 	if inst.mod != nil {
+		for _, s := range inst.manifest.Messages {
+			m.cfg.Transport.Handle(s.ID, nil)
+		}
+		m.reg.UnregisterOwner(inst.manifest.Name)
+		if m.cfg.Commands != nil {
+			m.cfg.Commands.UnregisterOwner(inst.manifest.Name)
+		}
 		if err := inst.mod.Unload(); err != nil {
 			inst.log.Warn("module unload", "err", err)
 		}
@@ -311,12 +372,18 @@ func (m *Manager) UnloadAll() {
 }
 
 // Reload loads a fresh copy of a module; if that fails, the old one keeps
-// running and the error says why. State travels through StateCarrier.
+// running and the error says why. State travels through StateCarrier. A
+// restarting module is restarted now, as if its backoff had passed (a
+// failure counts as a failed restart).
 func (m *Manager) Reload(name string) error {
 	inst := m.find(name)
 	if inst == nil {
 		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
 	}
+	if inst.state == StateRestarting {
+		return m.restart(inst)
+	}
+	attached := inst.mod != nil
 	mod, man, err := inst.start()
 	if err != nil {
 		return fmt.Errorf("%w; the old version keeps running", err)
@@ -329,6 +396,9 @@ func (m *Manager) Reload(name string) error {
 	m.reg.UnregisterOwner(name)
 	if err := m.registerTypes(man); err != nil {
 		mod.Unload()
+		if !attached {
+			return err
+		}
 		if rerr := m.registerTypes(old); rerr != nil {
 			inst.log.Error("could not restore the old message types after a failed reload", "err", rerr)
 		}
@@ -344,7 +414,7 @@ func (m *Manager) Reload(name string) error {
 		}
 	}
 	for _, s := range old.Messages {
-		if !slices.ContainsFunc(man.Messages, func(n wire.Schema) bool { return n.ID == s.ID }) {
+		if attached && !slices.ContainsFunc(man.Messages, func(n wire.Schema) bool { return n.ID == s.ID }) {
 			m.cfg.Transport.Handle(s.ID, nil)
 		}
 	}
@@ -365,14 +435,19 @@ func (m *Manager) Reload(name string) error {
 	}
 	inst.pending = inst.pending[:0]
 	inst.greetClients()
+	inst.record("reloaded")
 	inst.log.Info("module reloaded", "version", man.Version, "hash", inst.hash)
 	return nil
 }
 
 // Step runs one tick of every running module: host events, then the inbox
-// in arrival order, then departures and match events.
+// in arrival order, then departures and match events. First it restarts the
+// crashed modules whose backoff has passed (t.Now is the clock); a module
+// restarted this way runs its first Step in the same tick, starting with the
+// EventAdmitted of every present client.
 func (m *Manager) Step(t Tick, budget time.Duration) {
 	m.now = t.Now
+	m.restartDue()
 	for _, inst := range m.mods {
 		if inst.state != StateRunning {
 			continue
@@ -396,11 +471,16 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		inst.late = inst.late[:0]
 		mt := t
 		mt.Deadline = time.Now().Add(budget)
-		if err := inst.mod.Step(mt, inst.batch); err != nil {
+		err := inst.mod.Step(mt, inst.batch)
+		clear(inst.batch) // drop payload references
+		if errors.Is(err, ErrCrashed) {
+			m.crash(inst, err)
+			continue
+		}
+		if err != nil {
 			inst.fault(err)
 			inst.failing = true
 		}
-		clear(inst.batch) // drop payload references
 		m.afterCall(inst)
 	}
 }
@@ -414,6 +494,9 @@ func (m *Manager) afterCall(inst *instance) {
 	inst.log.Error("module failed and was unloaded; players stay connected; use module load to start it again",
 		"faults", inst.totalFaults, "last_error", inst.lastErr)
 	m.unload(inst, StateFailed)
+	inst.record("failed: too many faults; last: " + inst.lastErr)
+	m.notify(fmt.Sprintf("module %s failed after %d faults (last: %s); use module load %s to start it again",
+		inst.manifest.Name, inst.totalFaults, inst.lastErr, inst.manifest.Name))
 }
 
 // fault counts one fault and marks the module failing past the limit.
@@ -470,6 +553,14 @@ type Status struct {
 	Types                                               []wire.MessageType
 	InboxDepth, InboxCapacity                           int
 	InboxDrops, Faults                                  uint64
+	// Restarts counts the successful restarts after crashes since the
+	// module was (last) loaded.
+	Restarts uint64
+	// NextRestart is when a restarting module starts again (tick clock);
+	// zero in any other state.
+	NextRestart time.Time
+	// Events are the module's last lifecycle events, oldest first.
+	Events []LifecycleEvent
 }
 
 // Modules lists the loaded (and failed) modules in load order.
@@ -481,6 +572,7 @@ func (m *Manager) Modules() []Status {
 			State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults,
+			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
 		}
 		for _, s := range inst.manifest.Messages {
 			st.Types = append(st.Types, s.ID)

@@ -29,6 +29,12 @@ type rig struct {
 
 func newRig(t *testing.T, inbox int) *rig {
 	t.Helper()
+	return newRigWith(t, func(c *module.Config) { c.InboxCapacity = inbox })
+}
+
+// newRigWith is newRig with the manager's Config adjusted by set.
+func newRigWith(t *testing.T, set func(*module.Config)) *rig {
+	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	reg := wire.NewRegistry()
 	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
@@ -38,10 +44,12 @@ func newRig(t *testing.T, inbox int) *rig {
 	srv.Start()
 	t.Cleanup(func() { srv.Close() })
 	r := &rig{t: t, srv: srv, cmds: admin.NewRegistry()}
-	r.mgr = module.NewManager(module.Config{
+	cfg := module.Config{
 		Transport: srv, Commands: r.cmds, Log: slog.New(slog.DiscardHandler), DataDir: t.TempDir(),
-		InboxCapacity: inbox, MaxFaults: 3, FaultWindow: time.Minute,
-	})
+		MaxFaults: 3, FaultWindow: time.Minute,
+	}
+	set(&cfg)
+	r.mgr = module.NewManager(cfg)
 	return r
 }
 

@@ -8,11 +8,13 @@
 // thread. A module never sees a Securing slot and never a payload that failed
 // its schema.
 //
-// Failure: a module fault (a script error, a budget overrun, a crashed
-// plugin) is counted and logged; after too many faults in a window the module
-// is marked failed and unloaded. Players stay connected; the server keeps
-// ticking. A module can never replace a built-in message schema or another
-// module's.
+// Failure: a module fault (a script error, a budget overrun) is counted and
+// logged; after too many faults in a window the module is marked failed and
+// unloaded. A crashed instance (ErrCrashed: its plugin process exited,
+// panicked or missed its tick deadline) is detached at once and started again
+// after a backoff; after too many crashes in a window it is marked failed.
+// Players stay connected; the server keeps ticking. A module can never
+// replace a built-in message schema or another module's.
 package module
 
 import (

@@ -1,0 +1,193 @@
+package module
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Crash isolation. A runtime reports a dead instance (its process exited,
+// panicked or missed its tick deadline) by returning an error that wraps
+// ErrCrashed from Step, Command or Load. The manager then detaches the
+// instance at once — message handlers, schemas and commands removed, queued
+// events dropped, Unload called so the runtime can reap what is left — and
+// marks it StateRestarting. Players stay connected; a message of the
+// module's types arriving meanwhile is refused by the transport as unknown.
+//
+// Restarts follow a backoff measured on the tick clock (Tick.Now, never the
+// wall clock, so tests run in virtual time): RestartBackoff after the first
+// crash, doubled after each further crash or failed start in a row, capped
+// at RestartBackoffMax. The run of crashes ends, and the backoff resets,
+// once the module has run RestartBackoffMax without crashing. The
+// MaxRestarts-th crash (or failed start) within RestartWindow marks the
+// module StateFailed instead; it stays failed until an operator runs
+// `module load`, which starts it fresh and forgets its crashes.
+
+// LifecycleEvent is one entry of a module's history, shown by `module info`:
+// "loaded", "reloaded", "crashed: ERR", "restarted (attempt N)", "restart
+// failed: ERR", "failed: too many crashes (5 in 10m0s); use module load".
+type LifecycleEvent struct {
+	Time time.Time // tick clock (Tick.Now of the tick it happened in)
+	What string
+}
+
+// historySize is how many LifecycleEvents a module keeps.
+const historySize = 16
+
+// record appends a lifecycle event, keeping the last historySize.
+func (inst *instance) record(what string) {
+	inst.history = append(inst.history, LifecycleEvent{Time: inst.m.now, What: what})
+	if over := len(inst.history) - historySize; over > 0 {
+		inst.history = slices.Delete(inst.history, 0, over)
+	}
+}
+
+func (m *Manager) notify(line string) {
+	if m.cfg.Notify != nil {
+		m.cfg.Notify(line)
+	}
+}
+
+// crash detaches an instance whose runtime reported ErrCrashed and either
+// schedules its restart or marks it failed. It returns what happens next, for
+// the caller's message: "restarting in 1s" or the failure.
+func (m *Manager) crash(inst *instance, err error) string {
+	name := inst.manifest.Name
+	// A run of crashes ends once the module has run long enough.
+	if m.now.Sub(inst.runningSince) >= m.cfg.RestartBackoffMax {
+		inst.inARow = 0
+	}
+	m.unload(inst, StateRestarting)
+	inst.failing = false
+	reason := crashReason(err)
+	inst.lastErr = reason
+	inst.record("crashed: " + reason)
+	var next string
+	if delay, failure := m.setback(inst); failure != "" {
+		next = failure
+		inst.log.Error("module crashed too often and is failed; players stay connected; use module load to start it again",
+			"name", name, "err", err, "crashes", len(inst.crashes), "window", m.cfg.RestartWindow)
+	} else {
+		next = "restarting in " + delay.String()
+		inst.log.Error("module crashed; players stay connected; "+next, "name", name, "err", err)
+	}
+	m.notify(fmt.Sprintf("module %s crashed: %s; %s", name, reason, next))
+	return next
+}
+
+// crashReason is a crash error's text without ErrCrashed's own words, which
+// the surrounding "crashed:" already says, however the runtime wrapped it.
+func crashReason(err error) string {
+	s := err.Error()
+	if s == ErrCrashed.Error() {
+		return s
+	}
+	s = strings.TrimSuffix(s, ": "+ErrCrashed.Error())
+	return strings.TrimPrefix(s, ErrCrashed.Error()+": ")
+}
+
+// crashError is what a command that crashed its module returns: an operator's
+// sentence that still matches errors.Is(err, ErrCrashed).
+type crashError struct {
+	msg string
+	err error
+}
+
+func (e *crashError) Error() string { return e.msg }
+func (e *crashError) Unwrap() error { return e.err }
+
+// setback counts a crash or failed start of a detached instance. It either
+// schedules the next start and returns the delay, or, at MaxRestarts within
+// RestartWindow, marks the module failed and returns a sentence saying so.
+func (m *Manager) setback(inst *instance) (delay time.Duration, failure string) {
+	now, window := m.now, m.cfg.RestartWindow
+	inst.crashes = slices.DeleteFunc(append(inst.crashes, now), func(t time.Time) bool { return now.Sub(t) >= window })
+	if len(inst.crashes) >= m.cfg.MaxRestarts {
+		inst.state, inst.nextStart = StateFailed, time.Time{}
+		what := fmt.Sprintf("failed: too many crashes (%d in %s); use module load", len(inst.crashes), window)
+		inst.record(what)
+		return 0, what + " " + inst.manifest.Name + " to start it again"
+	}
+	delay = m.backoff(inst.inARow)
+	inst.inARow++
+	inst.state, inst.nextStart = StateRestarting, now.Add(delay)
+	return delay, ""
+}
+
+// backoff is the wait before the restart that follows n earlier crashes or
+// failed starts in a row: RestartBackoff doubled n times, at most
+// RestartBackoffMax.
+func (m *Manager) backoff(n int) time.Duration {
+	d := m.cfg.RestartBackoff
+	for range n {
+		if d >= m.cfg.RestartBackoffMax {
+			break
+		}
+		d *= 2
+	}
+	return min(d, m.cfg.RestartBackoffMax)
+}
+
+// restartDue restarts every restarting module whose backoff has passed.
+func (m *Manager) restartDue() {
+	for _, inst := range m.mods {
+		if inst.state == StateRestarting && !m.now.Before(inst.nextStart) {
+			m.restart(inst) // logged and announced either way
+		}
+	}
+}
+
+// restart starts a fresh instance of a restarting module and attaches it as
+// Load would. A failure of any kind counts as a crash for the backoff and
+// the window; the error says what happens next.
+func (m *Manager) restart(inst *instance) error {
+	name, attempt := inst.manifest.Name, inst.inARow
+	if err := m.reattach(inst); err != nil {
+		reason := crashReason(err)
+		inst.lastErr = reason
+		inst.record("restart failed: " + reason)
+		var next string
+		if delay, failure := m.setback(inst); failure != "" {
+			next = failure
+			inst.log.Error("module restart failed and the module is failed; players stay connected; use module load to start it again",
+				"name", name, "attempt", attempt, "err", err, "crashes", len(inst.crashes), "window", m.cfg.RestartWindow)
+		} else {
+			next = "retrying in " + delay.String()
+			inst.log.Error("module restart failed; players stay connected; "+next, "name", name, "attempt", attempt, "err", err)
+		}
+		m.notify(fmt.Sprintf("module %s restart failed: %s; %s", name, reason, next))
+		return fmt.Errorf("%w; %s", err, next)
+	}
+	inst.restarts++
+	what := fmt.Sprintf("restarted (attempt %d)", attempt)
+	inst.record(what)
+	inst.log.Info("module restarted", "name", name, "attempt", attempt, "version", inst.manifest.Version, "hash", inst.hash)
+	m.notify("module " + name + " " + what)
+	return nil
+}
+
+// reattach starts the module again and attaches it (schemas, handlers,
+// commands, a greeting for every present client), or leaves it detached and
+// says why. The new code must declare the same module name.
+func (m *Manager) reattach(inst *instance) error {
+	mod, man, err := inst.start()
+	if err != nil {
+		return err
+	}
+	if man.Name != inst.manifest.Name {
+		mod.Unload()
+		return fmt.Errorf("module %s: the new code declares module %q", inst.manifest.Name, man.Name)
+	}
+	if err := m.registerTypes(man); err != nil {
+		mod.Unload()
+		return err
+	}
+	inst.adopt(mod, man)
+	if err := inst.registerCommands(); err != nil {
+		m.unload(inst, StateRestarting)
+		return err
+	}
+	inst.greetClients()
+	return nil
+}
