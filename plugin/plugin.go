@@ -172,6 +172,19 @@ type Host interface {
 	Every(period time.Duration, fn func()) TimerID
 	// Cancel stops a timer; it reports whether the timer was pending.
 	Cancel(id TimerID) bool
+	// KV is the module's small persistent key-value store (the same file
+	// and limits as Lua's spark.kv: 64 KiB a value, 1 MiB in all), in its
+	// data directory. Every write is durable when it returns. Modules with
+	// real data bring an embedded database (see modules/mmo).
+	KV() (KV, error)
+}
+
+// KV is a small persistent key-value store private to one module.
+type KV interface {
+	Get(key string) (string, bool)
+	Set(key, value string) error
+	Delete(key string) error
+	Keys() []string
 }
 
 // ErrOutsideCallback is returned by Host methods called from a goroutine

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
@@ -35,6 +37,7 @@ type runtime struct {
 	server  ServerInfo
 	now     time.Time
 	timers  timers
+	kv      *kvfile.Store
 	actions []*pluginv1.Action
 }
 
@@ -176,6 +179,9 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
 		DataDir: p.GetDataDir(),
 	}
+	if r.server.DataDir == "" && p.GetModulesDir() != "" {
+		r.server.DataDir = filepath.Join(p.GetModulesDir(), r.manifest.Name)
+	}
 }
 
 // Host implementation. The runtime's lock is held during every callback,
@@ -275,6 +281,20 @@ func (r *runtime) Every(period time.Duration, fn func()) TimerID {
 }
 
 func (r *runtime) Cancel(id TimerID) bool { return r.timers.cancel(id) }
+
+func (r *runtime) KV() (KV, error) {
+	if r.kv == nil {
+		if r.server.DataDir == "" {
+			return nil, errors.New("plugin: the server gave the module no data directory")
+		}
+		kv, err := kvfile.Open(filepath.Join(r.server.DataDir, "kv.json"))
+		if err != nil {
+			return nil, err
+		}
+		r.kv = kv
+	}
+	return r.kv, nil
+}
 
 func clientFromPB(id uint32, p *pluginv1.ClientInfo) Client {
 	c := Client{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs())}

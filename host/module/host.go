@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -93,7 +94,10 @@ func (h *moduleHost) Clients() []ClientInfo {
 
 func (h *moduleHost) Server() ServerInfo {
 	si := h.inst.m.cfg.Server()
-	si.DataDir = h.inst.m.moduleDir(h.inst.manifest.Name)
+	si.ModulesDir = h.inst.m.moduleDir("")
+	if h.inst.manifest.Name != "" {
+		si.DataDir = h.inst.m.moduleDir(h.inst.manifest.Name)
+	}
 	return si
 }
 
@@ -103,7 +107,7 @@ func (h *moduleHost) AddScore(client uint32, score, kills, deaths int32) {
 
 func (h *moduleHost) KV() KV {
 	if h.inst.kv == nil {
-		kv, err := openKV(h.inst.m.moduleDir(h.inst.manifest.Name) + "/kv.json")
+		kv, err := kvfile.Open(h.inst.m.moduleDir(h.inst.manifest.Name) + "/kv.json")
 		if err != nil {
 			h.inst.log.Error("kv store unavailable", "err", err)
 			return brokenKV{err}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -104,7 +105,7 @@ type instance struct {
 	state    string
 	hash     string
 	log      *slog.Logger
-	kv       *fileKV
+	kv       *kvfile.Store
 
 	inbox   chan Event
 	drops   atomic.Uint64

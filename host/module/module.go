@@ -160,6 +160,10 @@ type ServerInfo struct {
 	Players    int
 	MaxPlayers int
 	DataDir    string // the module's own directory inside the data directory
+	// ModulesDir holds every module's own directory (DataDir is
+	// ModulesDir/NAME); a runtime that learns its module's name later (a
+	// plugin, during Load) derives DataDir from it.
+	ModulesDir string
 }
 
 // Host is the set of services the server offers every module. Its methods

@@ -12,7 +12,7 @@ func serverToPB(s module.ServerInfo) *pluginv1.ServerInfo {
 	return &pluginv1.ServerInfo{
 		Name: s.Name, Map: s.Map, Mode: uint32(s.Mode), MatchState: uint32(s.MatchState),
 		TickRate: int32(s.TickRate), Tick: s.Tick, Players: int32(s.Players), MaxPlayers: int32(s.MaxPlayers),
-		DataDir: s.DataDir,
+		DataDir: s.DataDir, ModulesDir: s.ModulesDir,
 	}
 }
 

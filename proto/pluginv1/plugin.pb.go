@@ -393,7 +393,8 @@ type ServerInfo struct {
 	Tick          uint64                 `protobuf:"varint,6,opt,name=tick,proto3" json:"tick,omitempty"`
 	Players       int32                  `protobuf:"varint,7,opt,name=players,proto3" json:"players,omitempty"`
 	MaxPlayers    int32                  `protobuf:"varint,8,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
-	DataDir       string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"` // the module's own directory
+	DataDir       string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`           // the module's own directory (empty before Init returns)
+	ModulesDir    string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"` // the directory of every module's own directory
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -487,6 +488,13 @@ func (x *ServerInfo) GetMaxPlayers() int32 {
 func (x *ServerInfo) GetDataDir() string {
 	if x != nil {
 		return x.DataDir
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetModulesDir() string {
+	if x != nil {
+		return x.ModulesDir
 	}
 	return ""
 }
@@ -1289,7 +1297,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
 	"\bmessages\x18\x03 \x03(\v2\x1b.sparkhost.plugin.v1.SchemaR\bmessages\x12<\n" +
-	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\"\xee\x01\n" +
+	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\"\x8f\x02\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -1302,7 +1310,10 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\aplayers\x18\a \x01(\x05R\aplayers\x12\x1f\n" +
 	"\vmax_players\x18\b \x01(\x05R\n" +
 	"maxPlayers\x12\x19\n" +
-	"\bdata_dir\x18\t \x01(\tR\adataDir\"\x86\x01\n" +
+	"\bdata_dir\x18\t \x01(\tR\adataDir\x12\x1f\n" +
+	"\vmodules_dir\x18\n" +
+	" \x01(\tR\n" +
+	"modulesDir\"\x86\x01\n" +
 	"\n" +
 	"ClientInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +

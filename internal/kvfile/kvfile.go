@@ -1,4 +1,7 @@
-package module
+// Package kvfile is the small persistent key-value store every module gets
+// (Lua: spark.kv; Go plugins: Host.KV): one JSON file per module, rewritten
+// atomically on every change.
+package kvfile
 
 import (
 	"encoding/json"
@@ -22,8 +25,8 @@ const (
 // ErrKVFull is returned when a write would exceed the store's limits.
 var ErrKVFull = errors.New("module kv: store full (1 MiB) or entry too large")
 
-// fileKV is a KV kept in one JSON file, rewritten atomically on every change.
-type fileKV struct {
+// Store is a KV kept in one JSON file, rewritten atomically on every change.
+type Store struct {
 	mu    sync.Mutex
 	path  string
 	data  map[string]string
@@ -31,8 +34,8 @@ type fileKV struct {
 }
 
 // openKV loads (or starts) the store at path.
-func openKV(path string) (*fileKV, error) {
-	kv := &fileKV{path: path, data: make(map[string]string)}
+func Open(path string) (*Store, error) {
+	kv := &Store{path: path, data: make(map[string]string)}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -49,14 +52,14 @@ func openKV(path string) (*fileKV, error) {
 	return kv, nil
 }
 
-func (kv *fileKV) Get(key string) (string, bool) {
+func (kv *Store) Get(key string) (string, bool) {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
 	v, ok := kv.data[key]
 	return v, ok
 }
 
-func (kv *fileKV) Keys() []string {
+func (kv *Store) Keys() []string {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
 	keys := make([]string, 0, len(kv.data))
@@ -67,7 +70,7 @@ func (kv *fileKV) Keys() []string {
 	return keys
 }
 
-func (kv *fileKV) Set(key, value string) error {
+func (kv *Store) Set(key, value string) error {
 	if key == "" || len(key) > MaxKVKey || len(value) > MaxKVValue {
 		return ErrKVFull
 	}
@@ -96,7 +99,7 @@ func (kv *fileKV) Set(key, value string) error {
 	return nil
 }
 
-func (kv *fileKV) Delete(key string) error {
+func (kv *Store) Delete(key string) error {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
 	old, had := kv.data[key]
@@ -114,7 +117,7 @@ func (kv *fileKV) Delete(key string) error {
 
 // save rewrites the whole store atomically, so a crash leaves either the old
 // or the new store.
-func (kv *fileKV) save() error {
+func (kv *Store) save() error {
 	b, err := json.Marshal(kv.data)
 	if err != nil {
 		return err
