@@ -20,8 +20,9 @@ import (
 // Debug: the manager logs crashes and restarts itself.
 type logBridge struct {
 	log atomic.Pointer[slog.Logger]
-	mu  sync.Mutex
-	buf []byte
+	mu      sync.Mutex
+	buf     []byte
+	inPanic bool // the plugin printed a panic: the trace lines follow
 }
 
 func newLogBridge(l *slog.Logger) *logBridge {
@@ -70,6 +71,12 @@ func (b *logBridge) emit(line []byte) {
 	fromPlugin := strings.HasPrefix(from, "plugin.") // the plugin's stderr, named after its file
 	if fromPlugin {
 		level = levelOf(lvl)
+		switch {
+		case strings.HasPrefix(msg, "panic: ") || strings.HasPrefix(msg, "fatal error: "):
+			b.inPanic = true
+		case b.inPanic && len(rec) <= 4: // a plain trace line, not a record of the SDK's
+			level = slog.LevelDebug
+		}
 	} else if lvl == "error" && msg != "plugin process exited" {
 		level = slog.LevelWarn
 	}
