@@ -56,22 +56,29 @@ func (h *History) bracketAt(at time.Duration) (bracket, error) {
 }
 
 // cursor walks the entities present at a bracket's time in id order: those
-// of both snapshots (interpolated), or all of an exact snapshot. An entity in
-// only one of two different snapshots was spawned or destroyed between them:
-// it is absent, since it did not exist for the whole interval.
+// of both snapshots, or all of an exact snapshot. An entity in only one of two
+// different snapshots was spawned or destroyed between them: it is absent,
+// since it did not exist for the whole interval.
 type cursor struct {
 	br   bracket
 	i, j int
 }
 
-func (c *cursor) next() (Entity, bool) {
+// span is one entity present at the cursor's time: its box is from itself
+// when to is nil, else interpolated from towards to by the bracket's weight.
+type span struct {
+	id       uint32
+	from, to *AABB
+}
+
+func (c *cursor) next() (span, bool) {
 	a, b := c.br.a.entities, c.br.b.entities
 	if c.br.a == c.br.b {
 		if c.i == len(a) {
-			return Entity{}, false
+			return span{}, false
 		}
 		c.i++
-		return Entity{ID: a[c.i-1].ID, Box: a[c.i-1].Box}, true
+		return span{id: a[c.i-1].ID, from: &a[c.i-1].Box}, true
 	}
 	for c.i < len(a) && c.j < len(b) {
 		ea, eb := &a[c.i], &b[c.j]
@@ -84,12 +91,33 @@ func (c *cursor) next() (Entity, bool) {
 			c.i++
 			c.j++
 			if eb.Teleported {
-				return Entity{ID: ea.ID, Box: ea.Box}, true
+				return span{id: ea.ID, from: &ea.Box}, true
 			}
-			return Entity{ID: ea.ID, Box: lerpBox(&ea.Box, &eb.Box, c.br.f)}, true
+			return span{id: ea.ID, from: &ea.Box, to: &eb.Box}, true
 		}
 	}
-	return Entity{}, false
+	return span{}, false
+}
+
+// box returns the span's box at weight f.
+func (s *span) box(f float64) AABB {
+	if s.to == nil {
+		return *s.from
+	}
+	return lerpBox(s.from, s.to, f)
+}
+
+// bound returns a box that contains the span's box at every weight: a cheap
+// first test for a ray, which misses most entities.
+func (s *span) bound() AABB {
+	if s.to == nil {
+		return *s.from
+	}
+	a, b := s.from, s.to
+	return AABB{
+		Min: wire.Vec3{X: min(a.Min.X, b.Min.X), Y: min(a.Min.Y, b.Min.Y), Z: min(a.Min.Z, b.Min.Z)},
+		Max: wire.Vec3{X: max(a.Max.X, b.Max.X), Y: max(a.Max.Y, b.Max.Y), Z: max(a.Max.Z, b.Max.Z)},
+	}
 }
 
 func lerpBox(a, b *AABB, f float64) AABB {
@@ -112,7 +140,7 @@ func (h *History) Rewind(at time.Duration, dst []Entity) ([]Entity, error) {
 	}
 	c := cursor{br: br}
 	for e, ok := c.next(); ok; e, ok = c.next() {
-		dst = append(dst, e)
+		dst = append(dst, Entity{ID: e.id, Box: e.box(br.f)})
 	}
 	return dst, nil
 }
@@ -145,12 +173,18 @@ func (h *History) Raycast(origin, dir wire.Vec3, maxDist float32, at time.Durati
 	best := r.maxDist
 	c := cursor{br: br}
 	for e, more := c.next(); more; e, more = c.next() {
-		if e.ID == exclude { // never NoEntity: Record refuses id 0
+		if e.id == exclude { // never NoEntity: Record refuses id 0
 			continue
 		}
-		if t, in := r.hit(&e.Box); in && (!ok || t < best) {
+		if bound := e.bound(); e.to != nil {
+			if t, in := r.hit(&bound); !in || (ok && t > best) {
+				continue
+			}
+		}
+		box := e.box(br.f)
+		if t, in := r.hit(&box); in && (!ok || t < best) {
 			best, ok = t, true
-			hit.Entity = e.ID
+			hit.Entity = e.id
 		}
 	}
 	if ok {

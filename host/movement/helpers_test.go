@@ -13,7 +13,7 @@ import (
 var (
 	arenaBounds    = Box{Min: wire.Vec3{X: -20, Y: 0, Z: -20}, Max: wire.Vec3{X: 20, Y: 20, Z: 20}}
 	arenaObstacles = []Box{
-		{Min: wire.Vec3{X: 5, Y: 0, Z: -10}, Max: wire.Vec3{X: 6, Y: 4, Z: 10}},     // wall across +X
+		{Min: wire.Vec3{X: 5, Y: 0, Z: -10}, Max: wire.Vec3{X: 6, Y: 4, Z: 10}},      // wall across +X
 		{Min: wire.Vec3{X: -10, Y: 1.5, Z: -10}, Max: wire.Vec3{X: -6, Y: 2, Z: -6}}, // low ceiling
 		{Min: wire.Vec3{X: -3, Y: 0, Z: 8}, Max: wire.Vec3{X: -1, Y: 1, Z: 10}},      // crate
 	}

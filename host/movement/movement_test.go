@@ -25,7 +25,7 @@ func TestWalkDirectionsAndTopSpeed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := State{Position: wire.Vec3{Z: -15}, Grounded: true} // open floor all around
-			s = run(t, w, s, input(c.fwd, c.right, c.yaw, 0), 30) // top speed after ~10 steps
+			s = run(t, w, s, input(c.fwd, c.right, c.yaw, 0), 30)   // top speed after ~10 steps
 			v := s.Velocity
 			if !near(float64(v.X), c.dirX*DefaultWalkSpeed, 1e-3) || !near(float64(v.Z), c.dirZ*DefaultWalkSpeed, 1e-3) || v.Y != 0 {
 				t.Fatalf("velocity %+v, want %v·(%v, 0, %v)", v, DefaultWalkSpeed, c.dirX, c.dirZ)
