@@ -196,6 +196,10 @@ func (c *Console) Printf(format string, args ...any) {
 	}
 }
 
+// Println prints a command's result line (not an event for wait): module
+// commands print their one-line results with it.
+func (c *Console) Println(line string) { c.println(line) }
+
 // println prints a command's result line; it is not an event for wait.
 func (c *Console) println(line string) {
 	c.outMu.Lock()

@@ -13,7 +13,9 @@ import (
 	"syscall"
 
 	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--exec "CMD; CMD..."]
@@ -78,7 +80,11 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	con := client.NewConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin})
+	con, err := newConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin})
+	if err != nil {
+		fmt.Fprintf(stderr, "sparkhost client: %v\n", err)
+		return 1
+	}
 	defer con.Close() // leaves the server with ClientQuit
 	if hasExec {
 		// Close on a signal ends a running wait or sleep; the script then fails.
@@ -114,8 +120,23 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // clientUsageText is the usage with the console's command list.
 func clientUsageText() string {
 	var help bytes.Buffer
-	con := client.NewConsole(client.Config{Out: &help})
+	con, _ := newConsole(client.Config{Out: &help})
 	defer con.Close()
 	_ = con.Exec("help")
 	return clientUsage + help.String()
+}
+
+// newConsole is the player console with the commands of the built-in
+// modules (mmo_session_*) and their message types.
+func newConsole(cfg client.Config) (*client.Console, error) {
+	cfg.Registry = wire.NewRegistry()
+	if err := mmoclient.RegisterTypes(cfg.Registry); err != nil {
+		return nil, err
+	}
+	con := client.NewConsole(cfg)
+	if err := mmoclient.Register(con, mmoclient.Options{}); err != nil {
+		con.Close()
+		return nil, err
+	}
+	return con, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/pluginhost"
+	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 )
@@ -17,7 +18,9 @@ import (
 // server runs each in its own process, started from this same executable
 // with the hidden sub-command `__module NAME`, exactly like a third-party
 // plugin: a crash in one never takes the server down.
-var builtinModules = map[string]func() plugin.Module{}
+var builtinModules = map[string]func() plugin.Module{
+	"mmo": mmo.New,
+}
 
 // builtinLookup tells the host how to start a built-in module.
 func builtinLookup(name string) (string, []string, bool) {

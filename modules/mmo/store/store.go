@@ -26,7 +26,6 @@ import (
 	"time"
 )
 
-
 // driverName is the database/sql driver modernc.org/sqlite registers.
 const driverName = "sqlite"
 

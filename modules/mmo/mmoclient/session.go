@@ -1,0 +1,439 @@
+// Package mmoclient is the client side of the mmo module: a Session speaks
+// docs/mmo.md over one sealed connection (requests with ids, the SCRAM
+// login bound to the session, the character map kept from Appear,
+// Positions and Disappear), and Register adds the `mmo_session_*` commands
+// to the player console. The load test drives Sessions directly.
+package mmoclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
+	"github.com/sparkhost/sparkhost/modules/mmo/scram"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Conn is what a Session needs of a connection; *netstack.Client has it.
+type Conn interface {
+	Send(t wire.MessageType, ch wire.Channel, payload []byte) error
+	ChannelBinding() [32]byte
+}
+
+// Character is what the session knows of a character near its own.
+type Character struct {
+	ID     uint32
+	Name   string
+	X, Y   float32
+	moved  time.Time // last position change, for the moving/still lines
+	moving bool
+}
+
+// Session is one connection's mmo state. Its methods are safe for
+// concurrent use: requests from a command goroutine, Handle from the
+// receive goroutine.
+type Session struct {
+	conn Conn
+	// Event receives the unsolicited lines (appear, greeting, logged out…);
+	// nil drops them.
+	event func(line string)
+	// Iterations for Register (default scram.DefaultIterations).
+	Iterations int
+	// Timeout bounds each request (default 10 s).
+	Timeout time.Duration
+	// Sent, when set, sees the plaintext of every request handed to the
+	// channel (tests assert no password ever appears in it).
+	Sent func(t wire.MessageType, payload []byte)
+
+	mu      sync.Mutex
+	next    uint32
+	waiting map[uint32]chan mmoproto.Message
+	account string
+	self    uint32 // world id while in world
+	selfNm  string
+	known   map[uint32]*Character
+	buf     []byte
+}
+
+// NewSession returns a session over conn; event receives unsolicited lines.
+func NewSession(conn Conn, event func(line string)) *Session {
+	return &Session{conn: conn, event: event, waiting: make(map[uint32]chan mmoproto.Message), known: make(map[uint32]*Character)}
+}
+
+func (s *Session) emit(format string, args ...any) {
+	if s.event != nil {
+		s.event(fmt.Sprintf(format, args...))
+	}
+}
+
+// stillAfter: a character whose position has not changed for this long is
+// considered still (the next change prints a "moving" line again).
+const stillAfter = time.Second
+
+// Handle takes one incoming message; it reports whether it was the mmo's.
+func (s *Session) Handle(m netstack.Message) bool {
+	t := m.Header.Type
+	if t < mmoproto.FirstType || t > mmoproto.LastType {
+		return false
+	}
+	msg, err := mmoproto.Parse(t, m.Payload)
+	if err != nil {
+		s.emit("mmo: ignored a malformed %s: %v", mmoproto.Name(t), err)
+		return true
+	}
+	if id, ok := replyID(msg); ok {
+		s.mu.Lock()
+		ch := s.waiting[id]
+		delete(s.waiting, id)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- msg
+		}
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	switch r := msg.(type) {
+	case *mmoproto.Appear:
+		for _, a := range r.Entries {
+			s.known[a.ID] = &Character{ID: a.ID, Name: a.Name, X: a.X, Y: a.Y, moved: now}
+			if a.ID != s.self {
+				s.emitLocked("mmo %s appeared at %.1f,%.1f", a.Name, a.X, a.Y)
+			}
+		}
+	case *mmoproto.Positions:
+		for _, p := range r.Entries {
+			c := s.known[p.ID]
+			if c == nil {
+				continue
+			}
+			if !c.moving || now.Sub(c.moved) > stillAfter {
+				c.moving = true
+				if p.ID != s.self {
+					s.emitLocked("mmo %s moving from %.1f,%.1f", c.Name, c.X, c.Y)
+				}
+			}
+			c.X, c.Y, c.moved = p.X, p.Y, now
+		}
+	case *mmoproto.Disappear:
+		for _, id := range r.IDs {
+			if c := s.known[id]; c != nil && id != s.self {
+				s.emitLocked("mmo %s disappeared", c.Name)
+			}
+			delete(s.known, id)
+		}
+	case *mmoproto.Greeting:
+		s.emitLocked("mmo greeting: %s greets %s", r.FromName, r.ToName)
+	case *mmoproto.LoggedOut:
+		s.account, s.self, s.selfNm = "", 0, ""
+		clear(s.known)
+		s.emitLocked("mmo logged out: %s (%s)", r.Reason, r.Detail)
+	}
+	return true
+}
+
+// emitLocked emits with s.mu held (the event callback must not call back).
+func (s *Session) emitLocked(format string, args ...any) { s.emit(format, args...) }
+
+// replyID returns the request id of a reply message.
+func replyID(m mmoproto.Message) (uint32, bool) {
+	switch r := m.(type) {
+	case *mmoproto.RegisterResult:
+		return r.RequestID, true
+	case *mmoproto.LoginChallenge:
+		return r.RequestID, true
+	case *mmoproto.LoginResult:
+		return r.RequestID, true
+	case *mmoproto.CharacterList:
+		return r.RequestID, true
+	case *mmoproto.Entered:
+		return r.RequestID, true
+	case *mmoproto.WhereResult:
+		return r.RequestID, true
+	case *mmoproto.Result:
+		return r.RequestID, true
+	}
+	return 0, false
+}
+
+// request sends the message build makes with a fresh id and waits for its
+// answer; a Result other than OK becomes its *mmoproto.Error.
+func (s *Session) request(ctx context.Context, build func(id uint32) mmoproto.Message) (mmoproto.Message, error) {
+	ch := make(chan mmoproto.Message, 1)
+	s.mu.Lock()
+	s.next++
+	id := s.next
+	s.waiting[id] = ch
+	msg := build(id)
+	s.buf = msg.Append(s.buf[:0])
+	payload := slices.Clone(s.buf)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.waiting, id)
+		s.mu.Unlock()
+	}()
+	if s.Sent != nil {
+		s.Sent(msg.Type(), payload)
+	}
+	if err := s.conn.Send(msg.Type(), wire.ReliableOrdered, payload); err != nil {
+		return nil, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if res, ok := r.(*mmoproto.Result); ok {
+			return r, res.Err()
+		}
+		return r, nil
+	case <-t.C:
+		return nil, fmt.Errorf("no answer to %s in %v", mmoproto.Name(msg.Type()), timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// errUnexpected reports a reply of the wrong type.
+func errUnexpected(m mmoproto.Message) error {
+	return fmt.Errorf("unexpected answer %s", mmoproto.Name(m.Type()))
+}
+
+// Register creates an account: the verifier is computed here; only salt,
+// iteration count, StoredKey and ServerKey are sent.
+func (s *Session) Register(ctx context.Context, account, password string) (string, error) {
+	it := s.Iterations
+	if it <= 0 {
+		it = scram.DefaultIterations
+	}
+	v, err := scram.GenerateVerifier(password, it, nil)
+	if err != nil {
+		return "", err
+	}
+	r, err := s.request(ctx, func(id uint32) mmoproto.Message {
+		m := &mmoproto.Register{RequestID: id, Account: account, Iterations: uint32(v.Iterations), StoredKey: v.StoredKey, ServerKey: v.ServerKey}
+		copy(m.Salt[:], v.Salt)
+		return m
+	})
+	if err != nil {
+		return "", err
+	}
+	rr, ok := r.(*mmoproto.RegisterResult)
+	if !ok {
+		return "", errUnexpected(r)
+	}
+	return rr.Account, nil
+}
+
+// ErrServerNotProven: the server's final message did not prove it holds the
+// account's verifier.
+var ErrServerNotProven = errors.New("the server did not prove it knows the account (bad server signature): not logged in")
+
+// Login runs the SCRAM-SHA-256 exchange bound to this connection's
+// handshake transcript.
+func (s *Session) Login(ctx context.Context, account, password string) (string, error) {
+	cb := s.conn.ChannelBinding()
+	cl, err := scram.NewClient(account, password, scram.ClientConfig{ChannelBinding: cb[:]})
+	if err != nil {
+		return "", err
+	}
+	r, err := s.request(ctx, func(id uint32) mmoproto.Message {
+		return &mmoproto.LoginStart{RequestID: id, ClientFirst: cl.First()}
+	})
+	if err != nil {
+		return "", err
+	}
+	ch, ok := r.(*mmoproto.LoginChallenge)
+	if !ok {
+		return "", errUnexpected(r)
+	}
+	final, err := cl.Final(ch.ServerFirst)
+	if err != nil {
+		return "", err
+	}
+	r, err = s.request(ctx, func(id uint32) mmoproto.Message {
+		return &mmoproto.LoginFinish{RequestID: id, ClientFinal: final}
+	})
+	if err != nil {
+		return "", err
+	}
+	lr, ok := r.(*mmoproto.LoginResult)
+	if !ok {
+		return "", errUnexpected(r)
+	}
+	if err := cl.Verify(lr.ServerFinal); err != nil {
+		return "", ErrServerNotProven
+	}
+	s.mu.Lock()
+	s.account = lr.Account
+	s.mu.Unlock()
+	return lr.Account, nil
+}
+
+// simple sends a request answered by Result{OK}.
+func (s *Session) simple(ctx context.Context, build func(id uint32) mmoproto.Message) error {
+	_, err := s.request(ctx, build)
+	return err
+}
+
+// Logout ends the login.
+func (s *Session) Logout(ctx context.Context) error {
+	err := s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Logout{RequestID: id} })
+	if err == nil {
+		s.mu.Lock()
+		s.account, s.self, s.selfNm = "", 0, ""
+		clear(s.known)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Characters lists the account's characters.
+func (s *Session) Characters(ctx context.Context) ([]mmoproto.CharacterInfo, error) {
+	r, err := s.request(ctx, func(id uint32) mmoproto.Message { return &mmoproto.CharacterListRequest{RequestID: id} })
+	if err != nil {
+		return nil, err
+	}
+	cl, ok := r.(*mmoproto.CharacterList)
+	if !ok {
+		return nil, errUnexpected(r)
+	}
+	return cl.Characters, nil
+}
+
+// Create creates a character.
+func (s *Session) Create(ctx context.Context, name string) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.CharacterCreate{RequestID: id, Name: name} })
+}
+
+// Delete deletes a character.
+func (s *Session) Delete(ctx context.Context, name string) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.CharacterDelete{RequestID: id, Name: name} })
+}
+
+// Enter enters the world as one of the account's characters.
+func (s *Session) Enter(ctx context.Context, name string) (mmoproto.Entered, error) {
+	r, err := s.request(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Enter{RequestID: id, Name: name} })
+	if err != nil {
+		return mmoproto.Entered{}, err
+	}
+	e, ok := r.(*mmoproto.Entered)
+	if !ok {
+		return mmoproto.Entered{}, errUnexpected(r)
+	}
+	s.mu.Lock()
+	s.self, s.selfNm = e.ID, e.Name
+	s.mu.Unlock()
+	return *e, nil
+}
+
+// Leave leaves the world.
+func (s *Session) Leave(ctx context.Context) error {
+	err := s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Leave{RequestID: id} })
+	if err == nil {
+		s.mu.Lock()
+		s.self, s.selfNm = 0, ""
+		clear(s.known)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Move sets the movement direction (each of dx, dy within -1..1).
+func (s *Session) Move(ctx context.Context, dx, dy float32) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.MoveIntent{RequestID: id, DX: dx, DY: dy} })
+}
+
+// Stop stops moving.
+func (s *Session) Stop(ctx context.Context) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Stop{RequestID: id} })
+}
+
+// Where asks the server where the character is.
+func (s *Session) Where(ctx context.Context) (mmoproto.WhereResult, error) {
+	r, err := s.request(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Where{RequestID: id} })
+	if err != nil {
+		return mmoproto.WhereResult{}, err
+	}
+	w, ok := r.(*mmoproto.WhereResult)
+	if !ok {
+		return mmoproto.WhereResult{}, errUnexpected(r)
+	}
+	return *w, nil
+}
+
+// Greet greets a character by name.
+func (s *Session) Greet(ctx context.Context, name string) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Greet{RequestID: id, Target: name} })
+}
+
+// UploadPosition sends the older client-position upload (always refused).
+func (s *Session) UploadPosition(ctx context.Context, x, y float32) error {
+	return s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.PositionUpload{RequestID: id, X: x, Y: y} })
+}
+
+// Status describes the session.
+type Status struct {
+	Account   string // "" when not logged in
+	Character string // "" when not in the world
+	ID        uint32
+	Known     int // characters in view, own included
+}
+
+// Status returns the session's state.
+func (s *Session) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Account: s.account, Character: s.selfNm, ID: s.self, Known: len(s.known)}
+}
+
+// Nearby returns the characters in view (own excluded), nearest first.
+func (s *Session) Nearby() []Character {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	self := s.known[s.self]
+	out := make([]Character, 0, len(s.known))
+	for id, c := range s.known {
+		if id != s.self {
+			out = append(out, *c)
+		}
+	}
+	dist := func(c Character) float64 {
+		if self == nil {
+			return 0
+		}
+		return math.Hypot(float64(c.X-self.X), float64(c.Y-self.Y))
+	}
+	slices.SortFunc(out, func(a, b Character) int {
+		if da, db := dist(a), dist(b); da != db {
+			if da < db {
+				return -1
+			}
+			return 1
+		}
+		return int(a.ID) - int(b.ID)
+	})
+	return out
+}
+
+// Self returns the own character as last replicated.
+func (s *Session) Self() (Character, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.known[s.self]
+	if c == nil {
+		return Character{}, false
+	}
+	return *c, true
+}
