@@ -76,7 +76,8 @@ type Module struct {
 	online   map[string]*session // account → its session
 	players  map[world.ID]*session
 
-	fresh          bool // before the first tick: admitted clients survived a restart
+	queue          []request // requests not yet handled, in arrival order
+	fresh          bool      // before the first tick: admitted clients survived a restart
 	replEvery      uint64
 	saveEvery      uint64
 	ticks          uint64
@@ -84,6 +85,17 @@ type Module struct {
 	buf            []byte
 	audience       []world.ID
 }
+
+// request is one client request waiting for its turn.
+type request struct {
+	client  plugin.Client
+	t       wire.MessageType
+	payload []byte
+}
+
+// maxQueue bounds the requests waiting across ticks; beyond it a request is
+// answered Internal ("server busy") at once.
+const maxQueue = 20000
 
 // New returns the module (the built-in module's constructor).
 func New() plugin.Module { return &Module{} }
@@ -177,8 +189,26 @@ func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 	}
 }
 
-func (m *Module) OnTick(plugin.Tick) {
+// OnTick handles the queued requests within half of the time left before
+// the tick's deadline (at least one), so a burst of database writes
+// (registrations, character creation) spreads over ticks instead of making
+// the module miss its deadline; then it advances the world, replicates and
+// periodically saves.
+func (m *Module) OnTick(t plugin.Tick) {
 	m.fresh = false
+	start := time.Now()
+	budget := max(t.Deadline.Sub(start)/2, 5*time.Millisecond)
+	n := 0
+	for n < len(m.queue) && (n == 0 || time.Since(start) < budget) {
+		r := m.queue[n]
+		m.queue[n] = request{}
+		n++
+		m.handle(r.client, r.t, r.payload)
+	}
+	m.queue = m.queue[n:]
+	if len(m.queue) == 0 {
+		m.queue = nil // let the backing array go
+	}
 	m.ticks++
 	m.w.Step()
 	if m.ticks%m.replEvery == 0 {
@@ -204,11 +234,22 @@ func (m *Module) fail(client, id uint32, code mmoproto.Code, detail string) {
 
 func (m *Module) ok(client, id uint32) { m.fail(client, id, mmoproto.OK, "") }
 
+// OnMessage queues a request; OnTick handles it.
 func (m *Module) OnMessage(c plugin.Client, t wire.MessageType, p []byte) {
+	if len(m.queue) >= maxQueue {
+		if id, ok := mmoproto.PeekRequestID(p); ok {
+			m.fail(c.ID, id, mmoproto.Internal, "server busy; try again")
+		}
+		return
+	}
+	m.queue = append(m.queue, request{client: c, t: t, payload: p})
+}
+
+// handle runs one request.
+func (m *Module) handle(c plugin.Client, t wire.MessageType, p []byte) {
 	s := m.sessions[c.ID]
-	if s == nil { // cannot happen: admission precedes messages
-		s = &session{client: c, addr: c.Addr.Addr().String()}
-		m.sessions[c.ID] = s
+	if s == nil {
+		return // the client left while its request waited
 	}
 	msg, err := mmoproto.Parse(t, p)
 	if err != nil {

@@ -1,0 +1,425 @@
+package mmo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host"
+	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testplugin.Cleanup()
+	os.Exit(code)
+}
+
+// server runs a DedicatedServer on 127.0.0.1 whose built-in "mmo" is the
+// module's standalone plugin binary, a real subprocess.
+type server struct {
+	*host.Server
+	dataDir string
+	stop    func()
+}
+
+func startServer(t testing.TB, dataDir string, mod func(*config.Config)) *server {
+	t.Helper()
+	bin := testplugin.Build(t, "./modules/mmo/cmd/mmo")
+	cfg := config.Default()
+	port := 0
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Modules: []string{"mmo"}}, func(string) string { return "" })
+	cfg.Match.WarmupSeconds, cfg.Match.IntermissionSeconds = 0, 0
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := host.New(host.Options{
+		Config: cfg, Logger: testLogger(),
+		Builtin: func(name string) (string, []string, bool) { return bin, nil, name == "mmo" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	var once sync.Once
+	s := &server{Server: srv, dataDir: dataDir}
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("server did not stop within 20 s")
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// player is a real UDP client with an mmo session and its event lines.
+type player struct {
+	c      *netstack.Client
+	s      *mmoclient.Session
+	mu     sync.Mutex
+	events []string
+	sent   bytes.Buffer // every request's plaintext, as handed to the channel
+}
+
+func dial(t testing.TB, srv *server, name string) *player {
+	t.Helper()
+	reg := wire.NewRegistry()
+	if err := mmoclient.RegisterTypes(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	if err != nil {
+		t.Fatalf("dial %s: %v", name, err)
+	}
+	p := &player{c: c}
+	p.s = mmoclient.NewSession(c, func(line string) {
+		p.mu.Lock()
+		p.events = append(p.events, line)
+		p.mu.Unlock()
+	})
+	p.s.Iterations = 4096
+	p.s.Sent = func(_ wire.MessageType, payload []byte) {
+		p.mu.Lock()
+		p.sent.Write(payload)
+		p.mu.Unlock()
+	}
+	go func() {
+		for {
+			m, err := c.Receive(context.Background())
+			if err != nil {
+				return
+			}
+			p.s.Handle(m)
+		}
+	}()
+	t.Cleanup(func() { c.Close() })
+	return p
+}
+
+// waitEvent waits up to 20 s for an event line containing want.
+func (p *player) waitEvent(t testing.TB, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		p.mu.Lock()
+		for _, e := range p.events {
+			if strings.Contains(e, want) {
+				p.mu.Unlock()
+				return
+			}
+		}
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("no event %q; events: %q", want, p.events)
+}
+
+func code(err error) mmoproto.Code {
+	var e *mmoproto.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0xFFFF
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var bg = context.Background()
+
+func TestPasswordNeverOnTheWire(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	p := dial(t, srv, "alice")
+	const pw = "correct-horse-BATTERY-staple-42"
+	_, err := p.s.Register(bg, "alice", pw)
+	must(t, err)
+	_, err = p.s.Login(bg, "alice", pw)
+	must(t, err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sent.Len() < 100 {
+		t.Fatalf("recorded only %d bytes of requests", p.sent.Len())
+	}
+	if bytes.Contains(p.sent.Bytes(), []byte(pw)) || bytes.Contains(p.sent.Bytes(), []byte("BATTERY")) {
+		t.Fatal("the password appears in a request's plaintext")
+	}
+}
+
+// TestReplayedProofRefused: a login recorded in one session, replayed
+// byte for byte in another, fails: the proof is bound to the first
+// session's handshake transcript.
+func TestReplayedProofRefused(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	a := dial(t, srv, "alice")
+	_, err := a.s.Register(bg, "alice", "pw-alice")
+	must(t, err)
+	var recorded [][]byte
+	var mu sync.Mutex
+	a.s.Sent = func(tp wire.MessageType, payload []byte) {
+		mu.Lock()
+		recorded = append(recorded, payload)
+		mu.Unlock()
+	}
+	_, err = a.s.Login(bg, "alice", "pw-alice")
+	must(t, err)
+	if len(recorded) != 2 {
+		t.Fatalf("recorded %d login messages", len(recorded))
+	}
+
+	eve := rawPlayer(t, srv, "eve")
+	must(t, eve.c.Send(mmoproto.TypeLoginStart, wire.ReliableOrdered, recorded[0]))
+	if m := eve.next(t); m.Header.Type != mmoproto.TypeLoginChallenge {
+		t.Fatalf("replayed LoginStart answered %d", m.Header.Type)
+	}
+	must(t, eve.c.Send(mmoproto.TypeLoginFinish, wire.ReliableOrdered, recorded[1]))
+	m := eve.next(t)
+	r, err := mmoproto.ParseResult(m.Payload)
+	if m.Header.Type != mmoproto.TypeResult || err != nil || r.Code != mmoproto.AuthFailed {
+		t.Fatalf("replayed LoginFinish answered type %d %+v %v, want Result AuthFailed", m.Header.Type, r, err)
+	}
+}
+
+// rawPlayer is a client without a session: the test reads its messages.
+type raw struct{ c *netstack.Client }
+
+func rawPlayer(t testing.TB, srv *server, name string) *raw {
+	t.Helper()
+	reg := wire.NewRegistry()
+	must(t, mmoclient.RegisterTypes(reg))
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	return &raw{c: c}
+}
+
+// next returns the next mmo message.
+func (r *raw) next(t testing.TB) netstack.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	for {
+		m, err := r.c.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Type >= mmoproto.FirstType && m.Header.Type <= mmoproto.LastType {
+			return m
+		}
+	}
+}
+
+func TestSessionRules(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	a := dial(t, srv, "alice")
+	ctx := bg
+	if err := a.s.Move(ctx, 1, 0); code(err) != mmoproto.NotLoggedIn {
+		t.Fatalf("move before login: %v", err)
+	}
+	if _, err := a.s.Enter(ctx, "Alice"); code(err) != mmoproto.NotLoggedIn {
+		t.Fatalf("enter before login: %v", err)
+	}
+	if _, err := a.s.Characters(ctx); code(err) != mmoproto.NotLoggedIn {
+		t.Fatalf("characters before login: %v", err)
+	}
+	if _, err := a.s.Register(ctx, "a!", "pw"); code(err) != mmoproto.NameInvalid {
+		t.Fatalf("bad account name: %v", err)
+	}
+	_, err := a.s.Register(ctx, "alice", "pw-alice")
+	must(t, err)
+	if _, err := a.s.Register(ctx, "ALICE", "other"); code(err) != mmoproto.AccountExists {
+		t.Fatalf("duplicate account in another case: %v", err)
+	}
+	_, err = a.s.Login(ctx, "alice", "pw-alice")
+	must(t, err)
+	if err := a.s.Move(ctx, 1, 0); code(err) != mmoproto.NotInWorld {
+		t.Fatalf("move before enter: %v", err)
+	}
+	for _, n := range []string{"Alice", "Alicia", "Alina", "Aline", "Alise"} {
+		must(t, a.s.Create(ctx, n))
+	}
+	if err := a.s.Create(ctx, "Alisa"); code(err) != mmoproto.TooManyCharacters {
+		t.Fatalf("sixth character: %v", err)
+	}
+	if err := a.s.Create(ctx, "x1"); code(err) != mmoproto.NameInvalid {
+		t.Fatalf("bad character name: %v", err)
+	}
+	if _, err := a.s.Enter(ctx, "Nobody"); code(err) != mmoproto.NoSuchCharacter {
+		t.Fatalf("unknown character: %v", err)
+	}
+	_, err = a.s.Enter(ctx, "alice") // any case
+	must(t, err)
+	if err := a.s.Delete(ctx, "Alice"); code(err) != mmoproto.AlreadyInWorld {
+		t.Fatalf("deleting the character in play: %v", err)
+	}
+	if err := a.s.Move(ctx, 2, 0); code(err) != mmoproto.BadRequest {
+		t.Fatalf("move out of range: %v", err)
+	}
+	w, err := a.s.Where(ctx)
+	must(t, err)
+	if err := a.s.UploadPosition(ctx, 10, 10); code(err) != mmoproto.PositionUploadRefused {
+		t.Fatalf("position upload: %v", err)
+	}
+	w2, err := a.s.Where(ctx)
+	must(t, err)
+	if w2.X != w.X || w2.Y != w.Y {
+		t.Fatalf("the upload moved the character: %+v → %+v", w, w2)
+	}
+	out, err := srv.Exec("mmo_online")
+	if err != nil || !strings.Contains(out, "refused position uploads 1") || !strings.Contains(out, "alice  client") {
+		t.Fatalf("mmo_online: %q %v", out, err)
+	}
+
+	// Another account cannot enter or delete alice's character.
+	b := dial(t, srv, "bob")
+	_, err = b.s.Register(ctx, "bob", "pw-bob")
+	must(t, err)
+	_, err = b.s.Login(ctx, "bob", "pw-bob")
+	must(t, err)
+	if _, err := b.s.Enter(ctx, "Alicia"); code(err) != mmoproto.NotYourCharacter {
+		t.Fatalf("foreign character: %v", err)
+	}
+	if err := b.s.Delete(ctx, "Alicia"); code(err) != mmoproto.NotYourCharacter && code(err) != mmoproto.NoSuchCharacter {
+		t.Fatalf("deleting a foreign character: %v", err)
+	}
+	// A second login of alice ends the first session.
+	a2 := dial(t, srv, "alice2")
+	_, err = a2.s.Login(ctx, "alice", "pw-alice")
+	must(t, err)
+	a.waitEvent(t, "mmo logged out: LoggedInElsewhere")
+	if _, err := a.s.Where(ctx); code(err) != mmoproto.NotLoggedIn {
+		t.Fatalf("the old session still plays: %v", err)
+	}
+	out, _ = srv.Exec("mmo_kick_account alice")
+	if out != "logged out alice" {
+		t.Fatalf("mmo_kick_account: %q", out)
+	}
+	a2.waitEvent(t, "mmo logged out: Kicked")
+}
+
+func TestLoginThrottle(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	p := dial(t, srv, "alice")
+	_, err := p.s.Register(bg, "alice", "pw-alice")
+	must(t, err)
+	for i := range 5 {
+		if _, err := p.s.Login(bg, "alice", "wrong"); code(err) != mmoproto.AuthFailed {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	_, err = p.s.Login(bg, "alice", "pw-alice")
+	var e *mmoproto.Error
+	if !errors.As(err, &e) || e.Code != mmoproto.Throttled {
+		t.Fatalf("after 5 failures: %v, want Throttled", err)
+	}
+	// The source address is locked too, so an unknown name answers the same.
+	if _, err := p.s.Login(bg, "nosuchuser", "x"); code(err) != mmoproto.Throttled {
+		t.Fatalf("unknown name from a locked address: %v", err)
+	}
+}
+
+func TestUnknownAccountLooksLikeWrongPassword(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	p := dial(t, srv, "p")
+	_, err := p.s.Register(bg, "alice", "pw")
+	must(t, err)
+	_, err1 := p.s.Login(bg, "alice", "nope")
+	_, err2 := p.s.Login(bg, "zed", "nope")
+	if code(err1) != mmoproto.AuthFailed || err1.Error() != err2.Error() {
+		t.Fatalf("wrong password %v vs unknown account %v", err1, err2)
+	}
+}
+
+// TestModuleCrashKeepsPlayers: kill -9 of the mmo plugin mid-session. The
+// server keeps running, the players stay connected, after the restart they
+// are told to log in again and can, and nothing committed is lost.
+func TestModuleCrashKeepsPlayers(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	a := dial(t, srv, "alice")
+	_, err := a.s.Register(bg, "alice", "pw-alice")
+	must(t, err)
+	_, err = a.s.Login(bg, "alice", "pw-alice")
+	must(t, err)
+	must(t, a.s.Create(bg, "Alice"))
+	_, err = a.s.Enter(bg, "Alice")
+	must(t, err)
+	must(t, a.s.Move(bg, 0, 1))
+
+	pid := pluginPid(t)
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	a.waitEvent(t, "mmo logged out: ModuleRestarted")
+	select {
+	case <-a.c.Done():
+		t.Fatal("the player was disconnected")
+	default:
+	}
+	if pluginPid(t) == pid {
+		t.Fatal("no new plugin process")
+	}
+	_, err = a.s.Login(bg, "alice", "pw-alice")
+	must(t, err)
+	chars, err := a.s.Characters(bg)
+	must(t, err)
+	if len(chars) != 1 || chars[0].Name != "Alice" {
+		t.Fatalf("characters after the crash: %+v", chars)
+	}
+	_, err = a.s.Enter(bg, "Alice")
+	must(t, err)
+	out, _ := srv.Exec("module info mmo")
+	if !strings.Contains(out, "crashed: plugin process exited: signal: killed") || !strings.Contains(out, "restarted (attempt 1)") {
+		t.Fatalf("module info:\n%s", out)
+	}
+}
+
+// pluginPid finds the running plugin process: a child of this process.
+func pluginPid(t testing.TB) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, p := range stats {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			s := string(b)
+			i := strings.LastIndexByte(s, ')')
+			f := strings.Fields(s[i+1:])
+			if len(f) > 2 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) && strings.Contains(s, "(mmo-") {
+				pid, _ := strconv.Atoi(strings.Fields(s)[0])
+				return pid
+			}
+		}
+	}
+	t.Fatal("no mmo plugin process")
+	return 0
+}
