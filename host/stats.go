@@ -14,6 +14,7 @@ type ServerStats struct {
 	Ticks              uint64
 	AvgTickMS          float64
 	PeakTickMS         float64
+	RecentPeakTickMS   float64 // the longest tick of the last full second
 	TickRate           int     // configured
 	CurrentTickRate    float64 // measured over the last second
 	Players            int
@@ -36,7 +37,7 @@ func (s *Server) Stats() ServerStats {
 	ns := s.net.Stats()
 	return ServerStats{
 		Uptime: time.Since(s.start).Round(time.Second), Ticks: ts.Ticks,
-		AvgTickMS: ts.AvgTickMS, PeakTickMS: ts.PeakTickMS,
+		AvgTickMS: ts.AvgTickMS, PeakTickMS: ts.PeakTickMS, RecentPeakTickMS: ts.RecentPeakMS,
 		TickRate: ts.Rate, CurrentTickRate: ts.CurrentRate,
 		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,
 		BytesIn: ns.BytesReceived, BytesOut: ns.BytesSent, ConnectionsServed: s.served.Load(),
@@ -49,8 +50,8 @@ func (s *Server) Stats() ServerStats {
 // String renders the stats as the `status` command prints them.
 func (st ServerStats) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "uptime %v, %d ticks at %d Hz (measured %.1f), tick avg %.2f ms peak %.2f ms\n",
-		st.Uptime, st.Ticks, st.TickRate, st.CurrentTickRate, st.AvgTickMS, st.PeakTickMS)
+	fmt.Fprintf(&b, "uptime %v, %d ticks at %d Hz (measured %.1f), tick avg %.2f ms peak %.2f ms (last second %.2f ms)\n",
+		st.Uptime, st.Ticks, st.TickRate, st.CurrentTickRate, st.AvgTickMS, st.PeakTickMS, st.RecentPeakTickMS)
 	fmt.Fprintf(&b, "players %d/%d (peak %d), connections served %d\n", st.Players, st.MaxPlayers, st.PeakPlayers, st.ConnectionsServed)
 	fmt.Fprintf(&b, "map %s (#%d), %s, round %d", st.Map, st.MapIndex+1, st.MatchState, st.Round)
 	if st.MatchTimeRemaining > 0 {

@@ -19,7 +19,7 @@ import (
 // go-plugin's own chatter (starting, handshake, process exited) goes to
 // Debug: the manager logs crashes and restarts itself.
 type logBridge struct {
-	log atomic.Pointer[slog.Logger]
+	log     atomic.Pointer[slog.Logger]
 	mu      sync.Mutex
 	buf     []byte
 	inPanic bool // the plugin printed a panic: the trace lines follow

@@ -43,13 +43,14 @@ type Tick struct {
 
 // Stats are a Loop's counters since New. Durations are in milliseconds.
 type Stats struct {
-	Ticks       uint64  // ticks run
-	AvgTickMS   float64 // mean time spent inside step
-	PeakTickMS  float64 // longest time spent inside step
-	CurrentRate float64 // ticks per second measured over the last full second of ticks
-	Rate        int     // configured ticks per second (Hz), including a pending SetRate
-	LateTicks   uint64  // ticks that started after their slot because an earlier tick or a stall overran
-	Skipped     uint64  // slots dropped, never run, because the loop was more than MaxCatchUp ticks behind
+	Ticks        uint64  // ticks run
+	AvgTickMS    float64 // mean time spent inside step
+	PeakTickMS   float64 // longest time spent inside step
+	CurrentRate  float64 // ticks per second measured over the last full second of ticks
+	RecentPeakMS float64 // longest time spent inside step during that last full second
+	Rate         int     // configured ticks per second (Hz), including a pending SetRate
+	LateTicks    uint64  // ticks that started after their slot because an earlier tick or a stall overran
+	Skipped      uint64  // slots dropped, never run, because the loop was more than MaxCatchUp ticks behind
 }
 
 // Loop is a fixed-step tick loop. Run calls step on one goroutine; SetRate and
@@ -89,6 +90,8 @@ type counters struct {
 	windowStart          time.Time
 	windowTicks          uint64
 	currentRate          float64
+	windowPeak           time.Duration // the current window's longest step
+	recentPeak           time.Duration // the last full window's longest step
 }
 
 // New returns a Loop configured by cfg; it does not start it.
@@ -130,7 +133,7 @@ func (l *Loop) Run(ctx context.Context, step func(t Tick)) error {
 	last := start // slot of the last tick run
 	l.mu.Lock()
 	number := l.st.ticks
-	l.st.windowStart, l.st.windowTicks = time.Time{}, 0 // CurrentRate spans no gap between runs
+	l.st.windowStart, l.st.windowTicks, l.st.windowPeak = time.Time{}, 0, 0 // CurrentRate spans no gap between runs
 	l.mu.Unlock()
 	slept := false
 	for {
@@ -184,9 +187,11 @@ func (l *Loop) record(start, end time.Time, late bool, skipped int64) {
 		c.windowStart = start
 	} else if el := start.Sub(c.windowStart); el >= time.Second {
 		c.currentRate = float64(c.windowTicks) / el.Seconds()
-		c.windowStart, c.windowTicks = start, 0
+		c.recentPeak = c.windowPeak
+		c.windowStart, c.windowTicks, c.windowPeak = start, 0, 0
 	}
 	c.windowTicks++
+	c.windowPeak = max(c.windowPeak, d)
 }
 
 // Stats returns the Loop's counters. It is safe to call from any goroutine.
@@ -195,12 +200,13 @@ func (l *Loop) Stats() Stats {
 	c := l.st
 	l.mu.Unlock()
 	s := Stats{
-		Ticks:       c.ticks,
-		PeakTickMS:  ms(c.peak),
-		CurrentRate: c.currentRate,
-		Rate:        int(l.rate.Load()),
-		LateTicks:   c.late,
-		Skipped:     c.skipped,
+		Ticks:        c.ticks,
+		PeakTickMS:   ms(c.peak),
+		CurrentRate:  c.currentRate,
+		RecentPeakMS: ms(c.recentPeak),
+		Rate:         int(l.rate.Load()),
+		LateTicks:    c.late,
+		Skipped:      c.skipped,
 	}
 	if c.ticks > 0 {
 		s.AvgTickMS = ms(c.total) / float64(c.ticks)
