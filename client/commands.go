@@ -22,6 +22,7 @@ func builtinCommands() []Command {
 		{Name: "status", Usage: "status", Help: "connection state, server, id, name, ping and loss", Run: cmdStatus},
 		{Name: "net_status", Usage: "net_status", Help: "ping, jitter, loss and bandwidth on one line", Run: cmdNetStatus},
 		{Name: "net_stats", Usage: "net_stats", Help: "every statistics counter, one per line", Run: cmdNetStats},
+		{Name: "entities", Usage: "entities", Help: "list the replicated entities: id, type, owner, position", Run: cmdEntities},
 		{Name: "wait", Usage: "wait PATTERN [TIMEOUT]", Help: "wait for an event line matching the regexp PATTERN (TIMEOUT default 10s)", Run: cmdWait},
 		{Name: "sleep", Usage: "sleep DURATION", Help: "pause, e.g. sleep 500ms", Run: cmdSleep},
 		{Name: "quit", Usage: "quit", Help: "leave the console", Run: cmdQuit},
@@ -150,6 +151,25 @@ func jitterText(st netstack.Stats) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f ms", float64(st.Jitter)/float64(time.Millisecond))
+}
+
+func cmdEntities(c *Console, args []string) error {
+	if len(args) != 0 {
+		return usageError("entities")
+	}
+	conn, err := c.current("entities")
+	if err != nil {
+		return err
+	}
+	ents := conn.world.Entities()
+	if len(ents) == 0 {
+		c.println("entities: none")
+		return nil
+	}
+	for i := range ents {
+		c.println("entity " + entityText(&ents[i]))
+	}
+	return nil
 }
 
 func cmdWait(c *Console, args []string) error {

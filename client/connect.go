@@ -90,7 +90,7 @@ func (c *Console) endDial(cl *netstack.Client, err error, server, name string) e
 		cl.Close()
 		return ErrConsoleClosed
 	}
-	conn := &connection{client: cl, server: server, name: name, recvDone: make(chan struct{})}
+	conn := &connection{client: cl, server: server, name: name, world: NewWorld(), recvDone: make(chan struct{})}
 	c.conn = conn
 	c.Printf("connected to %s as %s (id %d)", server, name, cl.ID())
 	// Printed here rather than by the receive goroutine, so that a script sees

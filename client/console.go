@@ -62,6 +62,7 @@ type connection struct {
 	client   *netstack.Client
 	server   string // host:port as dialled
 	name     string
+	world    *World
 	recvDone chan struct{} // closed when the receive goroutine has finished
 }
 
@@ -182,6 +183,17 @@ func (c *Console) Client() *netstack.Client {
 		return nil
 	}
 	return c.conn.client
+}
+
+// World returns the current connection's entities, or nil when
+// disconnected.
+func (c *Console) World() *World {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.world
 }
 
 // Printf prints an event line and records it for wait. A trailing newline is

@@ -3,7 +3,9 @@
 // directory (trust on first use), and the Console — the line-oriented player
 // and test console whose command registry game modules extend (the MMO client
 // adds its mmo_session_* commands with Register and its message printers with
-// OnMessage). Later work adds client-side prediction and bots here.
+// OnMessage), and the World of replicated entities each connection keeps
+// (the `entities` command lists it; bots feed their own World). Client-side
+// prediction is package client/predict.
 //
 // The console prints events — what arrives from the server, and connection
 // changes — as stable one-line texts that scripts match with `wait`:
@@ -16,6 +18,8 @@
 //	match end: REASON winner N score S
 //	scores: ID=SCORE ID=SCORE ...
 //	respawn: client N entity E at X,Y,Z yaw DEG
+//	entity spawn: ID TYPE owner N at X,Y,Z
+//	entity destroy: ID
 //	disconnected: REASON (DETAIL)
 //
 // It must never trust a server key silently (a recorded key is announced, a

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,7 @@ func (c *Console) receive(conn *connection) {
 		if err != nil {
 			break
 		}
+		c.applyWorld(conn.world, m)
 		if admission && m.Header.Type == wire.TypeGameStateSync {
 			admission = false
 			c.runHooks(m)
@@ -37,6 +39,37 @@ func (c *Console) receive(conn *connection) {
 	if c.conn == conn {
 		c.conn = nil
 	}
+}
+
+// applyWorld updates the connection's entities and prints the spawn and
+// destroy lines.
+func (c *Console) applyWorld(w *World, m netstack.Message) {
+	if err := w.Apply(m); err != nil {
+		c.Printf("ignored a malformed %s from the server: %v", m.Header.Type, err)
+		return
+	}
+	switch m.Header.Type {
+	case wire.TypeEntitySpawn:
+		if sp, err := wire.ParseEntitySpawn(m.Payload); err == nil {
+			if e, ok := w.Entity(sp.EntityID); ok {
+				c.Printf("%s", "entity spawn: "+entityText(&e))
+			}
+		}
+	case wire.TypeEntityDestroy:
+		if d, err := wire.ParseEntityDestroy(m.Payload); err == nil {
+			c.Printf("entity destroy: %d", d.EntityID)
+		}
+	}
+}
+
+// entityText renders "ID TYPE owner N at X,Y,Z" (without "at" for an
+// entity whose position the client does not see).
+func entityText(e *Entity) string {
+	s := fmt.Sprintf("%d %s owner %d", e.ID, e.TypeName, e.Owner)
+	if p, ok := e.Position(); ok {
+		s += fmt.Sprintf(" at %g,%g,%g", p.X, p.Y, p.Z)
+	}
+	return s
 }
 
 // dispatch prints a built-in message and runs the module hooks for its type.

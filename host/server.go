@@ -19,6 +19,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/discovery"
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/host/tick"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
@@ -63,6 +64,7 @@ type Server struct {
 	match *match.Match
 	cmds  *admin.Registry
 	mods  *module.Manager
+	world *replicate.Replicator
 	bans  *bans.Store
 	sock  *admin.SocketServer
 	disc  *discovery.Responder
@@ -76,8 +78,14 @@ type Server struct {
 	// by the game thread after every tick.
 	view atomic.Pointer[serverView]
 
+	// gssVersions maps a client to the entity schema version of the
+	// GameStateSync it was sent at admission (written on the network
+	// goroutine, taken by the game thread when it learns of the admission).
+	gssVersions sync.Map
+
 	// Game-thread state.
 	now         time.Time // the current tick's time (commands use it)
+	origin      time.Time // the first tick's time: server time 0 for replication
 	players     map[uint32]netstack.ClientInfo
 	peakPlayers int
 	served      atomic.Uint64
@@ -164,7 +172,7 @@ func New(opts Options) (*Server, error) {
 		HeartbeatInterval: cfg.HeartbeatDuration(),
 		Logger:            log,
 		IsBanned:          func(a netip.Addr) bool { return s.bans.IsBanned(a, time.Now()) },
-		GameStateSync:     s.appendGameStateSync,
+		GameStateSync:     s.admissionGameStateSync,
 		OnAdmitted:        func(ci netstack.ClientInfo) { s.post(event{kind: evAdmitted, client: ci}) },
 		OnDisconnected: func(ci netstack.ClientInfo, r wire.DisconnectReason, d string) {
 			s.post(event{kind: evLeft, client: ci, reason: r, detail: d})
@@ -175,7 +183,26 @@ func New(opts Options) (*Server, error) {
 	}
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
+	refresh := cfg.EntityRefresh()
+	if refresh == 0 {
+		refresh = -1 // the config's 0 is "never"
+	}
+	s.world, err = replicate.New(replicate.Config{
+		TickRate: cfg.Server.TickRate, Rate: cfg.Match.ReplicationRate,
+		InterestRadius: float32(cfg.Match.InterestRadius), Repeats: cfg.Match.UpdateRepeats, Refresh: refresh,
+		LagWindow: cfg.LagWindow(), Send: s.net.Send, GameStateSync: s.appendGameStateSync,
+		RTT: func(c uint32) (time.Duration, bool) {
+			st, ok := s.net.ClientStats(c)
+			return st.Ping, ok
+		},
+		Log: log,
+	})
+	if err != nil {
+		s.net.Close()
+		return nil, fmt.Errorf("replication: %w", err)
+	}
 	s.mods = module.NewManager(module.Config{
+		World:     s.world,
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, Server: s.moduleServerInfo,
 		AddScore:       func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
@@ -212,6 +239,9 @@ func New(opts Options) (*Server, error) {
 // Modules is the module manager (game thread).
 func (s *Server) Modules() *module.Manager { return s.mods }
 
+// World is the entity replication (game thread).
+func (s *Server) World() *replicate.Replicator { return s.world }
+
 // moduleBudget is how long the modules' work may take per tick.
 func (s *Server) moduleBudget() time.Duration {
 	return time.Duration(float64(s.cfg.TickPeriod()) * s.cfg.Modules.TickBudgetFraction)
@@ -222,6 +252,7 @@ func (s *Server) moduleServerInfo() module.ServerInfo {
 	return module.ServerInfo{
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.GameMode(), MatchState: v.status.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(s.players), MaxPlayers: s.cfg.Server.MaxClients,
+		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
 	}
 }
 
@@ -332,7 +363,13 @@ func (s *Server) step(t tick.Tick) {
 	s.drainEvents(t.Now)
 	s.runAdminRequests()
 	s.match.Tick(t.Now)
+	if s.origin.IsZero() {
+		s.origin = t.Now
+	}
+	at := t.Now.Sub(s.origin)
+	s.world.BeginTick(at)
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
+	s.world.Tick(at)
 	s.publishView(t.Now)
 }
 
@@ -367,10 +404,15 @@ func (s *Server) apply(e event, now time.Time) {
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
 		s.match.PlayerJoined(e.client.ID, now)
+		version, _ := s.gssVersions.LoadAndDelete(e.client.ID)
+		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
+		s.world.AddClient(e.client.ID, v)
 		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr})
 	case evLeft:
 		delete(s.players, e.client.ID)
 		s.match.PlayerLeft(e.client.ID, now)
+		s.world.RemoveClient(e.client.ID)
+		s.gssVersions.Delete(e.client.ID)
 		s.mods.ClientLeft(e.client.ID, e.reason)
 	}
 }
@@ -380,15 +422,31 @@ func (s *Server) publishView(now time.Time) {
 		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients})
 }
 
-// appendGameStateSync builds a newly admitted client's GameStateSync from the
-// latest published view (called on a network goroutine).
+// admissionGameStateSync builds a newly admitted client's GameStateSync
+// (called on a network goroutine) and notes which entity schemas it
+// carried, so that the game thread resends it if they changed meanwhile.
+func (s *Server) admissionGameStateSync(client uint32, dst []byte) []byte {
+	version, types := s.world.Schemas()
+	s.gssVersions.Store(client, version)
+	return s.gameStateSync(client, dst, types)
+}
+
+// appendGameStateSync builds a GameStateSync with the current entity
+// schemas: replication resends it when modules change their types.
 func (s *Server) appendGameStateSync(client uint32, dst []byte) []byte {
+	_, types := s.world.Schemas()
+	return s.gameStateSync(client, dst, types)
+}
+
+// gameStateSync builds a GameStateSync from the latest published view.
+func (s *Server) gameStateSync(client uint32, dst []byte, types []wire.EntityTypeSchema) []byte {
 	v := s.view.Load()
 	return wire.AppendGameStateSync(dst, &wire.GameStateSync{
 		ClientID: client, ServerTime: s.net.Time(),
 		TickRate: uint16(s.cfg.Server.TickRate), ReplicationRate: uint16(s.cfg.Match.ReplicationRate),
 		ServerName: s.cfg.Server.Name, MOTD: s.cfg.Server.MOTD, Map: v.status.Map,
 		Mode: s.cfg.GameMode(), MatchState: v.status.State, TimeRemaining: float32(v.status.TimeRemaining.Seconds()),
+		Types: types,
 	})
 }
 

@@ -31,6 +31,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -91,6 +92,13 @@ type Manifest struct {
 	// schema by the server before the module sees them.
 	Messages []wire.Schema
 	Commands []CommandSpec
+	// EntityTypes are the replicated entity types the module owns (§9.2);
+	// an id another module owns makes the load fail.
+	EntityTypes []EntityType
+	// Inputs subscribes the module to ClientInput: the module must
+	// implement InputHandler, whose OnInput receives every valid input of
+	// every admitted client.
+	Inputs bool
 }
 
 // CommandSpec declares one admin console command.
@@ -123,6 +131,11 @@ type ServerInfo struct {
 	// DataDir is the module's own directory inside the server's data
 	// directory (created on demand by the module).
 	DataDir string
+	// ReplicationRate is how many replication frames clients get per
+	// second (Hz).
+	ReplicationRate int
+	// LagWindow is how far back Raycast rewinds at most.
+	LagWindow time.Duration
 }
 
 // Tick describes the tick being run.
@@ -177,6 +190,100 @@ type Host interface {
 	// data directory. Every write is durable when it returns. Modules with
 	// real data bring an embedded database (see modules/mmo).
 	KV() (KV, error)
+
+	// Entities (protocol v3 §9.3; see docs/go-plugins.md). The SDK checks
+	// each call against the manifest's entity types and returns the error
+	// at once; the server applies the calls when the callback's batch
+	// returns, and clients learn of them at the next replication frame.
+	// Entities exist from the first tick on: not during Load.
+
+	// EntityIDs is the block of entity ids the server gave this module.
+	EntityIDs() IDRange
+	// SpawnEntity creates an entity of one of the module's types and
+	// returns its id: s.ID if set (in the block, not in use), else the
+	// next free id of the block, picked here without a round trip.
+	SpawnEntity(s Spawn) (uint32, error)
+	// DestroyEntity removes one of the module's entities.
+	DestroyEntity(id uint32) error
+	// SetEntityPosition moves an entity (and writes its PositionField);
+	// teleport marks a jump that lag compensation must not interpolate
+	// across (a respawn).
+	SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error
+	// SetEntityFields writes field values (Index and the member of the
+	// field's Kind); values that do not change are not sent to clients.
+	SetEntityFields(id uint32, values ...wire.FieldValue) error
+	// SetEntityOwner gives an entity to a client (0: none), who then sees
+	// its Private fields.
+	SetEntityOwner(id, client uint32) error
+	// SetEntityParty puts an entity in a party (0: none).
+	SetEntityParty(id, party uint32) error
+	// SetClientView sets a client's party, spectator flag and focus.
+	SetClientView(client uint32, v ClientView) error
+	// Raycast validates a hitscan shot of client shooter against the
+	// hitboxes of the module's entities as they were half the shooter's
+	// ping ago (lag compensation), from a history the SDK records of the
+	// positions the module set, every tick. A miss is a Hit with Entity 0;
+	// a refusal (a latency beyond the window, an unknown shooter, a bad
+	// ray, no type with a Box) is an error.
+	Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (Hit, error)
+}
+
+// InputHandler is implemented by a module whose manifest sets Inputs.
+type InputHandler interface {
+	// OnInput receives one ClientInput of an admitted client, already
+	// validated (§9.1: ranges, finite values, reserved bits) and newer
+	// than the last one delivered from that client. Answer with an
+	// InputAck (Host.Send of wire.TypeInputAck) carrying the authoritative
+	// state, for the client's reconciliation.
+	OnInput(c Client, in wire.ClientInput)
+}
+
+// EntityType is a replicated entity type the module owns.
+type EntityType struct {
+	ID     uint16
+	Name   string             // 1..32 bytes, no control characters
+	Fields []wire.FieldSchema // at most 64; Fields[i] is bit i of the masks
+	// PositionField names a vec3 field that SetEntityPosition also writes;
+	// "" means the position is not replicated (the server still uses it
+	// for interest and lag compensation).
+	PositionField string
+	// Box is the hitbox relative to the position, for Raycast; the zero
+	// box means none.
+	Box AABB
+}
+
+// AABB is an axis-aligned box, Min ≤ Max on every axis.
+type AABB = lagcomp.AABB
+
+// IDRange is an inclusive range of entity ids.
+type IDRange struct{ First, Last uint32 }
+
+// Spawn describes a new entity.
+type Spawn struct {
+	ID       uint32 // 0: the next free id of the module's block
+	Type     uint16
+	Owner    uint32 // the client that sees its Private fields; 0 none
+	Party    uint32 // clients of this party see its Party fields; 0 none
+	Position wire.Vec3
+	// Global entities are relevant to every client whatever the distance.
+	Global bool
+	Fields []wire.FieldValue // initial values; the others are zero
+}
+
+// ClientView is what the module says about a client's view of the world.
+type ClientView struct {
+	Party     uint32 // the client sees the Party fields of this party's entities
+	Spectator bool   // sees Party and Spectator fields of every entity it is sent
+	// Focus is the entity whose position is the client's viewpoint for
+	// interest; 0 means the lowest-id entity it owns.
+	Focus uint32
+}
+
+// Hit is the result of a Raycast.
+type Hit struct {
+	Entity   uint32    // 0: nothing was hit
+	Point    wire.Vec3 // where the ray enters the entity's rewound box
+	Distance float32
 }
 
 // KV is a small persistent key-value store private to one module.

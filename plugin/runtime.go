@@ -39,6 +39,7 @@ type runtime struct {
 	timers  timers
 	kv      *kvfile.Store
 	actions []*pluginv1.Action
+	ents    entities
 }
 
 var _ Host = (*runtime)(nil)
@@ -51,7 +52,16 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 			return nil, fmt.Errorf("manifest: %w", err)
 		}
 	}
-	return &runtime{mod: m, manifest: man, log: log, reg: reg, clients: make(map[uint32]*Client)}, nil
+	types, err := checkEntityTypes(man.EntityTypes)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if _, ok := m.(InputHandler); man.Inputs && !ok {
+		return nil, errors.New("manifest: Inputs is set but the module has no OnInput method (plugin.InputHandler)")
+	}
+	r := &runtime{mod: m, manifest: man, log: log, reg: reg, clients: make(map[uint32]*Client)}
+	r.ents.types = types
+	return r, nil
 }
 
 // call runs fn as a callback and returns the actions it took.
@@ -59,6 +69,7 @@ func (r *runtime) call(fn func()) []*pluginv1.Action {
 	r.inCall.Store(true)
 	r.actions = r.actions[:0]
 	fn()
+	r.finishUpdates()
 	r.inCall.Store(false)
 	out := r.actions
 	r.actions = nil // handed to gRPC; a fresh slice next time
@@ -73,6 +84,7 @@ func (r *runtime) Init(_ context.Context, req *pluginv1.InitRequest) (*pluginv1.
 	}
 	r.setServer(req.GetServer())
 	r.now = time.Now()
+	r.initEntities(req)
 	var err error
 	acts := r.call(func() { err = r.mod.Load(r) })
 	resp := &pluginv1.InitResponse{Manifest: manifestToPB(r.manifest), Actions: acts}
@@ -105,6 +117,7 @@ func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.
 		r.timers.run(r.now)
 		r.mod.OnTick(t)
 	})
+	r.recordHistory()
 	return &pluginv1.StepResponse{Actions: acts}, nil
 }
 
@@ -120,6 +133,7 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 			c = &Client{ID: ev.GetClient()}
 		}
 		delete(r.clients, ev.GetClient())
+		delete(r.ents.views, ev.GetClient())
 		r.mod.OnLeft(*c, wire.DisconnectReason(ev.GetReason()))
 	case pluginv1.EventKind_EVENT_MESSAGE:
 		c, ok := r.clients[ev.GetClient()]
@@ -141,6 +155,17 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		}
 	case pluginv1.EventKind_EVENT_MAP_CHANGE:
 		r.mod.OnMapChange(ev.GetMap(), int(ev.GetMapIndex()))
+	case pluginv1.EventKind_EVENT_INPUT:
+		ih, ok := r.mod.(InputHandler)
+		in, err := wire.ParseClientInput(ev.GetPayload())
+		if !ok || err != nil {
+			return
+		}
+		c, known := r.clients[ev.GetClient()]
+		if !known {
+			c = &Client{ID: ev.GetClient()}
+		}
+		ih.OnInput(*c, in)
 	}
 }
 
@@ -177,7 +202,7 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 	r.server = ServerInfo{
 		Name: p.GetName(), Map: p.GetMap(), Mode: wire.GameMode(p.GetMode()), MatchState: wire.MatchState(p.GetMatchState()),
 		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
-		DataDir: p.GetDataDir(),
+		DataDir: p.GetDataDir(), ReplicationRate: int(p.GetReplicationRate()), LagWindow: time.Duration(p.GetLagWindowNs()),
 	}
 	if r.server.DataDir == "" && p.GetModulesDir() != "" {
 		r.server.DataDir = filepath.Join(p.GetModulesDir(), r.manifest.Name)
@@ -313,5 +338,6 @@ func manifestToPB(m Manifest) *pluginv1.Manifest {
 	for _, c := range m.Commands {
 		pm.Commands = append(pm.Commands, &pluginv1.CommandSpec{Name: c.Name, Usage: c.Usage, Help: c.Help})
 	}
+	pm.EntityTypes, pm.Inputs = encodeManifestTypes(m.EntityTypes), m.Inputs
 	return pm
 }

@@ -57,6 +57,10 @@ func describe(m Module) int {
 	for _, c := range man.Commands {
 		d.Commands = append(d.Commands, pluginwire.Command{Name: c.Name, Usage: c.Usage, Help: c.Help})
 	}
+	for _, t := range man.EntityTypes {
+		d.EntityTypes = append(d.EntityTypes, pluginwire.EntityType{ID: t.ID, Name: t.Name, Fields: t.Fields})
+	}
+	d.Inputs = man.Inputs
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		fmt.Fprintf(realStderr, "sparkhost plugin: describe: %v\n", err)

@@ -19,6 +19,7 @@ commands:
   client     player/test console (sparkhost client --help)
   discover   list servers on this machine and the LAN (sparkhost discover --help)
   module     describe a Go plugin module (sparkhost module --help)
+  bots       run headless deathmatch bots against a server (sparkhost bots --help)
   version    print the version
 `
 
@@ -42,6 +43,8 @@ func dispatch(args []string) int {
 		return discoverCommand(args[1:])
 	case "module":
 		return moduleCommand(args[1:])
+	case "bots":
+		return botsCommand(args[1:])
 	case serveModuleCommand:
 		return serveModule(args[1:])
 	case "version", "--version":

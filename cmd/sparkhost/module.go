@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/pluginhost"
+	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
@@ -19,7 +20,8 @@ import (
 // with the hidden sub-command `__module NAME`, exactly like a third-party
 // plugin: a crash in one never takes the server down.
 var builtinModules = map[string]func() plugin.Module{
-	"mmo": mmo.New,
+	"mmo":           mmo.New,
+	deathmatch.Name: deathmatch.New,
 }
 
 // builtinLookup tells the host how to start a built-in module.
@@ -111,11 +113,24 @@ func writeDescription(w io.Writer, d pluginhost.Description) {
 	}
 	if len(d.Commands) == 0 {
 		fmt.Fprintln(w, "console commands: none")
-		return
+	} else {
+		fmt.Fprintln(w, "console commands:")
 	}
-	fmt.Fprintln(w, "console commands:")
 	for _, c := range d.Commands {
 		fmt.Fprintf(w, "  %s %s — %s\n", c.Name, c.Usage, c.Help)
+	}
+	if len(d.EntityTypes) > 0 {
+		fmt.Fprintln(w, "entity types:")
+	}
+	for _, t := range d.EntityTypes {
+		fmt.Fprintf(w, "  %d %s:", t.ID, t.Name)
+		for _, f := range t.Fields {
+			fmt.Fprintf(w, " %s %s %s;", f.Name, f.Kind, f.Visibility)
+		}
+		fmt.Fprintln(w)
+	}
+	if d.Inputs {
+		fmt.Fprintln(w, "inputs: subscribed to ClientInput")
 	}
 }
 

@@ -82,6 +82,15 @@ type MatchSection struct {
 	SnapshotHistorySize int      `toml:"snapshot_history_size"` // snapshots kept in history; 1..4096
 	WarmupSeconds       float64  `toml:"warmup_seconds"`        // seconds of warmup before a match; 0..600
 	IntermissionSeconds float64  `toml:"intermission_seconds"`  // seconds between rounds and matches; 0..600
+	// InterestRadius in world units: an entity farther than this from a
+	// player's viewpoint is not replicated to it; 0 means no limit. 0..1e6.
+	InterestRadius float64 `toml:"interest_radius"`
+	// UpdateRepeats is how many consecutive replication frames carry each
+	// changed entity field (EntityStateUpdate is unreliable); 1..64.
+	UpdateRepeats int `toml:"update_repeats"`
+	// RefreshSeconds is the period, in seconds, of the full refresh of every
+	// entity a player is sent; 0 means never. 0..60.
+	RefreshSeconds float64 `toml:"refresh_seconds"`
 }
 
 // LANSection is [lan]: LAN discovery.
@@ -161,6 +170,9 @@ func Default() Config {
 			RandomizeMapOrder:   false,
 			ReplicationRate:     20,
 			SnapshotHistorySize: 64,
+			InterestRadius:      150,
+			UpdateRepeats:       3,
+			RefreshSeconds:      1,
 			WarmupSeconds:       10,
 			IntermissionSeconds: 10,
 		},
@@ -217,6 +229,18 @@ func (c *Config) TickPeriod() time.Duration {
 	}
 	return time.Second / time.Duration(c.Server.TickRate)
 }
+
+// LagWindow is how far back lag compensation rewinds: snapshot_history_size
+// snapshots at tick_rate (64 at 60 Hz: 1.07 s), at most 10 s.
+func (c *Config) LagWindow() time.Duration {
+	if c.Server.TickRate <= 0 {
+		return 0
+	}
+	return min(time.Duration(c.Match.SnapshotHistorySize)*time.Second/time.Duration(c.Server.TickRate), 10*time.Second)
+}
+
+// EntityRefresh is match.refresh_seconds as a time.Duration (0: never).
+func (c *Config) EntityRefresh() time.Duration { return seconds(c.Match.RefreshSeconds) }
 
 // ClientTimeoutDuration is server.client_timeout as a time.Duration.
 func (c *Config) ClientTimeoutDuration() time.Duration { return seconds(c.Server.ClientTimeout) }

@@ -134,7 +134,16 @@ func (c *Config) checkMatch() *Error {
 	if e := c.floatIn("match.warmup_seconds", m.WarmupSeconds, 0, 600, " seconds"); e != nil {
 		return e
 	}
-	return c.floatIn("match.intermission_seconds", m.IntermissionSeconds, 0, 600, " seconds")
+	if e := c.floatIn("match.intermission_seconds", m.IntermissionSeconds, 0, 600, " seconds"); e != nil {
+		return e
+	}
+	if e := c.floatIn("match.interest_radius", m.InterestRadius, 0, 1e6, " units (0 = no limit)"); e != nil {
+		return e
+	}
+	if e := c.intIn("match.update_repeats", m.UpdateRepeats, 1, 64, " frames"); e != nil {
+		return e
+	}
+	return c.floatIn("match.refresh_seconds", m.RefreshSeconds, 0, 60, " seconds (0 = never)")
 }
 
 func (c *Config) checkLAN() *Error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -43,15 +44,32 @@ type testHost struct {
 	server  module.ServerInfo
 	sendErr error
 	onFault func(error) // called after a fault is recorded
+
+	// The entity world: a real Replicator whose sends are recorded as
+	// "entity" sends.
+	world *replicate.Replicator
+	block replicate.Block
 }
 
 func newTestHost() *testHost {
-	return &testHost{
+	h := &testHost{
 		scores:  make(map[uint32][3]int32),
 		kv:      &mapKV{m: make(map[string]string)},
 		clients: make(map[uint32]module.ClientInfo),
 		server:  module.ServerInfo{Name: "test", Map: "arena", TickRate: 20, MaxPlayers: 16},
 	}
+	var err error
+	h.world, err = replicate.New(replicate.Config{TickRate: 20, Rate: 20, Refresh: -1,
+		Send: func(c uint32, t wire.MessageType, _ wire.Channel, p []byte) error {
+			return h.record(sent{"entity", c, t, slices.Clone(p)})
+		},
+		RTT: func(c uint32) (time.Duration, bool) { return 0, true },
+	})
+	if err != nil {
+		panic(err)
+	}
+	h.block, _ = h.world.ReserveBlock()
+	return h
 }
 
 func (h *testHost) admit(id uint32, name string) {
@@ -106,6 +124,26 @@ func (h *testHost) AddScore(c uint32, score, kills, deaths int32) {
 	h.scores[c] = [3]int32{s[0] + score, s[1] + kills, s[2] + deaths}
 }
 func (h *testHost) KV() module.KV { return h.kv }
+
+func (h *testHost) EntityIDs() replicate.IDRange { return h.block.Range() }
+func (h *testHost) SpawnEntity(s replicate.Spawn) (uint32, error) {
+	return h.world.Spawn(h.block, s)
+}
+func (h *testHost) DestroyEntity(id uint32) error { return h.world.Destroy(h.block, id) }
+func (h *testHost) SetEntityPosition(id uint32, p wire.Vec3, teleport bool) error {
+	return h.world.SetPosition(h.block, id, p, teleport)
+}
+func (h *testHost) SetEntityFields(id uint32, v ...wire.FieldValue) error {
+	return h.world.SetFields(h.block, id, v...)
+}
+func (h *testHost) SetEntityOwner(id, c uint32) error { return h.world.SetOwner(h.block, id, c) }
+func (h *testHost) SetEntityParty(id, p uint32) error { return h.world.SetParty(h.block, id, p) }
+func (h *testHost) SetClientView(c uint32, v replicate.ClientView) error {
+	return h.world.SetClientView(c, v)
+}
+func (h *testHost) Raycast(c uint32, o, d wire.Vec3, max float32) (replicate.Hit, error) {
+	return h.world.Raycast(h.block, c, o, d, max)
+}
 
 func (h *testHost) takeSends() []sent {
 	h.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -146,6 +147,10 @@ type Module struct {
 	commands map[string]*lua.LFunction
 	hooks    [numHooks]*lua.LFunction
 
+	entityTypes map[uint16]*entityType
+	entities    map[uint32]uint16 // live entities the module spawned: their types
+	inputHook   *lua.LFunction
+
 	timers timerQueue
 	clock  time.Duration // module time: the sum of the DT of its Steps
 	tick   uint64
@@ -244,6 +249,8 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 	m.schemas = make(map[wire.MessageType]wire.Schema)
 	m.handlers = make(map[wire.MessageType]*lua.LFunction)
 	m.commands = make(map[string]*lua.LFunction)
+	m.entityTypes = make(map[uint16]*entityType)
+	m.entities = make(map[uint32]uint16)
 	m.L = lua.NewState(lua.Options{
 		SkipOpenLibs:    true,
 		CallStackSize:   m.cfg.CallStackSize,
@@ -283,6 +290,7 @@ func (m *Module) manifestCopy() module.Manifest {
 	man := m.manifest
 	man.Messages = append([]wire.Schema(nil), m.manifest.Messages...)
 	man.Commands = append([]module.CommandSpec(nil), m.manifest.Commands...)
+	man.EntityTypes = append([]replicate.EntityType(nil), m.manifest.EntityTypes...)
 	return man
 }
 
@@ -486,6 +494,7 @@ func (m *Module) release() {
 	}
 	m.L = nil
 	m.handlers, m.commands, m.schemas = nil, nil, nil
+	m.entityTypes, m.entities, m.inputHook = nil, nil, nil
 	m.hooks = [numHooks]*lua.LFunction{}
 	m.timers = timerQueue{}
 	m.clock, m.tick = 0, 0

@@ -73,6 +73,7 @@ func (m *Module) openSpark() {
 		"debug": logFn(slog.LevelDebug), "info": logFn(slog.LevelInfo),
 		"warn": logFn(slog.LevelWarn), "error": logFn(slog.LevelError),
 	}))
+	m.openEntities(spark)
 	L.SetGlobal("spark", spark)
 	m.openBuffers()
 }
@@ -477,6 +478,10 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 	case module.EventMapChange:
 		if fn := m.hooks[hookMapChange]; fn != nil {
 			return m.run(site{what: "on_map_change"}, fn, lua.LString(ev.Map), lua.LNumber(ev.MapIndex))
+		}
+	case module.EventInput:
+		if fn := m.inputHook; fn != nil {
+			return m.run(site{what: "on_input"}, fn, lua.LNumber(ev.Client), inputTable(m.L, &ev.Input))
 		}
 	}
 	return false

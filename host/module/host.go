@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -15,8 +16,18 @@ type moduleHost struct{ inst *instance }
 
 var _ Host = (*moduleHost)(nil)
 
-// ErrNotYourType is returned when a module sends a type it may not send.
-var ErrNotYourType = errors.New("module may only send its own types or built-in server-to-client types")
+// Errors of the module Host.
+var (
+	// ErrNotYourType is returned when a module sends a type it may not send.
+	ErrNotYourType = errors.New("module may only send its own types or built-in server-to-client types")
+	// ErrReplicated is returned when a module sends a message that entity
+	// replication owns (EntitySpawn, EntityStateUpdate, EntityDestroy,
+	// GameStateSync): use the entity API instead.
+	ErrReplicated = errors.New("entity replication sends this type; use the entity API (SpawnEntity, SetEntityFields, DestroyEntity)")
+	// ErrNoWorld is returned by the entity API of a manager without a
+	// replicator (Config.World).
+	ErrNoWorld = errors.New("this server has no entity replication")
+)
 
 // channelFor checks that the module may send t with payload and returns the
 // schema's channel. The payload is validated as a client would: a module can
@@ -29,6 +40,10 @@ func (h *moduleHost) channelFor(t wire.MessageType, payload []byte) (wire.Channe
 	}
 	if owner != h.inst.manifest.Name && owner != wire.BuiltinOwner {
 		return 0, fmt.Errorf("send type %d (owned by %s): %w", t, owner, ErrNotYourType)
+	}
+	switch t {
+	case wire.TypeEntitySpawn, wire.TypeEntityStateUpdate, wire.TypeEntityDestroy, wire.TypeGameStateSync:
+		return 0, fmt.Errorf("send %s: %w", t, ErrReplicated)
 	}
 	hdr := wire.Header{Type: t, Channel: s.Channel}
 	if err := reg.Validate(wire.ServerToClient, &hdr, payload); err != nil {
@@ -124,3 +139,78 @@ func (b brokenKV) Get(string) (string, bool) { return "", false }
 func (b brokenKV) Set(string, string) error  { return b.err }
 func (b brokenKV) Delete(string) error       { return b.err }
 func (b brokenKV) Keys() []string            { return nil }
+
+// world returns the replicator and the module's block.
+func (h *moduleHost) world() (*replicate.Replicator, replicate.Block, error) {
+	w := h.inst.m.cfg.World
+	if w == nil || h.inst.block == 0 {
+		return nil, 0, ErrNoWorld
+	}
+	return w, h.inst.block, nil
+}
+
+func (h *moduleHost) EntityIDs() replicate.IDRange { return h.inst.block.Range() }
+
+func (h *moduleHost) SpawnEntity(s replicate.Spawn) (uint32, error) {
+	w, b, err := h.world()
+	if err != nil {
+		return 0, err
+	}
+	return w.Spawn(b, s)
+}
+
+func (h *moduleHost) DestroyEntity(id uint32) error {
+	w, b, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.Destroy(b, id)
+}
+
+func (h *moduleHost) SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error {
+	w, b, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.SetPosition(b, id, pos, teleport)
+}
+
+func (h *moduleHost) SetEntityFields(id uint32, values ...wire.FieldValue) error {
+	w, b, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.SetFields(b, id, values...)
+}
+
+func (h *moduleHost) SetEntityOwner(id, client uint32) error {
+	w, b, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.SetOwner(b, id, client)
+}
+
+func (h *moduleHost) SetEntityParty(id, party uint32) error {
+	w, b, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.SetParty(b, id, party)
+}
+
+func (h *moduleHost) SetClientView(client uint32, v replicate.ClientView) error {
+	w, _, err := h.world()
+	if err != nil {
+		return err
+	}
+	return w.SetClientView(client, v)
+}
+
+func (h *moduleHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (replicate.Hit, error) {
+	w, b, err := h.world()
+	if err != nil {
+		return replicate.Hit{}, err
+	}
+	return w.Raycast(b, shooter, origin, dir, maxDist)
+}

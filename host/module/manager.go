@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -85,6 +86,10 @@ type Config struct {
 	// process exited: exit status 3; restarting in 1s". It is called on the
 	// game thread and must not block; the manager logs the same events.
 	Notify func(line string)
+	// World is the server's entity replication; nil gives modules no
+	// entities (the entity API returns ErrNoWorld and a manifest declaring
+	// entity types is refused).
+	World *replicate.Replicator
 }
 
 // Module states shown by `module list`.
@@ -107,11 +112,16 @@ type instance struct {
 	log      *slog.Logger
 	kv       *kvfile.Store
 
-	inbox   chan Event
-	drops   atomic.Uint64
-	pending []Event // host events for the next Step (game thread only)
-	late    []Event // departures and match events, delivered after the inbox
-	batch   []Event
+	block replicate.Block // entity id block, for the instance's whole life
+	inbox chan Event
+	drops atomic.Uint64
+	// lastInput is the newest ClientInput sequence delivered per client
+	// (game thread): an older or repeated one is dropped as stale.
+	lastInput   map[uint32]uint32
+	staleInputs uint64
+	pending     []Event // host events for the next Step (game thread only)
+	late        []Event // departures and match events, delivered after the inbox
+	batch       []Event
 
 	faults      []time.Time
 	totalFaults uint64
@@ -134,6 +144,9 @@ type Manager struct {
 	mods    []*instance
 	clients map[uint32]ClientInfo
 	now     time.Time
+	// inputs lists the running instances subscribed to ClientInput; the
+	// network goroutine reads it, the game thread replaces it.
+	inputs atomic.Pointer[[]*instance]
 }
 
 // NewManager returns an empty manager and registers the `module` admin command.
@@ -173,6 +186,8 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Commands != nil {
 		m.registerAdmin()
 	}
+	m.inputs.Store(new([]*instance))
+	cfg.Transport.Handle(wire.TypeClientInput, m.receiveInput)
 	return m
 }
 
@@ -184,26 +199,38 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Load(spec Spec) (string, error) {
 	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan Event, m.cfg.InboxCapacity)}
 	inst.log = m.cfg.Log.With("module", spec.Source)
+	if w := m.cfg.World; w != nil {
+		b, err := w.ReserveBlock()
+		if err != nil {
+			return "", fmt.Errorf("module %s: %w", spec.Source, err)
+		}
+		inst.block = b
+	}
 	mod, man, err := inst.start()
 	if err != nil {
+		m.releaseBlock(inst)
 		return "", err
 	}
 	prev := m.find(man.Name)
 	if prev != nil && prev.state != StateFailed && prev.state != StateRestarting {
 		mod.Unload()
+		m.releaseBlock(inst)
 		return "", fmt.Errorf("module %q is already loaded; use module reload %s", man.Name, man.Name)
 	}
-	if err := m.registerTypes(man); err != nil {
+	if err := m.registerTypes(inst, man); err != nil {
 		mod.Unload()
+		m.releaseBlock(inst)
 		return "", err
 	}
 	inst.adopt(mod, man)
 	if i := slices.Index(m.mods, prev); i >= 0 { // replace it in place
 		inst.history = prev.history
+		m.releaseBlock(prev)
 		m.mods[i] = inst
 	} else {
 		m.mods = append(m.mods, inst)
 	}
+	m.refreshInputs() // adopt ran before the instance was listed
 	if err := inst.registerCommands(); err != nil {
 		m.unload(inst, StateFailed)
 		inst.record("failed: " + err.Error())
@@ -244,10 +271,32 @@ func (inst *instance) adopt(mod Module, man Manifest) {
 	for _, s := range man.Messages {
 		inst.m.cfg.Transport.Handle(s.ID, inst.receive)
 	}
+	inst.m.refreshInputs()
 }
 
-// registerTypes registers all of a manifest's schemas or none.
-func (m *Manager) registerTypes(man Manifest) error {
+// registerTypes registers all of a manifest's message schemas and entity
+// types, or none. Registering the entity types destroys the instance's
+// entities (a reload replaces them).
+func (m *Manager) registerTypes(inst *instance, man Manifest) error {
+	if err := m.registerMessages(man); err != nil {
+		return err
+	}
+	if m.cfg.World == nil {
+		if len(man.EntityTypes) == 0 {
+			return nil
+		}
+		m.reg.UnregisterOwner(man.Name)
+		return fmt.Errorf("module %s declares entity types: %w", man.Name, ErrNoWorld)
+	}
+	if err := m.cfg.World.SetTypes(inst.block, man.Name, man.EntityTypes); err != nil {
+		m.reg.UnregisterOwner(man.Name)
+		return fmt.Errorf("module %s: %w", man.Name, err)
+	}
+	return nil
+}
+
+// registerMessages registers all of a manifest's message schemas or none.
+func (m *Manager) registerMessages(man Manifest) error {
 	for _, s := range man.Messages {
 		if err := m.reg.Register(man.Name, s); err != nil {
 			m.reg.UnregisterOwner(man.Name)
@@ -255,6 +304,65 @@ func (m *Manager) registerTypes(man Manifest) error {
 		}
 	}
 	return nil
+}
+
+// releaseBlock gives an instance's entity id block back (its entities and
+// types go with it).
+func (m *Manager) releaseBlock(inst *instance) {
+	if inst.block != 0 && m.cfg.World != nil {
+		m.cfg.World.ReleaseBlock(inst.block)
+	}
+	inst.block = 0
+}
+
+// refreshInputs publishes the running instances subscribed to ClientInput.
+func (m *Manager) refreshInputs() {
+	var subs []*instance
+	for _, inst := range m.mods {
+		if inst.state == StateRunning && inst.mod != nil && inst.manifest.Inputs {
+			subs = append(subs, inst)
+		}
+	}
+	m.inputs.Store(&subs)
+}
+
+// receiveInput runs on a network goroutine for every ClientInput the
+// transport validated (§9.1: ranges, finite floats, reserved bits): it
+// copies it into the inbox of every subscribed module, never blocking.
+func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
+	subs := *m.inputs.Load()
+	if len(subs) == 0 {
+		return
+	}
+	in, err := wire.ParseClientInput(payload)
+	if err != nil {
+		return // unreachable: the transport validated it
+	}
+	ev := Event{Kind: EventInput, Client: client, Input: in}
+	for _, inst := range subs {
+		select {
+		case inst.inbox <- ev:
+		default:
+			inst.drops.Add(1)
+			m.cfg.Transport.Counters().InboxDrops.Add(1)
+		}
+	}
+}
+
+// freshInput reports whether an input is newer than the last one delivered
+// from its client (serial-number order, so sequences may wrap), and records
+// it. ClientInput is unreliable: a late or duplicated datagram is stale.
+func (inst *instance) freshInput(ev *Event) bool {
+	if inst.lastInput == nil {
+		inst.lastInput = make(map[uint32]uint32)
+	}
+	last, seen := inst.lastInput[ev.Client]
+	if seen && int32(ev.Input.InputSeq-last) <= 0 {
+		inst.staleInputs++
+		return false
+	}
+	inst.lastInput[ev.Client] = ev.Input.InputSeq
+	return true
 }
 
 // receive runs on a network goroutine: it only copies the validated message
@@ -329,7 +437,9 @@ func (m *Manager) Unload(name string) error {
 		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
 	}
 	m.unload(inst, "")
+	m.releaseBlock(inst)
 	m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == inst })
+	m.refreshInputs()
 	inst.log.Info("module unloaded")
 	return nil
 }
@@ -350,7 +460,12 @@ func (m *Manager) unload(inst *instance, state string) {
 		if err := inst.mod.Unload(); err != nil {
 			inst.log.Warn("module unload", "err", err)
 		}
+		// After Unload, which may still act on the module's entities.
+		if m.cfg.World != nil && inst.block != 0 {
+			m.cfg.World.Clear(inst.block)
+		}
 		inst.mod = nil
+		m.refreshInputs()
 	}
 	for len(inst.inbox) > 0 {
 		<-inst.inbox
@@ -368,8 +483,10 @@ func (m *Manager) UnloadAll() {
 			m.unload(m.mods[i], "")
 			m.mods[i].log.Info("module unloaded")
 		}
+		m.releaseBlock(m.mods[i])
 	}
 	m.mods = nil
+	m.refreshInputs()
 }
 
 // Reload loads a fresh copy of a module; if that fails, the old one keeps
@@ -395,12 +512,13 @@ func (m *Manager) Reload(name string) error {
 	}
 	old := inst.manifest
 	m.reg.UnregisterOwner(name)
-	if err := m.registerTypes(man); err != nil {
+	if err := m.registerTypes(inst, man); err != nil {
 		mod.Unload()
 		if !attached {
 			return err
 		}
-		if rerr := m.registerTypes(old); rerr != nil {
+		// The entity types did not change: SetTypes is all or nothing.
+		if rerr := m.registerMessages(old); rerr != nil {
 			inst.log.Error("could not restore the old message types after a failed reload", "err", rerr)
 		}
 		return fmt.Errorf("%w; the old version keeps running", err)
@@ -463,6 +581,9 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		for range max(room, 0) {
 			select {
 			case ev := <-inst.inbox:
+				if ev.Kind == EventInput && !inst.freshInput(&ev) {
+					continue
+				}
 				inst.batch = append(inst.batch, ev)
 			default:
 				break drain
@@ -526,6 +647,9 @@ func (m *Manager) ClientAdmitted(ci ClientInfo) {
 // ClientLeft tells every module a client left (game thread).
 func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
 	delete(m.clients, id)
+	for _, inst := range m.mods {
+		delete(inst.lastInput, id)
+	}
 	m.late(Event{Kind: EventLeft, Client: id, Reason: reason})
 }
 
@@ -554,6 +678,9 @@ type Status struct {
 	Types                                               []wire.MessageType
 	InboxDepth, InboxCapacity                           int
 	InboxDrops, Faults                                  uint64
+	// StaleInputs counts the ClientInputs dropped because a newer one of
+	// the same client had been delivered already.
+	StaleInputs uint64
 	// Restarts counts the successful restarts after crashes since the
 	// module was (last) loaded.
 	Restarts uint64
@@ -572,7 +699,7 @@ func (m *Manager) Modules() []Status {
 			Name: inst.manifest.Name, Version: inst.manifest.Version, Source: inst.spec.Source, Kind: inst.spec.Kind,
 			State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
-			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults,
+			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
 		}
 		for _, s := range inst.manifest.Messages {

@@ -15,6 +15,12 @@
 // after a backoff; after too many crashes in a window it is marked failed.
 // Players stay connected; the server keeps ticking. A module can never
 // replace a built-in message schema or another module's.
+//
+// Entities: each module instance owns a block of entity ids and the entity
+// types it declares; the Host's entity API is host/replicate's, limited to
+// the module's own block and types, and everything of a module's goes when
+// it unloads or crashes. ClientInput reaches the modules that subscribe
+// (Manifest.Inputs) as EventInput, stale sequences dropped.
 package module
 
 import (
@@ -23,6 +29,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -75,6 +82,14 @@ type Manifest struct {
 	Version  string
 	Messages []wire.Schema // UserDefined types (id ≥ 1000) the module owns
 	Commands []CommandSpec // admin console commands the module adds
+	// EntityTypes are the replicated entity types the module owns (§9.2):
+	// registered with its message types, all or none; an id another module
+	// owns is refused. They go, and every entity of the module is destroyed
+	// for clients, when the module unloads, crashes or reloads.
+	EntityTypes []replicate.EntityType
+	// Inputs subscribes the module to ClientInput: each valid input of an
+	// admitted client reaches it as an EventInput.
+	Inputs bool
 }
 
 // CommandSpec declares one admin console command of a module.
@@ -103,6 +118,7 @@ const (
 	EventMatchStart                      // Match
 	EventMatchEnd                        // MatchEnd
 	EventMapChange                       // Map, MapIndex
+	EventInput                           // Client, Input: a ClientInput (modules with Manifest.Inputs)
 )
 
 // String names the kind.
@@ -120,6 +136,8 @@ func (k EventKind) String() string {
 		return "match_end"
 	case EventMapChange:
 		return "map_change"
+	case EventInput:
+		return "input"
 	}
 	return "unknown"
 }
@@ -136,6 +154,7 @@ type Event struct {
 	MatchEnd wire.MatchEnd         // EventMatchEnd
 	Map      string                // EventMapChange
 	MapIndex int                   // EventMapChange
+	Input    wire.ClientInput      // EventInput
 }
 
 // ClientInfo is what a module may know about an admitted client.
@@ -164,6 +183,11 @@ type ServerInfo struct {
 	// ModulesDir/NAME); a runtime that learns its module's name later (a
 	// plugin, during Load) derives DataDir from it.
 	ModulesDir string
+	// ReplicationRate is how many replication frames clients get per
+	// second (Hz).
+	ReplicationRate int
+	// LagWindow is how far back Raycast rewinds at most.
+	LagWindow time.Duration
 }
 
 // Host is the set of services the server offers every module. Its methods
@@ -192,6 +216,37 @@ type Host interface {
 	AddScore(client uint32, score, kills, deaths int32)
 	// KV is the module's persistent key-value store.
 	KV() KV
+
+	// Entities (§9.3). A module spawns entities of the types it declared,
+	// with ids from its own block (EntityIDs), and may touch only those.
+	// Clients learn of them at the next replication frame. Entities cannot
+	// be spawned during Load (the types are registered when Load returns).
+
+	// EntityIDs is the block of entity ids this module owns. A Spawn with
+	// ID 0 gets the next free id of the block; a plugin picks its ids in
+	// the block itself, so it needs no round trip.
+	EntityIDs() replicate.IDRange
+	// SpawnEntity creates an entity and returns its id.
+	SpawnEntity(s replicate.Spawn) (uint32, error)
+	// DestroyEntity removes an entity.
+	DestroyEntity(id uint32) error
+	// SetEntityPosition moves an entity (and writes its PositionField);
+	// teleport marks a jump that lag compensation must not interpolate
+	// across.
+	SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error
+	// SetEntityFields writes field values; unchanged values are not sent.
+	SetEntityFields(id uint32, values ...wire.FieldValue) error
+	// SetEntityOwner gives an entity to a client (0: none): the owner sees
+	// its Private fields.
+	SetEntityOwner(id, client uint32) error
+	// SetEntityParty puts an entity in a party (0: none).
+	SetEntityParty(id, party uint32) error
+	// SetClientView sets a client's party, spectator flag and focus entity.
+	SetClientView(client uint32, v replicate.ClientView) error
+	// Raycast validates a hitscan shot of client shooter against the
+	// module's entity hitboxes rewound by half the shooter's RTT; a miss
+	// has Entity 0, a refusal is an error (see replicate.Replicator.Raycast).
+	Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (replicate.Hit, error)
 }
 
 // KV is a small persistent key-value store private to one module. Every

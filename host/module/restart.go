@@ -179,7 +179,7 @@ func (m *Manager) reattach(inst *instance) error {
 		mod.Unload()
 		return fmt.Errorf("module %s: the new code declares module %q", inst.manifest.Name, man.Name)
 	}
-	if err := m.registerTypes(man); err != nil {
+	if err := m.registerTypes(inst, man); err != nil {
 		mod.Unload()
 		return err
 	}

@@ -3,8 +3,11 @@ package pluginhost
 import (
 	"fmt"
 
+	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 )
 
@@ -13,6 +16,7 @@ func serverToPB(s module.ServerInfo) *pluginv1.ServerInfo {
 		Name: s.Name, Map: s.Map, Mode: uint32(s.Mode), MatchState: uint32(s.MatchState),
 		TickRate: int32(s.TickRate), Tick: s.Tick, Players: int32(s.Players), MaxPlayers: int32(s.MaxPlayers),
 		DataDir: s.DataDir, ModulesDir: s.ModulesDir,
+		ReplicationRate: int32(s.ReplicationRate), LagWindowNs: int64(s.LagWindow),
 	}
 }
 
@@ -27,8 +31,9 @@ func clientToPB(c module.ClientInfo) *pluginv1.ClientInfo {
 // Limits on what a plugin may declare, so a hostile manifest cannot make
 // the server allocate without bound.
 const (
-	maxManifestMessages = 4096
-	maxManifestCommands = 256
+	maxManifestMessages    = 4096
+	maxManifestCommands    = 256
+	maxManifestEntityTypes = 1024
 )
 
 func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
@@ -50,5 +55,35 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 	for _, c := range p.GetCommands() {
 		man.Commands = append(man.Commands, module.CommandSpec{Name: c.GetName(), Usage: c.GetUsage(), Help: c.GetHelp()})
 	}
+	if n := len(p.GetEntityTypes()); n > maxManifestEntityTypes {
+		return module.Manifest{}, fmt.Errorf("manifest declares %d entity types; the limit is %d", n, maxManifestEntityTypes)
+	}
+	for _, pt := range p.GetEntityTypes() {
+		t, err := entityTypeFromPB(pt)
+		if err != nil {
+			return module.Manifest{}, err
+		}
+		man.EntityTypes = append(man.EntityTypes, t)
+	}
+	man.Inputs = p.GetInputs()
 	return man, nil
+}
+
+// entityTypeFromPB converts an entity type; the replicator checks the rest
+// when the module registers it.
+func entityTypeFromPB(p *pluginv1.EntityType) (replicate.EntityType, error) {
+	if p.GetId() > 0xFFFF || len(p.GetFields()) > wire.MaxFields {
+		return replicate.EntityType{}, fmt.Errorf("entity type %d (%q): id above 65535 or more than %d fields", p.GetId(), p.GetName(), wire.MaxFields)
+	}
+	t := replicate.EntityType{
+		ID: uint16(p.GetId()), Name: p.GetName(), PositionField: p.GetPositionField(),
+		Box: lagcomp.AABB{Min: pluginwire.Vec3FromPB(p.GetBoxMin()), Max: pluginwire.Vec3FromPB(p.GetBoxMax())},
+	}
+	for _, f := range p.GetFields() {
+		if f.GetKind() > 0xFF || f.GetVisibility() > 0xFF {
+			return replicate.EntityType{}, fmt.Errorf("entity type %d field %q: kind %d or visibility %d out of range", p.GetId(), f.GetName(), f.GetKind(), f.GetVisibility())
+		}
+		t.Fields = append(t.Fields, wire.FieldSchema{Name: f.GetName(), Kind: wire.FieldKind(f.GetKind()), Visibility: wire.Visibility(f.GetVisibility())})
+	}
+	return t, nil
 }

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -192,8 +193,10 @@ func (m *Module) start() (module.Manifest, error) {
 	m.rpc = raw.(pluginv1.ModuleClient)
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
 	defer cancel()
+	ids := m.host.EntityIDs()
 	resp, err := m.rpc.Init(ctx, &pluginv1.InitRequest{
 		Protocol: uint32(pluginwire.ProtocolVersion()), Server: serverToPB(m.host.Server()),
+		EntityIdFirst: ids.First, EntityIdLast: ids.Last,
 	})
 	if err != nil {
 		return module.Manifest{}, fmt.Errorf("init: %s: %w", m.describeFailure(err), module.ErrCrashed)
@@ -265,6 +268,8 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_END, wire.AppendMatchEnd(nil, &ev.MatchEnd)
 		case module.EventMapChange:
 			pe.Kind, pe.Map, pe.MapIndex = pluginv1.EventKind_EVENT_MAP_CHANGE, ev.Map, int32(ev.MapIndex)
+		case module.EventInput:
+			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_INPUT, wire.AppendClientInput(nil, &ev.Input)
 		}
 	}
 	return m.evp
@@ -367,15 +372,63 @@ func (m *Module) apply(acts []*pluginv1.Action) {
 			h.AddScore(a.GetClient(), a.GetScore(), a.GetKills(), a.GetDeaths())
 		case pluginv1.ActionKind_ACTION_FAULT:
 			h.Fault(errors.New(a.GetText()))
+		case pluginv1.ActionKind_ACTION_ENTITY_SPAWN, pluginv1.ActionKind_ACTION_ENTITY_UPDATE,
+			pluginv1.ActionKind_ACTION_ENTITY_DESTROY, pluginv1.ActionKind_ACTION_ENTITY_OWNER,
+			pluginv1.ActionKind_ACTION_ENTITY_PARTY, pluginv1.ActionKind_ACTION_CLIENT_VIEW:
+			err = applyEntity(h, a)
 		default:
 			err = fmt.Errorf("unknown action kind %d", a.GetKind())
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, netstack.ErrNoSuchClient), errors.Is(err, netstack.ErrServerClosed):
+		case errors.Is(err, netstack.ErrNoSuchClient), errors.Is(err, netstack.ErrServerClosed), errors.Is(err, replicate.ErrNoClient):
 			h.Log().Debug("plugin action for a client that is gone", "action", a.GetKind().String(), "client", a.GetClient())
 		default:
 			h.Fault(fmt.Errorf("%s: %w", a.GetKind(), err))
 		}
+	}
+}
+
+// applyEntity carries out one entity action.
+func applyEntity(h module.Host, a *pluginv1.Action) error {
+	var vals []wire.FieldValue
+	if len(a.GetFields()) > 0 {
+		var err error
+		if vals, err = pluginwire.ParseFieldValues(a.GetFields()); err != nil {
+			return err
+		}
+	}
+	id := a.GetEntity()
+	switch a.GetKind() {
+	case pluginv1.ActionKind_ACTION_ENTITY_SPAWN:
+		switch {
+		case id == 0:
+			return errors.New("spawn without an id (the SDK picks ids in the module's block)")
+		case a.GetEntityType() > 0xFFFF:
+			return fmt.Errorf("entity type %d out of range", a.GetEntityType())
+		}
+		_, err := h.SpawnEntity(replicate.Spawn{
+			ID: id, Type: uint16(a.GetEntityType()), Owner: a.GetClient(), Party: a.GetParty(),
+			Position: pluginwire.Vec3FromPB(a.GetPosition()), Global: a.GetGlobal(), Fields: vals,
+		})
+		return err
+	case pluginv1.ActionKind_ACTION_ENTITY_UPDATE:
+		if a.GetPosition() != nil {
+			if err := h.SetEntityPosition(id, pluginwire.Vec3FromPB(a.GetPosition()), a.GetTeleport()); err != nil {
+				return err
+			}
+		}
+		if len(vals) > 0 {
+			return h.SetEntityFields(id, vals...)
+		}
+		return nil
+	case pluginv1.ActionKind_ACTION_ENTITY_DESTROY:
+		return h.DestroyEntity(id)
+	case pluginv1.ActionKind_ACTION_ENTITY_OWNER:
+		return h.SetEntityOwner(id, a.GetClient())
+	case pluginv1.ActionKind_ACTION_ENTITY_PARTY:
+		return h.SetEntityParty(id, a.GetParty())
+	default: // ACTION_CLIENT_VIEW
+		return h.SetClientView(a.GetClient(), replicate.ClientView{Party: a.GetParty(), Spectator: a.GetSpectator(), Focus: id})
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/pluginhost"
+	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -26,8 +27,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// noEntities is the entity API of a host without replication.
+type noEntities struct{}
+
+func (noEntities) EntityIDs() replicate.IDRange                    { return replicate.IDRange{First: 1} }
+func (noEntities) SpawnEntity(replicate.Spawn) (uint32, error)     { return 0, module.ErrNoWorld }
+func (noEntities) DestroyEntity(uint32) error                      { return module.ErrNoWorld }
+func (noEntities) SetEntityPosition(uint32, wire.Vec3, bool) error { return module.ErrNoWorld }
+func (noEntities) SetEntityFields(uint32, ...wire.FieldValue) error {
+	return module.ErrNoWorld
+}
+func (noEntities) SetEntityOwner(uint32, uint32) error              { return module.ErrNoWorld }
+func (noEntities) SetEntityParty(uint32, uint32) error              { return module.ErrNoWorld }
+func (noEntities) SetClientView(uint32, replicate.ClientView) error { return module.ErrNoWorld }
+func (noEntities) Raycast(uint32, wire.Vec3, wire.Vec3, float32) (replicate.Hit, error) {
+	return replicate.Hit{}, module.ErrNoWorld
+}
+
 // stubHost is the server side a plugin's actions land on: it records them.
 type stubHost struct {
+	noEntities
 	reg     *wire.Registry
 	owner   string
 	sends   []string

@@ -105,6 +105,17 @@ type Description struct {
 	Version  string        `json:"version"`
 	Messages []wire.Schema `json:"messages"`
 	Commands []Command     `json:"commands"`
+	// EntityTypes and Inputs: what the module declares of entity
+	// replication and whether it subscribes to ClientInput.
+	EntityTypes []EntityType `json:"entity_types,omitempty"`
+	Inputs      bool         `json:"inputs,omitempty"`
+}
+
+// EntityType is an entity type in a Description.
+type EntityType struct {
+	ID     uint16             `json:"id"`
+	Name   string             `json:"name"`
+	Fields []wire.FieldSchema `json:"fields"`
 }
 
 // Command is a console command in a Description.
@@ -112,4 +123,12 @@ type Command struct {
 	Name  string `json:"name"`
 	Usage string `json:"usage"`
 	Help  string `json:"help"`
+}
+
+// Vec3ToPB converts a vector for the wire.
+func Vec3ToPB(v wire.Vec3) *pluginv1.Vec3 { return &pluginv1.Vec3{X: v.X, Y: v.Y, Z: v.Z} }
+
+// Vec3FromPB converts a vector from the wire (absent: zero).
+func Vec3FromPB(p *pluginv1.Vec3) wire.Vec3 {
+	return wire.Vec3{X: p.GetX(), Y: p.GetY(), Z: p.GetZ()}
 }

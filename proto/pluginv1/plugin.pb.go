@@ -45,6 +45,7 @@ const (
 	EventKind_EVENT_MATCH_START EventKind = 4 // payload: a MatchStart payload (§9)
 	EventKind_EVENT_MATCH_END   EventKind = 5 // payload: a MatchEnd payload (§9)
 	EventKind_EVENT_MAP_CHANGE  EventKind = 6 // map, map_index
+	EventKind_EVENT_INPUT       EventKind = 7 // client, payload: a ClientInput payload (§9.1), already validated
 )
 
 // Enum value maps for EventKind.
@@ -57,6 +58,7 @@ var (
 		4: "EVENT_MATCH_START",
 		5: "EVENT_MATCH_END",
 		6: "EVENT_MAP_CHANGE",
+		7: "EVENT_INPUT",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_UNSPECIFIED": 0,
@@ -66,6 +68,7 @@ var (
 		"EVENT_MATCH_START": 4,
 		"EVENT_MATCH_END":   5,
 		"EVENT_MAP_CHANGE":  6,
+		"EVENT_INPUT":       7,
 	}
 )
 
@@ -105,25 +108,46 @@ const (
 	ActionKind_ACTION_KICK        ActionKind = 3 // client, text (detail)
 	ActionKind_ACTION_SCORE       ActionKind = 4 // client, score, kills, deaths
 	ActionKind_ACTION_FAULT       ActionKind = 5 // text: a fault the module caught and reports
+	// Entities: ids are in the module's block (InitRequest). Actions on one
+	// entity are applied in order; the SDK merges the updates of one entity
+	// within a batch into one action.
+	ActionKind_ACTION_ENTITY_SPAWN   ActionKind = 6  // entity, entity_type, client (owner), party, position, global, fields
+	ActionKind_ACTION_ENTITY_UPDATE  ActionKind = 7  // entity, position (if present) and teleport, fields
+	ActionKind_ACTION_ENTITY_DESTROY ActionKind = 8  // entity
+	ActionKind_ACTION_ENTITY_OWNER   ActionKind = 9  // entity, client (0: none)
+	ActionKind_ACTION_ENTITY_PARTY   ActionKind = 10 // entity, party (0: none)
+	ActionKind_ACTION_CLIENT_VIEW    ActionKind = 11 // client, party, spectator, entity (the focus, 0: none)
 )
 
 // Enum value maps for ActionKind.
 var (
 	ActionKind_name = map[int32]string{
-		0: "ACTION_UNSPECIFIED",
-		1: "ACTION_SEND",
-		2: "ACTION_BROADCAST",
-		3: "ACTION_KICK",
-		4: "ACTION_SCORE",
-		5: "ACTION_FAULT",
+		0:  "ACTION_UNSPECIFIED",
+		1:  "ACTION_SEND",
+		2:  "ACTION_BROADCAST",
+		3:  "ACTION_KICK",
+		4:  "ACTION_SCORE",
+		5:  "ACTION_FAULT",
+		6:  "ACTION_ENTITY_SPAWN",
+		7:  "ACTION_ENTITY_UPDATE",
+		8:  "ACTION_ENTITY_DESTROY",
+		9:  "ACTION_ENTITY_OWNER",
+		10: "ACTION_ENTITY_PARTY",
+		11: "ACTION_CLIENT_VIEW",
 	}
 	ActionKind_value = map[string]int32{
-		"ACTION_UNSPECIFIED": 0,
-		"ACTION_SEND":        1,
-		"ACTION_BROADCAST":   2,
-		"ACTION_KICK":        3,
-		"ACTION_SCORE":       4,
-		"ACTION_FAULT":       5,
+		"ACTION_UNSPECIFIED":    0,
+		"ACTION_SEND":           1,
+		"ACTION_BROADCAST":      2,
+		"ACTION_KICK":           3,
+		"ACTION_SCORE":          4,
+		"ACTION_FAULT":          5,
+		"ACTION_ENTITY_SPAWN":   6,
+		"ACTION_ENTITY_UPDATE":  7,
+		"ACTION_ENTITY_DESTROY": 8,
+		"ACTION_ENTITY_OWNER":   9,
+		"ACTION_ENTITY_PARTY":   10,
+		"ACTION_CLIENT_VIEW":    11,
 	}
 )
 
@@ -315,19 +339,227 @@ func (x *CommandSpec) GetHelp() string {
 	return ""
 }
 
+type Vec3 struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	X             float32                `protobuf:"fixed32,1,opt,name=x,proto3" json:"x,omitempty"`
+	Y             float32                `protobuf:"fixed32,2,opt,name=y,proto3" json:"y,omitempty"`
+	Z             float32                `protobuf:"fixed32,3,opt,name=z,proto3" json:"z,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Vec3) Reset() {
+	*x = Vec3{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Vec3) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Vec3) ProtoMessage() {}
+
+func (x *Vec3) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Vec3.ProtoReflect.Descriptor instead.
+func (*Vec3) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Vec3) GetX() float32 {
+	if x != nil {
+		return x.X
+	}
+	return 0
+}
+
+func (x *Vec3) GetY() float32 {
+	if x != nil {
+		return x.Y
+	}
+	return 0
+}
+
+func (x *Vec3) GetZ() float32 {
+	if x != nil {
+		return x.Z
+	}
+	return 0
+}
+
+// EntityField is one field of an entity type (protocol v3 §9.2).
+type EntityField struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind          uint32                 `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`             // 0 bool, 1 int32, 2 uint32, 3 float, 4 vec3
+	Visibility    uint32                 `protobuf:"varint,3,opt,name=visibility,proto3" json:"visibility,omitempty"` // 0 Public, 1 Private, 2 Party, 3 Spectator
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EntityField) Reset() {
+	*x = EntityField{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EntityField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EntityField) ProtoMessage() {}
+
+func (x *EntityField) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EntityField.ProtoReflect.Descriptor instead.
+func (*EntityField) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EntityField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EntityField) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *EntityField) GetVisibility() uint32 {
+	if x != nil {
+		return x.Visibility
+	}
+	return 0
+}
+
+// EntityType is a replicated entity type the module owns.
+type EntityType struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Fields        []*EntityField         `protobuf:"bytes,3,rep,name=fields,proto3" json:"fields,omitempty"`
+	PositionField string                 `protobuf:"bytes,4,opt,name=position_field,json=positionField,proto3" json:"position_field,omitempty"` // a vec3 field mirroring the position, "" none
+	BoxMin        *Vec3                  `protobuf:"bytes,5,opt,name=box_min,json=boxMin,proto3" json:"box_min,omitempty"`                      // the hitbox relative to the position;
+	BoxMax        *Vec3                  `protobuf:"bytes,6,opt,name=box_max,json=boxMax,proto3" json:"box_max,omitempty"`                      // absent or zero: no hitbox
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EntityType) Reset() {
+	*x = EntityType{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EntityType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EntityType) ProtoMessage() {}
+
+func (x *EntityType) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EntityType.ProtoReflect.Descriptor instead.
+func (*EntityType) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EntityType) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *EntityType) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EntityType) GetFields() []*EntityField {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *EntityType) GetPositionField() string {
+	if x != nil {
+		return x.PositionField
+	}
+	return ""
+}
+
+func (x *EntityType) GetBoxMin() *Vec3 {
+	if x != nil {
+		return x.BoxMin
+	}
+	return nil
+}
+
+func (x *EntityType) GetBoxMax() *Vec3 {
+	if x != nil {
+		return x.BoxMax
+	}
+	return nil
+}
+
 type Manifest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Messages      []*Schema              `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
 	Commands      []*CommandSpec         `protobuf:"bytes,4,rep,name=commands,proto3" json:"commands,omitempty"`
+	EntityTypes   []*EntityType          `protobuf:"bytes,5,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	Inputs        bool                   `protobuf:"varint,6,opt,name=inputs,proto3" json:"inputs,omitempty"` // subscribe to ClientInput (EVENT_INPUT)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	mi := &file_pluginv1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +571,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	mi := &file_pluginv1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +584,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Manifest) GetName() string {
@@ -383,25 +615,41 @@ func (x *Manifest) GetCommands() []*CommandSpec {
 	return nil
 }
 
+func (x *Manifest) GetEntityTypes() []*EntityType {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+func (x *Manifest) GetInputs() bool {
+	if x != nil {
+		return x.Inputs
+	}
+	return false
+}
+
 type ServerInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Map           string                 `protobuf:"bytes,2,opt,name=map,proto3" json:"map,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	MatchState    uint32                 `protobuf:"varint,4,opt,name=match_state,json=matchState,proto3" json:"match_state,omitempty"`
-	TickRate      int32                  `protobuf:"varint,5,opt,name=tick_rate,json=tickRate,proto3" json:"tick_rate,omitempty"`
-	Tick          uint64                 `protobuf:"varint,6,opt,name=tick,proto3" json:"tick,omitempty"`
-	Players       int32                  `protobuf:"varint,7,opt,name=players,proto3" json:"players,omitempty"`
-	MaxPlayers    int32                  `protobuf:"varint,8,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
-	DataDir       string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`           // the module's own directory (empty before Init returns)
-	ModulesDir    string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"` // the directory of every module's own directory
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Map             string                 `protobuf:"bytes,2,opt,name=map,proto3" json:"map,omitempty"`
+	Mode            uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	MatchState      uint32                 `protobuf:"varint,4,opt,name=match_state,json=matchState,proto3" json:"match_state,omitempty"`
+	TickRate        int32                  `protobuf:"varint,5,opt,name=tick_rate,json=tickRate,proto3" json:"tick_rate,omitempty"`
+	Tick            uint64                 `protobuf:"varint,6,opt,name=tick,proto3" json:"tick,omitempty"`
+	Players         int32                  `protobuf:"varint,7,opt,name=players,proto3" json:"players,omitempty"`
+	MaxPlayers      int32                  `protobuf:"varint,8,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
+	DataDir         string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`                           // the module's own directory (empty before Init returns)
+	ModulesDir      string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"`                 // the directory of every module's own directory
+	ReplicationRate int32                  `protobuf:"varint,11,opt,name=replication_rate,json=replicationRate,proto3" json:"replication_rate,omitempty"` // replication frames per second (Hz)
+	LagWindowNs     int64                  `protobuf:"varint,12,opt,name=lag_window_ns,json=lagWindowNs,proto3" json:"lag_window_ns,omitempty"`           // how far back lag compensation rewinds
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +661,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +674,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ServerInfo) GetName() string {
@@ -499,6 +747,20 @@ func (x *ServerInfo) GetModulesDir() string {
 	return ""
 }
 
+func (x *ServerInfo) GetReplicationRate() int32 {
+	if x != nil {
+		return x.ReplicationRate
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetLagWindowNs() int64 {
+	if x != nil {
+		return x.LagWindowNs
+	}
+	return 0
+}
+
 type ClientInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -512,7 +774,7 @@ type ClientInfo struct {
 
 func (x *ClientInfo) Reset() {
 	*x = ClientInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +786,7 @@ func (x *ClientInfo) String() string {
 func (*ClientInfo) ProtoMessage() {}
 
 func (x *ClientInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +799,7 @@ func (x *ClientInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientInfo.ProtoReflect.Descriptor instead.
 func (*ClientInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClientInfo) GetId() uint32 {
@@ -576,17 +838,21 @@ func (x *ClientInfo) GetChannelBinding() []byte {
 }
 
 type InitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Protocol      uint32                 `protobuf:"varint,1,opt,name=protocol,proto3" json:"protocol,omitempty"` // the plugin protocol the server speaks
-	Server        *ServerInfo            `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
-	HostVersion   string                 `protobuf:"bytes,3,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Protocol    uint32                 `protobuf:"varint,1,opt,name=protocol,proto3" json:"protocol,omitempty"` // the plugin protocol the server speaks
+	Server      *ServerInfo            `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	HostVersion string                 `protobuf:"bytes,3,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	// The module's block of entity ids, inclusive: the SDK picks the ids of
+	// the entities it spawns in it, so a spawn needs no round trip.
+	EntityIdFirst uint32 `protobuf:"varint,4,opt,name=entity_id_first,json=entityIdFirst,proto3" json:"entity_id_first,omitempty"`
+	EntityIdLast  uint32 `protobuf:"varint,5,opt,name=entity_id_last,json=entityIdLast,proto3" json:"entity_id_last,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InitRequest) Reset() {
 	*x = InitRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[5]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +864,7 @@ func (x *InitRequest) String() string {
 func (*InitRequest) ProtoMessage() {}
 
 func (x *InitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[5]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +877,7 @@ func (x *InitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitRequest.ProtoReflect.Descriptor instead.
 func (*InitRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InitRequest) GetProtocol() uint32 {
@@ -635,6 +901,20 @@ func (x *InitRequest) GetHostVersion() string {
 	return ""
 }
 
+func (x *InitRequest) GetEntityIdFirst() uint32 {
+	if x != nil {
+		return x.EntityIdFirst
+	}
+	return 0
+}
+
+func (x *InitRequest) GetEntityIdLast() uint32 {
+	if x != nil {
+		return x.EntityIdLast
+	}
+	return 0
+}
+
 type InitResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Manifest      *Manifest              `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
@@ -646,7 +926,7 @@ type InitResponse struct {
 
 func (x *InitResponse) Reset() {
 	*x = InitResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +938,7 @@ func (x *InitResponse) String() string {
 func (*InitResponse) ProtoMessage() {}
 
 func (x *InitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +951,7 @@ func (x *InitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitResponse.ProtoReflect.Descriptor instead.
 func (*InitResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InitResponse) GetManifest() *Manifest {
@@ -711,7 +991,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +1003,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +1016,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Event) GetKind() EventKind {
@@ -805,7 +1085,7 @@ type ClientPing struct {
 
 func (x *ClientPing) Reset() {
 	*x = ClientPing{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +1097,7 @@ func (x *ClientPing) String() string {
 func (*ClientPing) ProtoMessage() {}
 
 func (x *ClientPing) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +1110,7 @@ func (x *ClientPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientPing.ProtoReflect.Descriptor instead.
 func (*ClientPing) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClientPing) GetClient() uint32 {
@@ -862,7 +1142,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1154,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1167,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StepRequest) GetTick() uint64 {
@@ -940,22 +1220,32 @@ func (x *StepRequest) GetPings() []*ClientPing {
 }
 
 type Action struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          ActionKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=sparkhost.plugin.v1.ActionKind" json:"kind,omitempty"`
-	Client        uint32                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
-	Type          uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
-	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	Text          string                 `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
-	Score         int32                  `protobuf:"varint,6,opt,name=score,proto3" json:"score,omitempty"`
-	Kills         int32                  `protobuf:"varint,7,opt,name=kills,proto3" json:"kills,omitempty"`
-	Deaths        int32                  `protobuf:"varint,8,opt,name=deaths,proto3" json:"deaths,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Kind       ActionKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=sparkhost.plugin.v1.ActionKind" json:"kind,omitempty"`
+	Client     uint32                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Type       uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
+	Payload    []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	Text       string                 `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	Score      int32                  `protobuf:"varint,6,opt,name=score,proto3" json:"score,omitempty"`
+	Kills      int32                  `protobuf:"varint,7,opt,name=kills,proto3" json:"kills,omitempty"`
+	Deaths     int32                  `protobuf:"varint,8,opt,name=deaths,proto3" json:"deaths,omitempty"`
+	Entity     uint32                 `protobuf:"varint,9,opt,name=entity,proto3" json:"entity,omitempty"`
+	EntityType uint32                 `protobuf:"varint,10,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Party      uint32                 `protobuf:"varint,11,opt,name=party,proto3" json:"party,omitempty"`
+	Position   *Vec3                  `protobuf:"bytes,12,opt,name=position,proto3" json:"position,omitempty"`
+	Global     bool                   `protobuf:"varint,13,opt,name=global,proto3" json:"global,omitempty"`
+	Teleport   bool                   `protobuf:"varint,14,opt,name=teleport,proto3" json:"teleport,omitempty"`
+	// fields: field values, each (index u8, kind u8, value) with the value
+	// little-endian in the width of its kind (§9.2); see internal/pluginwire.
+	Fields        []byte `protobuf:"bytes,15,opt,name=fields,proto3" json:"fields,omitempty"`
+	Spectator     bool   `protobuf:"varint,16,opt,name=spectator,proto3" json:"spectator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1257,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1270,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Action) GetKind() ActionKind {
@@ -1039,6 +1329,62 @@ func (x *Action) GetDeaths() int32 {
 	return 0
 }
 
+func (x *Action) GetEntity() uint32 {
+	if x != nil {
+		return x.Entity
+	}
+	return 0
+}
+
+func (x *Action) GetEntityType() uint32 {
+	if x != nil {
+		return x.EntityType
+	}
+	return 0
+}
+
+func (x *Action) GetParty() uint32 {
+	if x != nil {
+		return x.Party
+	}
+	return 0
+}
+
+func (x *Action) GetPosition() *Vec3 {
+	if x != nil {
+		return x.Position
+	}
+	return nil
+}
+
+func (x *Action) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
+}
+
+func (x *Action) GetTeleport() bool {
+	if x != nil {
+		return x.Teleport
+	}
+	return false
+}
+
+func (x *Action) GetFields() []byte {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *Action) GetSpectator() bool {
+	if x != nil {
+		return x.Spectator
+	}
+	return false
+}
+
 type StepResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Actions       []*Action              `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
@@ -1048,7 +1394,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1406,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1419,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepResponse) GetActions() []*Action {
@@ -1093,7 +1439,7 @@ type CommandRequest struct {
 
 func (x *CommandRequest) Reset() {
 	*x = CommandRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1451,7 @@ func (x *CommandRequest) String() string {
 func (*CommandRequest) ProtoMessage() {}
 
 func (x *CommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1464,7 @@ func (x *CommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandRequest.ProtoReflect.Descriptor instead.
 func (*CommandRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommandRequest) GetName() string {
@@ -1146,7 +1492,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1504,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1517,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CommandResponse) GetOutput() string {
@@ -1203,7 +1549,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1561,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1574,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 type ShutdownResponse struct {
@@ -1240,7 +1586,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1598,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1611,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ShutdownResponse) GetActions() []*Action {
@@ -1292,12 +1638,32 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\vCommandSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05usage\x18\x02 \x01(\tR\x05usage\x12\x12\n" +
-	"\x04help\x18\x03 \x01(\tR\x04help\"\xaf\x01\n" +
+	"\x04help\x18\x03 \x01(\tR\x04help\"0\n" +
+	"\x04Vec3\x12\f\n" +
+	"\x01x\x18\x01 \x01(\x02R\x01x\x12\f\n" +
+	"\x01y\x18\x02 \x01(\x02R\x01y\x12\f\n" +
+	"\x01z\x18\x03 \x01(\x02R\x01z\"U\n" +
+	"\vEntityField\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\x03 \x01(\rR\n" +
+	"visibility\"\xf9\x01\n" +
+	"\n" +
+	"EntityType\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x128\n" +
+	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
+	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
+	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\x8b\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
 	"\bmessages\x18\x03 \x03(\v2\x1b.sparkhost.plugin.v1.SchemaR\bmessages\x12<\n" +
-	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\"\x8f\x02\n" +
+	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\x12B\n" +
+	"\fentity_types\x18\x05 \x03(\v2\x1f.sparkhost.plugin.v1.EntityTypeR\ventityTypes\x12\x16\n" +
+	"\x06inputs\x18\x06 \x01(\bR\x06inputs\"\xde\x02\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -1313,18 +1679,22 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\bdata_dir\x18\t \x01(\tR\adataDir\x12\x1f\n" +
 	"\vmodules_dir\x18\n" +
 	" \x01(\tR\n" +
-	"modulesDir\"\x86\x01\n" +
+	"modulesDir\x12)\n" +
+	"\x10replication_rate\x18\v \x01(\x05R\x0freplicationRate\x12\"\n" +
+	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\"\x86\x01\n" +
 	"\n" +
 	"ClientInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x17\n" +
 	"\aping_ns\x18\x04 \x01(\x03R\x06pingNs\x12'\n" +
-	"\x0fchannel_binding\x18\x05 \x01(\fR\x0echannelBinding\"\x85\x01\n" +
+	"\x0fchannel_binding\x18\x05 \x01(\fR\x0echannelBinding\"\xd3\x01\n" +
 	"\vInitRequest\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\rR\bprotocol\x127\n" +
 	"\x06server\x18\x02 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\x12!\n" +
-	"\fhost_version\x18\x03 \x01(\tR\vhostVersion\"\x96\x01\n" +
+	"\fhost_version\x18\x03 \x01(\tR\vhostVersion\x12&\n" +
+	"\x0fentity_id_first\x18\x04 \x01(\rR\rentityIdFirst\x12$\n" +
+	"\x0eentity_id_last\x18\x05 \x01(\rR\fentityIdLast\"\x96\x01\n" +
 	"\fInitResponse\x129\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x1d.sparkhost.plugin.v1.ManifestR\bmanifest\x125\n" +
 	"\aactions\x18\x02 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\x12\x14\n" +
@@ -1349,7 +1719,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x10deadline_unix_ns\x18\x04 \x01(\x03R\x0edeadlineUnixNs\x127\n" +
 	"\x06server\x18\x05 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\x122\n" +
 	"\x06events\x18\x06 \x03(\v2\x1a.sparkhost.plugin.v1.EventR\x06events\x125\n" +
-	"\x05pings\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.ClientPingR\x05pings\"\xdb\x01\n" +
+	"\x05pings\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.ClientPingR\x05pings\"\xcb\x03\n" +
 	"\x06Action\x123\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1f.sparkhost.plugin.v1.ActionKindR\x04kind\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\rR\x06client\x12\x12\n" +
@@ -1358,7 +1728,17 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04text\x18\x05 \x01(\tR\x04text\x12\x14\n" +
 	"\x05score\x18\x06 \x01(\x05R\x05score\x12\x14\n" +
 	"\x05kills\x18\a \x01(\x05R\x05kills\x12\x16\n" +
-	"\x06deaths\x18\b \x01(\x05R\x06deaths\"E\n" +
+	"\x06deaths\x18\b \x01(\x05R\x06deaths\x12\x16\n" +
+	"\x06entity\x18\t \x01(\rR\x06entity\x12\x1f\n" +
+	"\ventity_type\x18\n" +
+	" \x01(\rR\n" +
+	"entityType\x12\x14\n" +
+	"\x05party\x18\v \x01(\rR\x05party\x125\n" +
+	"\bposition\x18\f \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\bposition\x12\x16\n" +
+	"\x06global\x18\r \x01(\bR\x06global\x12\x1a\n" +
+	"\bteleport\x18\x0e \x01(\bR\bteleport\x12\x16\n" +
+	"\x06fields\x18\x0f \x01(\fR\x06fields\x12\x1c\n" +
+	"\tspectator\x18\x10 \x01(\bR\tspectator\"E\n" +
 	"\fStepResponse\x125\n" +
 	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\"8\n" +
 	"\x0eCommandRequest\x12\x12\n" +
@@ -1370,7 +1750,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\aactions\x18\x03 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\"\x11\n" +
 	"\x0fShutdownRequest\"I\n" +
 	"\x10ShutdownResponse\x125\n" +
-	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions*\x9b\x01\n" +
+	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions*\xac\x01\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -1379,7 +1759,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\rEVENT_MESSAGE\x10\x03\x12\x15\n" +
 	"\x11EVENT_MATCH_START\x10\x04\x12\x13\n" +
 	"\x0fEVENT_MATCH_END\x10\x05\x12\x14\n" +
-	"\x10EVENT_MAP_CHANGE\x10\x06*\x80\x01\n" +
+	"\x10EVENT_MAP_CHANGE\x10\x06\x12\x0f\n" +
+	"\vEVENT_INPUT\x10\a*\x98\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +
@@ -1387,7 +1768,14 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x10ACTION_BROADCAST\x10\x02\x12\x0f\n" +
 	"\vACTION_KICK\x10\x03\x12\x10\n" +
 	"\fACTION_SCORE\x10\x04\x12\x10\n" +
-	"\fACTION_FAULT\x10\x052\xd1\x02\n" +
+	"\fACTION_FAULT\x10\x05\x12\x17\n" +
+	"\x13ACTION_ENTITY_SPAWN\x10\x06\x12\x18\n" +
+	"\x14ACTION_ENTITY_UPDATE\x10\a\x12\x19\n" +
+	"\x15ACTION_ENTITY_DESTROY\x10\b\x12\x17\n" +
+	"\x13ACTION_ENTITY_OWNER\x10\t\x12\x17\n" +
+	"\x13ACTION_ENTITY_PARTY\x10\n" +
+	"\x12\x16\n" +
+	"\x12ACTION_CLIENT_VIEW\x10\v2\xd1\x02\n" +
 	"\x06Module\x12K\n" +
 	"\x04Init\x12 .sparkhost.plugin.v1.InitRequest\x1a!.sparkhost.plugin.v1.InitResponse\x12K\n" +
 	"\x04Step\x12 .sparkhost.plugin.v1.StepRequest\x1a!.sparkhost.plugin.v1.StepResponse\x12T\n" +
@@ -1407,55 +1795,63 @@ func file_pluginv1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_pluginv1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_pluginv1_plugin_proto_goTypes = []any{
 	(EventKind)(0),           // 0: sparkhost.plugin.v1.EventKind
 	(ActionKind)(0),          // 1: sparkhost.plugin.v1.ActionKind
 	(*Schema)(nil),           // 2: sparkhost.plugin.v1.Schema
 	(*CommandSpec)(nil),      // 3: sparkhost.plugin.v1.CommandSpec
-	(*Manifest)(nil),         // 4: sparkhost.plugin.v1.Manifest
-	(*ServerInfo)(nil),       // 5: sparkhost.plugin.v1.ServerInfo
-	(*ClientInfo)(nil),       // 6: sparkhost.plugin.v1.ClientInfo
-	(*InitRequest)(nil),      // 7: sparkhost.plugin.v1.InitRequest
-	(*InitResponse)(nil),     // 8: sparkhost.plugin.v1.InitResponse
-	(*Event)(nil),            // 9: sparkhost.plugin.v1.Event
-	(*ClientPing)(nil),       // 10: sparkhost.plugin.v1.ClientPing
-	(*StepRequest)(nil),      // 11: sparkhost.plugin.v1.StepRequest
-	(*Action)(nil),           // 12: sparkhost.plugin.v1.Action
-	(*StepResponse)(nil),     // 13: sparkhost.plugin.v1.StepResponse
-	(*CommandRequest)(nil),   // 14: sparkhost.plugin.v1.CommandRequest
-	(*CommandResponse)(nil),  // 15: sparkhost.plugin.v1.CommandResponse
-	(*ShutdownRequest)(nil),  // 16: sparkhost.plugin.v1.ShutdownRequest
-	(*ShutdownResponse)(nil), // 17: sparkhost.plugin.v1.ShutdownResponse
+	(*Vec3)(nil),             // 4: sparkhost.plugin.v1.Vec3
+	(*EntityField)(nil),      // 5: sparkhost.plugin.v1.EntityField
+	(*EntityType)(nil),       // 6: sparkhost.plugin.v1.EntityType
+	(*Manifest)(nil),         // 7: sparkhost.plugin.v1.Manifest
+	(*ServerInfo)(nil),       // 8: sparkhost.plugin.v1.ServerInfo
+	(*ClientInfo)(nil),       // 9: sparkhost.plugin.v1.ClientInfo
+	(*InitRequest)(nil),      // 10: sparkhost.plugin.v1.InitRequest
+	(*InitResponse)(nil),     // 11: sparkhost.plugin.v1.InitResponse
+	(*Event)(nil),            // 12: sparkhost.plugin.v1.Event
+	(*ClientPing)(nil),       // 13: sparkhost.plugin.v1.ClientPing
+	(*StepRequest)(nil),      // 14: sparkhost.plugin.v1.StepRequest
+	(*Action)(nil),           // 15: sparkhost.plugin.v1.Action
+	(*StepResponse)(nil),     // 16: sparkhost.plugin.v1.StepResponse
+	(*CommandRequest)(nil),   // 17: sparkhost.plugin.v1.CommandRequest
+	(*CommandResponse)(nil),  // 18: sparkhost.plugin.v1.CommandResponse
+	(*ShutdownRequest)(nil),  // 19: sparkhost.plugin.v1.ShutdownRequest
+	(*ShutdownResponse)(nil), // 20: sparkhost.plugin.v1.ShutdownResponse
 }
 var file_pluginv1_plugin_proto_depIdxs = []int32{
-	2,  // 0: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
-	3,  // 1: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
-	5,  // 2: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	4,  // 3: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
-	12, // 4: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	0,  // 5: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
-	6,  // 6: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
-	5,  // 7: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	9,  // 8: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
-	10, // 9: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
-	1,  // 10: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
-	12, // 11: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	12, // 12: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	12, // 13: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	7,  // 14: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
-	11, // 15: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
-	14, // 16: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
-	16, // 17: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
-	8,  // 18: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
-	13, // 19: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
-	15, // 20: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
-	17, // 21: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	5,  // 0: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
+	4,  // 1: sparkhost.plugin.v1.EntityType.box_min:type_name -> sparkhost.plugin.v1.Vec3
+	4,  // 2: sparkhost.plugin.v1.EntityType.box_max:type_name -> sparkhost.plugin.v1.Vec3
+	2,  // 3: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
+	3,  // 4: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
+	6,  // 5: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
+	8,  // 6: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	7,  // 7: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
+	15, // 8: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	0,  // 9: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
+	9,  // 10: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
+	8,  // 11: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	12, // 12: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
+	13, // 13: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
+	1,  // 14: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
+	4,  // 15: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
+	15, // 16: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	15, // 17: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	15, // 18: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	10, // 19: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
+	14, // 20: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
+	17, // 21: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
+	19, // 22: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
+	11, // 23: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
+	16, // 24: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
+	18, // 25: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
+	20, // 26: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_pluginv1_plugin_proto_init() }
@@ -1469,7 +1865,7 @@ func file_pluginv1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pluginv1_plugin_proto_rawDesc), len(file_pluginv1_plugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

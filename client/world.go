@@ -1,0 +1,275 @@
+package client
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// World is a client's picture of the replicated entities (§9.3), kept from
+// what the server sends: entity type schemas from GameStateSync, entities
+// from EntitySpawn, their fields from EntityStateUpdate, their end from
+// EntityDestroy. Feed it every message with Apply (the console does; a bot
+// calls it from its own receive loop). It is safe for concurrent use.
+//
+// EntityStateUpdate is unreliable and may arrive late or twice: each field
+// remembers the packet sequence of the value it holds and an older packet
+// never overwrites a newer value. An update for an entity the client does
+// not know (it arrived before the spawn, or after the destroy) is skipped
+// and counted.
+type World struct {
+	mu       sync.Mutex
+	types    map[uint16]*wire.EntityTypeSchema
+	entities map[uint32]*entityState
+	maxSeq   uint32 // newest unreliable sequence applied
+	haveSeq  bool
+	stats    WorldStats
+}
+
+// WorldStats counts what a World applied and refused.
+type WorldStats struct {
+	Spawns, Updates, Destroys uint64
+	Unknown                   uint64 // updates (or destroys) of entities it does not know
+	Stale                     uint64 // field values older than the one held, not applied
+	Malformed                 uint64 // messages that did not parse against their schema
+}
+
+// Entity is a client's copy of one entity.
+type Entity struct {
+	ID       uint32
+	Type     uint16
+	TypeName string
+	Owner    uint32
+	// Visible is the fields_mask of its EntitySpawn: the fields this
+	// client may see. Fields has one entry per field of the type; only the
+	// Visible ones hold values.
+	Visible uint64
+	Fields  []wire.FieldValue
+	schema  *wire.EntityTypeSchema
+}
+
+// entityState is an Entity and the sequence of each field's value.
+type entityState struct {
+	Entity
+	seq [wire.MaxFields]uint32
+}
+
+// NewWorld returns an empty World.
+func NewWorld() *World {
+	return &World{types: make(map[uint16]*wire.EntityTypeSchema), entities: make(map[uint32]*entityState)}
+}
+
+// ErrUnknownEntityType is returned by Apply for an EntitySpawn of a type
+// the GameStateSync did not describe.
+var ErrUnknownEntityType = errors.New("client: EntitySpawn of a type GameStateSync did not describe")
+
+// Apply updates the world from one message; types other than
+// GameStateSync, EntitySpawn, EntityStateUpdate and EntityDestroy are
+// ignored. An error means the message was malformed for its schema and was
+// not applied.
+func (w *World) Apply(m netstack.Message) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	switch m.Header.Type {
+	case wire.TypeGameStateSync:
+		var gs wire.GameStateSync
+		if gs, err = wire.ParseGameStateSync(m.Payload); err == nil {
+			w.sync(gs.Types)
+		}
+	case wire.TypeEntitySpawn:
+		err = w.spawn(m.Payload)
+	case wire.TypeEntityStateUpdate:
+		err = w.update(m.Header.Sequence, m.Payload)
+	case wire.TypeEntityDestroy:
+		var d wire.EntityDestroy
+		if d, err = wire.ParseEntityDestroy(m.Payload); err == nil {
+			if _, ok := w.entities[d.EntityID]; ok {
+				delete(w.entities, d.EntityID)
+				w.stats.Destroys++
+			} else {
+				w.stats.Unknown++
+			}
+		}
+	}
+	if err != nil {
+		w.stats.Malformed++
+	}
+	return err
+}
+
+// sync installs the schemas of a GameStateSync. An entity whose type is
+// gone or changed is dropped (the server destroys them first).
+func (w *World) sync(types []wire.EntityTypeSchema) {
+	next := make(map[uint16]*wire.EntityTypeSchema, len(types))
+	for i := range types {
+		t := &types[i]
+		if old, ok := w.types[t.TypeID]; ok && sameSchema(old, t) {
+			next[t.TypeID] = old
+			continue
+		}
+		next[t.TypeID] = t
+	}
+	for id, e := range w.entities {
+		if next[e.Type] != e.schema {
+			delete(w.entities, id)
+		}
+	}
+	w.types = next
+}
+
+func sameSchema(a, b *wire.EntityTypeSchema) bool {
+	return a.Name == b.Name && slices.Equal(a.Fields, b.Fields)
+}
+
+func (w *World) spawn(p []byte) error {
+	sp, err := wire.ParseEntitySpawn(p)
+	if err != nil {
+		return err
+	}
+	s, ok := w.types[sp.TypeID]
+	if !ok {
+		return fmt.Errorf("%w: entity %d type %d", ErrUnknownEntityType, sp.EntityID, sp.TypeID)
+	}
+	_, vals, err := wire.ParseEntitySpawnFields(p, s)
+	if err != nil {
+		return err
+	}
+	e := &entityState{Entity: Entity{ID: sp.EntityID, Type: sp.TypeID, TypeName: s.Name, Owner: sp.Owner,
+		Visible: sp.FieldsMask, Fields: make([]wire.FieldValue, len(s.Fields)), schema: s}}
+	for i, f := range s.Fields {
+		e.Fields[i] = wire.FieldValue{Index: i, Kind: f.Kind}
+	}
+	for _, v := range vals {
+		e.Fields[v.Index] = v
+	}
+	// An update sent before this spawn but received after it must not
+	// overwrite the spawn's values.
+	for i := range e.seq {
+		e.seq[i] = w.maxSeq
+	}
+	w.entities[sp.EntityID] = e
+	w.stats.Spawns++
+	return nil
+}
+
+func (w *World) update(seq uint32, p []byte) error {
+	up, err := wire.ParseEntityStateUpdate(p)
+	if err != nil {
+		return err
+	}
+	e, ok := w.entities[up.EntityID]
+	if !ok {
+		w.stats.Unknown++
+		return nil
+	}
+	_, vals, err := wire.ParseEntityStateUpdateFields(p, e.schema, e.Visible)
+	if err != nil {
+		return err
+	}
+	for _, v := range vals {
+		if w.haveSeq && int32(seq-e.seq[v.Index]) <= 0 && e.seq[v.Index] != 0 {
+			w.stats.Stale++
+			continue
+		}
+		e.Fields[v.Index] = v
+		e.seq[v.Index] = seq
+	}
+	if !w.haveSeq || int32(seq-w.maxSeq) > 0 {
+		w.maxSeq, w.haveSeq = seq, true
+	}
+	w.stats.Updates++
+	return nil
+}
+
+// Entities returns a copy of every known entity, by id.
+func (w *World) Entities() []Entity {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Entity, 0, len(w.entities))
+	for _, e := range w.entities {
+		out = append(out, e.copy())
+	}
+	slices.SortFunc(out, func(a, b Entity) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Entity returns a copy of one entity.
+func (w *World) Entity(id uint32) (Entity, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entities[id]
+	if !ok {
+		return Entity{}, false
+	}
+	return e.copy(), true
+}
+
+// Types returns the entity type schemas of the last GameStateSync.
+func (w *World) Types() []wire.EntityTypeSchema {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]wire.EntityTypeSchema, 0, len(w.types))
+	for _, t := range w.types {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b wire.EntityTypeSchema) int { return cmp.Compare(a.TypeID, b.TypeID) })
+	return out
+}
+
+// Stats returns the counters.
+func (w *World) Stats() WorldStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+func (e *entityState) copy() Entity {
+	c := e.Entity
+	c.Fields = slices.Clone(e.Fields)
+	return c
+}
+
+// Field returns the value of the field named name; ok is false when the
+// type has no such field or this client may not see it.
+func (e *Entity) Field(name string) (wire.FieldValue, bool) {
+	if e.schema == nil {
+		return wire.FieldValue{}, false
+	}
+	for i, f := range e.schema.Fields {
+		if f.Name == name {
+			return e.Fields[i], e.Visible&(1<<i) != 0
+		}
+	}
+	return wire.FieldValue{}, false
+}
+
+// Position returns the entity's position as the client sees it: its
+// visible vec3 field named "position" or "pos", else its first visible
+// vec3 field. ok is false when it has none.
+func (e *Entity) Position() (wire.Vec3, bool) {
+	if e.schema == nil {
+		return wire.Vec3{}, false
+	}
+	first := -1
+	for i, f := range e.schema.Fields {
+		if f.Kind != wire.KindVec3 || e.Visible&(1<<i) == 0 {
+			continue
+		}
+		if f.Name == "position" || f.Name == "pos" {
+			return e.Fields[i].Vec, true
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if first < 0 {
+		return wire.Vec3{}, false
+	}
+	return e.Fields[first].Vec, true
+}

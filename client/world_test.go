@@ -1,0 +1,130 @@
+package client
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+var testTypes = []wire.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: []wire.FieldSchema{
+	{Name: "pos", Kind: wire.KindVec3},
+	{Name: "hp", Kind: wire.KindInt32},
+	{Name: "ammo", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
+}}}
+
+func gssMsg(types []wire.EntityTypeSchema) netstack.Message {
+	return netstack.Message{Header: wire.Header{Type: wire.TypeGameStateSync, Channel: wire.ReliableOrdered},
+		Payload: wire.AppendGameStateSync(nil, &wire.GameStateSync{ClientID: 1, TickRate: 60, ReplicationRate: 20, Types: types})}
+}
+
+func spawnMsg(id uint32, mask uint64, vals ...wire.FieldValue) netstack.Message {
+	var data []byte
+	for i := range vals {
+		data = wire.AppendFieldValue(data, &vals[i])
+	}
+	return netstack.Message{Header: wire.Header{Type: wire.TypeEntitySpawn, Channel: wire.ReliableOrdered},
+		Payload: wire.AppendEntitySpawn(nil, &wire.EntitySpawn{EntityID: id, FieldsMask: mask, TypeID: 3, Owner: 9, Data: data})}
+}
+
+func updateMsg(seq, id uint32, mask uint64, vals ...wire.FieldValue) netstack.Message {
+	var data []byte
+	for i := range vals {
+		data = wire.AppendFieldValue(data, &vals[i])
+	}
+	return netstack.Message{Header: wire.Header{Type: wire.TypeEntityStateUpdate, Channel: wire.Unreliable, Sequence: seq},
+		Payload: wire.AppendEntityStateUpdate(nil, &wire.EntityStateUpdate{EntityID: id, DirtyMask: mask, Data: data})}
+}
+
+func pos(x float32) wire.FieldValue {
+	return wire.FieldValue{Index: 0, Kind: wire.KindVec3, Vec: wire.Vec3{X: x}}
+}
+func hp(v int32) wire.FieldValue { return wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: v} }
+
+func TestWorldTracksEntities(t *testing.T) {
+	w := NewWorld()
+	if err := w.Apply(spawnMsg(5, 3, pos(1), hp(100))); !errors.Is(err, ErrUnknownEntityType) {
+		t.Fatalf("spawn before the schemas: %v", err)
+	}
+	must := func(m netstack.Message) {
+		t.Helper()
+		if err := w.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(gssMsg(testTypes))
+	must(updateMsg(10, 5, 2, hp(1))) // before the spawn: skipped
+	must(spawnMsg(5, 3, pos(1), hp(100)))
+	must(updateMsg(12, 5, 1, pos(2)))
+	must(updateMsg(11, 5, 3, pos(9), hp(50))) // older: pos stays 2, hp applies
+	must(updateMsg(12, 5, 2, hp(7)))          // 12 carried no hp before: newer than 11, applied
+	e, ok := w.Entity(5)
+	if !ok {
+		t.Fatal("entity 5 unknown")
+	}
+	if p, _ := e.Position(); p.X != 2 {
+		t.Fatalf("position %v", p)
+	}
+	if v, _ := e.Field("hp"); v.Int != 7 {
+		t.Fatalf("hp %+v", v)
+	}
+	if _, visible := e.Field("ammo"); visible {
+		t.Fatal("ammo visible without its bit")
+	}
+	// A field outside the spawn's mask is malformed for this client.
+	if err := w.Apply(updateMsg(13, 5, 4, wire.FieldValue{Index: 2, Kind: wire.KindUint32, Uint: 3})); err == nil {
+		t.Fatal("an update carrying an invisible field was accepted")
+	}
+	must(netstack.Message{Header: wire.Header{Type: wire.TypeEntityDestroy}, Payload: wire.AppendEntityDestroy(nil, &wire.EntityDestroy{EntityID: 5})})
+	if len(w.Entities()) != 0 {
+		t.Fatal("destroyed entity kept")
+	}
+	st := w.Stats()
+	if st.Spawns != 1 || st.Destroys != 1 || st.Unknown != 1 || st.Stale != 1 || st.Malformed != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestWorldDropsEntitiesOfChangedTypes(t *testing.T) {
+	w := NewWorld()
+	w.Apply(gssMsg(testTypes))
+	w.Apply(spawnMsg(5, 3, pos(1), hp(100)))
+	w.Apply(gssMsg(testTypes)) // the same schema: kept
+	if len(w.Entities()) != 1 {
+		t.Fatal("entity of an unchanged type dropped")
+	}
+	changed := []wire.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: testTypes[0].Fields[:2]}}
+	w.Apply(gssMsg(changed))
+	if len(w.Entities()) != 0 {
+		t.Fatal("entity of a changed type kept")
+	}
+}
+
+// FuzzWorldApply feeds arbitrary payloads as each entity message after a
+// valid GameStateSync: Apply must never panic, and a payload it accepts
+// must leave the world consistent (every field of the schema present).
+func FuzzWorldApply(f *testing.F) {
+	f.Add(uint8(7), spawnMsg(5, 3, pos(1), hp(100)).Payload)
+	f.Add(uint8(9), updateMsg(1, 5, 1, pos(2)).Payload)
+	f.Add(uint8(8), []byte{5, 0, 0, 0})
+	f.Add(uint8(14), gssMsg(testTypes).Payload)
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		w := NewWorld()
+		w.Apply(gssMsg(testTypes))
+		w.Apply(spawnMsg(5, 7, pos(1), hp(100), wire.FieldValue{Index: 2, Kind: wire.KindUint32}))
+		for seq := uint32(1); seq < 3; seq++ {
+			w.Apply(netstack.Message{Header: wire.Header{Type: wire.MessageType(typ%16 + 1), Sequence: seq}, Payload: p})
+		}
+		for _, e := range w.Entities() {
+			if len(e.Fields) != len(e.schema.Fields) {
+				t.Fatalf("entity %d has %d fields, its type %d", e.ID, len(e.Fields), len(e.schema.Fields))
+			}
+			for i, v := range e.Fields {
+				if v.Index != i || v.Kind != e.schema.Fields[i].Kind {
+					t.Fatalf("entity %d field %d: %+v", e.ID, i, v)
+				}
+			}
+		}
+	})
+}

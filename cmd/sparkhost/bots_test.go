@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host"
+	"github.com/sparkhost/sparkhost/host/config"
+)
+
+func TestBotsFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"--help"}, 0, "usage: sparkhost bots"},
+		{"no count", []string{"--server", "127.0.0.1:1"}, 2, "--count is required"},
+		{"zero count", []string{"--count", "0", "--server", "127.0.0.1:1"}, 2, "--count 0: want 1..1024"},
+		{"too many", []string{"--count", "5000", "--server", "127.0.0.1:1"}, 2, "--count 5000"},
+		{"not a number", []string{"--count", "x"}, 2, `invalid value "x" for flag -count`},
+		{"no server", []string{"--count", "1"}, 2, "--server is required"},
+		{"bad server", []string{"--count", "1", "--server", "localhost"}, 2, `--server "localhost": want an IPv4 address and port`},
+		{"ipv6 server", []string{"--count", "1", "--server", "[::1]:27015"}, 2, "want an IPv4 address"},
+		{"port 0", []string{"--count", "1", "--server", "127.0.0.1:0"}, 2, "want an IPv4 address"},
+		{"bad pin", []string{"--count", "1", "--server", "127.0.0.1:1", "--pin", "rsa:x"}, 2, "--pin:"},
+		{"bad rate", []string{"--count", "1", "--server", "127.0.0.1:1", "--rate", "5000"}, 2, "--rate 5000"},
+		{"negative duration", []string{"--count", "1", "--server", "127.0.0.1:1", "--duration", "-1s"}, 2, "--duration -1s is negative"},
+		{"extra argument", []string{"--count", "1", "--server", "127.0.0.1:1", "go"}, 2, `unexpected argument "go"`},
+		{"bad maps dir", []string{"--count", "1", "--server", "127.0.0.1:1", "--maps-dir", "/nonexistent"}, 1, "maps directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runBots(context.Background(), c.args, &out, &errOut)
+			if code != c.code || !strings.Contains(out.String()+errOut.String(), c.want) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, c.code, c.want, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// startBotsHost runs a DedicatedServer in process on 127.0.0.1 with an
+// ephemeral port, a Connect budget for many clients, and no module.
+func startBotsHost(t *testing.T) *host.Server {
+	t.Helper()
+	cfg := config.Default()
+	port, dataDir := 0, filepath.Join(shortTempDir(t), "data")
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
+	cfg.Network.ConnectBurst = 256
+	cfg.Match.WarmupSeconds = 0
+	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop within 10 s")
+		}
+	})
+	return srv
+}
+
+// botsRun is a `sparkhost bots` run in a goroutine.
+type botsRun struct {
+	code        chan int
+	out, errOut syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startBots(args ...string) *botsRun {
+	r := &botsRun{code: make(chan int, 1)}
+	go func() { r.code <- runBots(context.Background(), args, &r.out, &r.errOut) }()
+	return r
+}
+
+func (r *botsRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case c := <-r.code:
+		return c
+	case <-time.After(60 * time.Second):
+		t.Fatalf("sparkhost bots still running after 60 s\nstdout:\n%s\nstderr:\n%s", r.out.String(), r.errOut.String())
+	}
+	return -1
+}
+
+// waitPlayers polls `players` until every name is listed.
+func waitPlayers(t *testing.T, exec func(string) (string, error), names ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := exec("players")
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := ""
+		for _, n := range names {
+			if !regexp.MustCompile(`\b` + n + `\b`).MatchString(out) {
+				missing = n
+				break
+			}
+		}
+		if missing == "" {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("players does not list %s after 20 s:\n%s", missing, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// summaryRow returns the fields of bot name's line of the summary.
+func summaryRow(t *testing.T, out, name string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 9 && f[0] == name {
+			return f
+		}
+	}
+	t.Fatalf("no summary line for %s:\n%s", name, out)
+	return nil
+}
+
+// TestBotsConnectAndStay: N bots connect to a server on 127.0.0.1, the
+// server's `players` lists bot1..botN, they send inputs until --duration and
+// leave cleanly.
+func TestBotsConnectAndStay(t *testing.T) {
+	srv := startBotsHost(t)
+	const n = 6
+	r := startBots("--count", strconv.Itoa(n), "--server", srv.Addr().String(), "--pin", srv.Pin(),
+		"--duration", "3s", "--seed", "7")
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("bot%d", i+1)
+	}
+	players := waitPlayers(t, srv.Exec, names...)
+	if strings.Count(players, "bot") != n {
+		t.Fatalf("players:\n%s", players)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, r.out.String(), r.errOut.String())
+	}
+	out := r.out.String()
+	if !strings.Contains(out, fmt.Sprintf("%d of %d bots connected to %s", n, n, srv.Addr())) {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	for _, name := range names {
+		f := summaryRow(t, out, name)
+		if inputs, _ := strconv.Atoi(f[2]); inputs < 60 || f[8] != "ok" {
+			t.Fatalf("%s: %v (want ≥ 60 inputs in 3 s at 60 Hz and end ok)\n%s", name, f, out)
+		}
+	}
+	// They left with ClientQuit.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, _ := srv.Exec("players")
+		if p == "no players" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bots still listed after they stopped:\n%s", p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBotsTrustOnFirstUse: without --pin the bots trust the server on first
+// use, recorded in known_hosts of --data-dir, once.
+func TestBotsTrustOnFirstUse(t *testing.T) {
+	srv := startBotsHost(t)
+	dir := t.TempDir()
+	r := startBots("--count", "2", "--server", srv.Addr().String(), "--data-dir", dir, "--duration", "500ms")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, r.out.String(), r.errOut.String())
+	}
+	if got := strings.Count(r.out.String(), "trusted new server "+srv.Addr().String()+" with pin "+srv.Pin()); got != 1 {
+		t.Fatalf("%d trust lines:\n%s", got, r.out.String())
+	}
+	kh, err := os.ReadFile(filepath.Join(dir, "known_hosts"))
+	if err != nil || !strings.Contains(string(kh), srv.Pin()) {
+		t.Fatalf("known_hosts: %v\n%s", err, kh)
+	}
+}
+
+// TestBotsNoServer: nothing answers; the run stops at --duration and says so.
+func TestBotsNoServer(t *testing.T) {
+	srv := startBotsHost(t) // a pin to trust, but another port
+	r := startBots("--count", "2", "--server", "127.0.0.1:9", "--pin", srv.Pin(), "--duration", "1s")
+	if code := r.wait(t); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, r.out.String(), r.errOut.String())
+	}
+	if !strings.Contains(r.out.String(), "0 of 2 bots connected") || !strings.Contains(r.errOut.String(), "bot1:") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out.String(), r.errOut.String())
+	}
+}
+
+// TestBotsPlayDeathmatch is the operator's view: `sparkhost run --module
+// deathmatch` (the built-in module, with its embedded maps, from a
+// directory without maps/) and `sparkhost bots`: the bots are listed, they
+// spawn (PlayerRespawn), their inputs are applied and acknowledged
+// (InputAck), and the module reports them in dm_status.
+func TestBotsPlayDeathmatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	dataDir := filepath.Join(shortTempDir(t), "data")
+	rs := startServer(t, bin, dataDir, "--module", "deathmatch")
+	r := startBots("--count", "3", "--server", rs.addr.String(), "--pin", rs.pin, "--duration", "5s")
+	waitPlayers(t, func(string) (string, error) { return adminOutput(bin, dataDir, "players") }, "bot1", "bot2", "bot3")
+	status, err := adminOutput(bin, dataDir, "dm_status")
+	if err != nil || !strings.Contains(status, "map arena") || !strings.Contains(status, "bot3") {
+		t.Fatalf("dm_status: %v\n%s", err, status)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, r.out.String(), r.errOut.String())
+	}
+	t.Logf("sparkhost bots:\n%s", r.out.String())
+	for _, name := range []string{"bot1", "bot2", "bot3"} {
+		f := summaryRow(t, r.out.String(), name)
+		inputs, _ := strconv.Atoi(f[2])
+		acks, _ := strconv.Atoi(f[3])
+		respawns, _ := strconv.Atoi(f[4])
+		if respawns < 1 || acks < inputs/2 || f[8] != "ok" {
+			t.Fatalf("%s: %v: want a respawn and most inputs acknowledged\n%s", name, f, r.out.String())
+		}
+	}
+	info, err := adminOutput(bin, dataDir, "module", "info", "deathmatch")
+	if err != nil || !strings.Contains(info, "state running") {
+		t.Fatalf("module info: %v\n%s", err, info)
+	}
+}
+
+func adminOutput(bin, dataDir string, args ...string) (string, error) {
+	out, err := exec.Command(bin, append([]string{"admin", "--data-dir", dataDir}, args...)...).CombinedOutput()
+	return string(out), err
+}

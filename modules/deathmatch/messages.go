@@ -1,0 +1,102 @@
+package deathmatch
+
+import (
+	"slices"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// The module's own message types (UserDefined, §10), all server → client
+// on the ReliableOrdered channel. Little-endian, as every NetBuffer field.
+// Kills, deaths and scores themselves travel in the host's ScoreUpdate, and
+// spawns in PlayerRespawn.
+const (
+	// TypeFrag (9 bytes): killer u32, victim u32, flags u8 (FragTeamKill,
+	// FragSuicide). Broadcast on every kill that counts.
+	TypeFrag wire.MessageType = 1300
+	// TypeHit (12 bytes): attacker u32, victim u32, damage u16, health u16
+	// (the victim's health left). Sent to the attacker and the victim.
+	TypeHit wire.MessageType = 1301
+	// TypeTeam (5 bytes): client u32, team u8 (1 red, 2 blue). Broadcast
+	// in TeamDeathmatch when a player joins a team or is moved to another.
+	TypeTeam wire.MessageType = 1302
+)
+
+// Frag flags.
+const (
+	FragTeamKill uint8 = 1 << iota
+	FragSuicide
+)
+
+var schemas = []wire.Schema{
+	{ID: TypeFrag, Name: "Frag", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
+		MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+	{ID: TypeHit, Name: "Hit", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
+		MinLen: 12, MaxLen: 12, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+	{ID: TypeTeam, Name: "Team", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
+		MinLen: 5, MaxLen: 5, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+}
+
+// Frag is the payload of TypeFrag.
+type Frag struct {
+	Killer, Victim uint32
+	Flags          uint8
+}
+
+// Hit is the payload of TypeHit.
+type Hit struct {
+	Attacker, Victim uint32
+	Damage, Health   uint16
+}
+
+// AppendFrag appends the encoding of f.
+func AppendFrag(dst []byte, f Frag) []byte {
+	w := wire.NewWriter(dst)
+	w.U32(f.Killer)
+	w.U32(f.Victim)
+	w.U8(f.Flags)
+	return w.Bytes()
+}
+
+// ParseFrag parses a TypeFrag payload.
+func ParseFrag(p []byte) (Frag, error) {
+	r := wire.NewReader(p)
+	f := Frag{Killer: r.U32(), Victim: r.U32(), Flags: r.U8()}
+	return f, r.Finish()
+}
+
+// AppendHit appends the encoding of h.
+func AppendHit(dst []byte, h Hit) []byte {
+	w := wire.NewWriter(dst)
+	w.U32(h.Attacker)
+	w.U32(h.Victim)
+	w.U16(h.Damage)
+	w.U16(h.Health)
+	return w.Bytes()
+}
+
+// ParseHit parses a TypeHit payload.
+func ParseHit(p []byte) (Hit, error) {
+	r := wire.NewReader(p)
+	h := Hit{Attacker: r.U32(), Victim: r.U32(), Damage: r.U16(), Health: r.U16()}
+	return h, r.Finish()
+}
+
+// AppendTeam appends the encoding of a TypeTeam payload.
+func AppendTeam(dst []byte, client uint32, team uint8) []byte {
+	w := wire.NewWriter(dst)
+	w.U32(client)
+	w.U8(team)
+	return w.Bytes()
+}
+
+// ParseTeam parses a TypeTeam payload.
+func ParseTeam(p []byte) (client uint32, team uint8, err error) {
+	r := wire.NewReader(p)
+	client, team = r.U32(), r.U8()
+	return client, team, r.Finish()
+}
+
+// Schemas returns the module's message schemas: a client registers them
+// (netstack.ClientConfig.Registry) to receive Frag, Hit and Team.
+func Schemas() []wire.Schema { return slices.Clone(schemas) }
