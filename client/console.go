@@ -90,6 +90,7 @@ type Console struct {
 	dialing  bool
 	closed   bool
 	runCtx   context.Context // RunInteractive's context while it runs
+	input    *terminalInput  // RunInteractive's terminal while it runs
 }
 
 // NewConsole returns a console with the built-in commands registered.

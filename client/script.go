@@ -43,17 +43,20 @@ func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
 	defer cancel()
 	stopOnClose := context.AfterFunc(c.ctx, cancel)
 	defer stopOnClose()
+	lines, want := make(chan string), make(chan struct{})
+	go readLines(runCtx, in, want, lines)
 	c.mu.Lock()
 	c.runCtx = runCtx
+	if terminal {
+		c.input = &terminalInput{in: in, want: want, lines: lines, ctx: runCtx}
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.runCtx = nil
+		c.runCtx, c.input = nil, nil
 		c.mu.Unlock()
 	}()
 
-	lines := make(chan string)
-	go readLines(runCtx, in, lines)
 	code := 0
 	for {
 		if terminal {
@@ -61,6 +64,10 @@ func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
 		}
 		var line string
 		var ok bool
+		select {
+		case want <- struct{}{}:
+		case <-runCtx.Done():
+		}
 		select {
 		case <-runCtx.Done():
 			if terminal {
@@ -93,11 +100,22 @@ func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
 	}
 }
 
-// readLines sends each line of in to lines and closes it at end of input.
-func readLines(ctx context.Context, in io.Reader, lines chan<- string) {
+// readLines reads one line of in for each request on want and sends it to
+// lines; it closes lines at the end of input. Reading only on request keeps
+// the terminal free while a command runs, so a command can ask for a line
+// itself (Console.ReadSecret) without a second reader racing for it.
+func readLines(ctx context.Context, in io.Reader, want <-chan struct{}, lines chan<- string) {
 	defer close(lines)
 	sc := bufio.NewScanner(in)
-	for sc.Scan() {
+	for {
+		select {
+		case <-want:
+		case <-ctx.Done():
+			return
+		}
+		if !sc.Scan() {
+			return
+		}
 		select {
 		case lines <- sc.Text():
 		case <-ctx.Done():

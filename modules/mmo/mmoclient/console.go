@@ -49,7 +49,8 @@ func (cs *consoleSessions) session() (*Session, error) {
 type Options struct {
 	// Iterations for mmo_session_register (0 = scram.DefaultIterations).
 	Iterations int
-	// Password asks for a password without echo (nil = the terminal).
+	// Password asks for a password without echo (nil = the console's
+	// ReadSecret: the interactive terminal, with echo off).
 	Password func(prompt string) (string, error)
 }
 
@@ -59,7 +60,7 @@ func Register(con *client.Console, opts Options) error {
 	cs := &consoleSessions{con: con, iterations: opts.Iterations}
 	ask := opts.Password
 	if ask == nil {
-		ask = readPassword
+		ask = con.ReadSecret
 	}
 	for t := mmoproto.FirstType; t <= mmoproto.LastType; t++ {
 		if mmoproto.IsRequest(t) {
