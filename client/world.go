@@ -199,6 +199,20 @@ func (w *World) Entities() []Entity {
 	return out
 }
 
+// Range calls fn for every known entity, in no particular order, until fn
+// returns false. Unlike Entities it copies nothing, for a reader of every
+// frame (a bot): the *Entity is the World's own, valid during the call
+// only and read-only, and fn must not call the World's methods.
+func (w *World) Range(fn func(e *Entity) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.entities {
+		if !fn(&e.Entity) {
+			return
+		}
+	}
+}
+
 // Entity returns a copy of one entity.
 func (w *World) Entity(id uint32) (Entity, bool) {
 	w.mu.Lock()

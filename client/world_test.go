@@ -128,3 +128,31 @@ func FuzzWorldApply(f *testing.F) {
 		}
 	})
 }
+
+func TestWorldRange(t *testing.T) {
+	w := NewWorld()
+	for _, m := range []netstack.Message{gssMsg(testTypes), spawnMsg(5, 3, pos(1), hp(100)), spawnMsg(6, 3, pos(2), hp(50))} {
+		if err := w.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sum float32
+	n := 0
+	w.Range(func(e *Entity) bool {
+		p, _ := e.Position()
+		sum += p.X
+		n++
+		return true
+	})
+	if n != 2 || sum != 3 {
+		t.Fatalf("Range saw %d entities, positions summing to %v", n, sum)
+	}
+	n = 0
+	w.Range(func(*Entity) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("Range went on after false: %d calls", n)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { w.Range(func(*Entity) bool { return true }) }); allocs != 0 {
+		t.Fatalf("Range allocates %v times", allocs)
+	}
+}

@@ -15,14 +15,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sparkhost/sparkhost/client/predict"
 	"github.com/sparkhost/sparkhost/host/movement"
-	"github.com/sparkhost/sparkhost/modules/deathmatch"
-	"github.com/sparkhost/sparkhost/modules/deathmatch/bot"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
+	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN] [--data-dir DIR]
@@ -30,13 +27,14 @@ const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN
 
 Runs N headless deathmatch players, named bot1 … botN, in this process, for
 tests and load. Each bot is its own protocol v3 client (its own socket and
-session). Every tick it asks the bot brain (modules/deathmatch/bot) for an
-input — wander the map, aim at the nearest enemy in sight, fire when aimed —
-predicts it with the server's movement code (client/predict) and sends it
-as ClientInput; InputAck reconciles the prediction, PlayerRespawn restarts
-it at the spawn, MatchStart and GameStateSync say which map is played.
-Bots do not see other players until the server replicates them: until then
-they wander and never fire.
+session). It keeps the replicated entities the server sends, and every tick
+it takes the other players' bodies of another team from them (their
+replicated position and team), asks the bot brain (modules/deathmatch/bot)
+for an input — wander the map, aim at the nearest enemy in sight, fire when
+aimed — predicts it with the server's movement code (client/predict) and
+sends it as ClientInput; InputAck reconciles the prediction, PlayerRespawn
+restarts it at the spawn, the module's Map message (and MatchStart,
+GameStateSync) say which map is played. docs/deathmatch.md has the rest.
 
 flags:
   --count N         bots to run, 1..1024 (required)
@@ -51,9 +49,10 @@ flags:
 
 Bots connect one after another (the server's Connect budget per address
 allows bursts of connect_burst, then connect_refill_per_second) and each
-plays from the moment it is in; --duration counts from the start. At the end one line per bot gives its
-inputs sent, InputAcks, respawns, kills, deaths and largest prediction
-correction. The exit code is 0 when every bot connected and stayed
+plays from the moment it is in; --duration counts from the start. At the
+end one line per bot gives its inputs sent, InputAcks, respawns, inputs
+with the fire button held, hits, kills, deaths and largest prediction
+correction while alive. The exit code is 0 when every bot connected and stayed
 connected until the end, 1 otherwise, 2 for bad flags.
 `
 
@@ -140,12 +139,10 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1
 	}
-	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Registry: wire.NewRegistry()}
-	for _, s := range deathmatch.Schemas() {
-		if err := base.Registry.Register(deathmatch.Name, s); err != nil {
-			fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
-			return 1
-		}
+	base := netstack.ClientConfig{Server: o.server, Pin: o.pin}
+	if base.Registry, err = netbot.Registry(); err != nil {
+		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
+		return 1
 	}
 	if o.pin == "" {
 		dir, err := clientDataDir(o.dataDir)
@@ -169,29 +166,38 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// Each bot plays from the moment it is connected, while the next ones
 	// connect.
-	bots := make([]*netBot, o.count)
+	bots := make([]*botRun, o.count)
 	connected := 0
 	var wg sync.WaitGroup
 	for i := range bots {
-		b := &netBot{name: fmt.Sprintf("bot%d", i+1), seed: o.seed*uint64(maxBots) + uint64(i), catalog: catalog}
-		bots[i] = b
+		r := &botRun{name: fmt.Sprintf("bot%d", i+1)}
+		bots[i] = r
 		if ctx.Err() != nil {
-			b.end = "not started: stopped while connecting"
+			r.end = "not started: stopped while connecting"
 			continue
 		}
-		if err := b.connect(ctx, base, o.rate); err != nil {
-			b.end = "connect failed: " + err.Error()
-			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", b.name, err)
+		b, err := netbot.Dial(ctx, netbot.Config{Name: r.name, Client: base, Maps: catalog, Rate: o.rate,
+			Seed: o.seed*uint64(maxBots) + uint64(i)})
+		if err != nil {
+			r.end = "connect failed: " + err.Error()
+			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
 			continue
 		}
+		r.bot = b
 		connected++
-		wg.Go(func() { b.run(ctx) })
+		wg.Go(func() {
+			if err := b.Run(ctx); err != nil {
+				r.end = err.Error()
+			} else {
+				r.end = "ok"
+			}
+		})
 	}
 	fmt.Fprintf(stdout, "%d of %d bots connected to %s\n", connected, o.count, o.server)
 	wg.Wait()
 	writeBotSummary(stdout, bots)
-	for _, b := range bots {
-		if b.end != "ok" {
+	for _, r := range bots {
+		if r.end != "ok" {
 			return 1
 		}
 	}
@@ -206,185 +212,23 @@ func botMaps(dir string) (*maps.Catalog, error) {
 	return maps.Builtin()
 }
 
-// netBot is one bot: a client, a brain and a predictor, run by one
-// goroutine.
-type netBot struct {
-	name    string
-	seed    uint64
-	catalog *maps.Catalog
-	c       *netstack.Client
-	period  time.Duration
-
-	brain    *bot.Brain
-	pred     *predict.Predictor
-	world    *movement.World
-	mapName  string
-	tickRate int
-	seq      uint32 // last input sent
-	firstSeq uint32 // the current Predictor's first input
-	buf      []byte
-
-	inputs, acks, respawns, kills, deaths uint64
-	maxCorrection                         float32
-	end                                   string // "ok" or why not
+// botRun is one bot of the run and how it ended.
+type botRun struct {
+	name string
+	bot  *netbot.Bot // nil: it never connected
+	end  string      // "ok" or why not
 }
 
-// connect dials the server and sets the bot up on its map.
-func (b *netBot) connect(ctx context.Context, base netstack.ClientConfig, rate int) error {
-	cfg := base
-	cfg.Name = b.name
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	c, err := netstack.Dial(dctx, cfg)
-	if err != nil {
-		return err
-	}
-	b.c = c
-	gss := c.GameState()
-	b.tickRate = max(int(gss.TickRate), 1)
-	if rate == 0 {
-		rate = b.tickRate
-	}
-	b.period = time.Second / time.Duration(rate)
-	if err := b.setMap(gss.Map); err != nil {
-		c.Close()
-		b.c = nil
-		return err
-	}
-	return nil
-}
-
-// setMap switches the bot to the named map. A map the bot does not have
-// (the server's own maps without --maps-dir) becomes an open field: the
-// bot still plays, its prediction is corrected by every InputAck.
-func (b *netBot) setMap(name string) error {
-	m, ok := b.catalog.Get(name)
-	if !ok {
-		m = openField(name)
-	}
-	w, err := m.World(movement.Params{TickRate: b.tickRate})
-	if err != nil {
-		return err
-	}
-	if b.brain == nil {
-		if b.brain, err = bot.New(bot.Config{Seed: b.seed, Map: m, TickRate: b.tickRate, AimError: 1.5}); err != nil {
-			return err
-		}
-	} else {
-		b.brain.SetMap(m)
-	}
-	start := movement.State{Position: m.Spawns[0].Position, Yaw: m.Spawns[0].Yaw}
-	b.firstSeq = b.seq + 1
-	if b.pred, err = predict.New(w, start, predict.Config{FirstSeq: b.firstSeq}); err != nil {
-		return err
-	}
-	b.world, b.mapName = w, name
-	return nil
-}
-
-func openField(name string) *maps.Map {
-	return &maps.Map{
-		Name:   name,
-		Bounds: movement.Box{Min: wire.Vec3{X: -1000, Y: -100, Z: -1000}, Max: wire.Vec3{X: 1000, Y: 100, Z: 1000}},
-		Spawns: []maps.Spawn{{}},
-	}
-}
-
-// run plays until ctx ends (then leaves with ClientQuit) or the server
-// drops the bot.
-func (b *netBot) run(ctx context.Context) {
-	ticker := time.NewTicker(b.period)
-	defer ticker.Stop()
-	poll, cancel := context.WithCancel(context.Background())
-	cancel() // a cancelled context makes Receive return at once when nothing is queued
-	for {
-		select {
-		case <-ctx.Done():
-			b.c.Close()
-			b.end = "ok"
-			return
-		case <-b.c.Done():
-			reason, detail := b.c.CloseReason()
-			b.end = fmt.Sprintf("dropped: %s (%s)", reason, detail)
-			return
-		case <-ticker.C:
-		}
-		for {
-			msg, err := b.c.Receive(poll)
-			if err != nil {
-				break
-			}
-			b.handle(msg)
-		}
-		b.step()
-	}
-}
-
-// step sends the next input. Enemies are none until the bots learn the
-// other players' positions from entity replication: that is where they
-// plug in.
-func (b *netBot) step() {
-	in, err := b.pred.Predict(b.brain.Think(b.pred.State(), nil))
-	if err != nil {
-		return // cannot happen: the brain's inputs are valid
-	}
-	b.seq = in.InputSeq
-	b.buf = wire.AppendClientInput(b.buf[:0], &in)
-	if b.c.Send(wire.TypeClientInput, wire.Unreliable, b.buf) == nil {
-		b.inputs++
-	}
-}
-
-func (b *netBot) handle(m netstack.Message) {
-	p := m.Payload
-	switch m.Header.Type {
-	case wire.TypeInputAck:
-		ack, err := wire.ParseInputAck(p)
-		// An ack of an input sent before a map change reaches the new
-		// Predictor, which never sent it: skip it.
-		if err != nil || int32(ack.LastInputSeq-b.firstSeq) < 0 {
-			return
-		}
-		if ok, _ := b.pred.Reconcile(ack); ok {
-			b.acks++
-			b.maxCorrection = max(b.maxCorrection, b.pred.LastCorrection())
-		}
-	case wire.TypePlayerRespawn:
-		r, err := wire.ParsePlayerRespawn(p)
-		if err == nil && r.Client == b.c.ID() {
-			b.respawns++
-			_ = b.pred.Reset(movement.State{Position: r.Position, Yaw: r.Yaw}) // finite: the parser checked
-		}
-	case wire.TypeMatchStart:
-		if ms, err := wire.ParseMatchStart(p); err == nil && ms.Map != b.mapName {
-			_ = b.setMap(ms.Map)
-		}
-	case wire.TypeGameStateSync:
-		if g, err := wire.ParseGameStateSync(p); err == nil && g.Map != b.mapName {
-			_ = b.setMap(g.Map)
-		}
-	case deathmatch.TypeFrag:
-		f, err := deathmatch.ParseFrag(p)
-		switch {
-		case err != nil:
-		case f.Victim == b.c.ID():
-			b.deaths++
-		case f.Killer == b.c.ID() && f.Flags == 0:
-			b.kills++
-		}
-	}
-}
-
-func writeBotSummary(w io.Writer, bots []*netBot) {
+func writeBotSummary(w io.Writer, bots []*botRun) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "bot\tid\tinputs\tacks\trespawns\tkills\tdeaths\tmax-correction\tend")
-	for _, b := range bots {
-		id := "-"
-		if b.c != nil {
-			id = fmt.Sprint(b.c.ID())
+	fmt.Fprintln(tw, "bot\tid\tinputs\tacks\trespawns\tfiring\thits\tkills\tdeaths\tmax-correction\tend")
+	for _, r := range bots {
+		id, st := "-", netbot.Stats{}
+		if r.bot != nil {
+			id, st = fmt.Sprint(r.bot.ID()), r.bot.Stats()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%s\n",
-			b.name, id, b.inputs, b.acks, b.respawns, b.kills, b.deaths, b.maxCorrection, b.end)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%s\n",
+			r.name, id, st.Inputs, st.Acks, st.Respawns, st.Firing, st.Hits, st.Kills, st.Deaths, st.MaxCorrection, r.end)
 	}
 	tw.Flush()
 }

@@ -152,7 +152,7 @@ func waitPlayers(t *testing.T, exec func(string) (string, error), names ...strin
 func summaryRow(t *testing.T, out, name string) []string {
 	t.Helper()
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) >= 9 && f[0] == name {
+		if f := strings.Fields(line); len(f) >= 11 && f[0] == name {
 			return f
 		}
 	}
@@ -185,7 +185,7 @@ func TestBotsConnectAndStay(t *testing.T) {
 	}
 	for _, name := range names {
 		f := summaryRow(t, out, name)
-		if inputs, _ := strconv.Atoi(f[2]); inputs < 60 || f[8] != "ok" {
+		if inputs, _ := strconv.Atoi(f[2]); inputs < 60 || f[10] != "ok" {
 			t.Fatalf("%s: %v (want ≥ 60 inputs in 3 s at 60 Hz and end ok)\n%s", name, f, out)
 		}
 	}
@@ -260,7 +260,7 @@ func TestBotsPlayDeathmatch(t *testing.T) {
 		inputs, _ := strconv.Atoi(f[2])
 		acks, _ := strconv.Atoi(f[3])
 		respawns, _ := strconv.Atoi(f[4])
-		if respawns < 1 || acks < inputs/2 || f[8] != "ok" {
+		if respawns < 1 || acks < inputs/2 || f[10] != "ok" {
 			t.Fatalf("%s: %v: want a respawn and most inputs acknowledged\n%s", name, f, r.out.String())
 		}
 	}

@@ -22,14 +22,14 @@ const ConfigFile = "deathmatch.toml"
 // Config is the module's configuration: what the server's config.toml does
 // not tell a module (the SDK passes the game mode, the map and the tick rate,
 // but not friendly_fire or auto_balance_teams, so they are repeated here with
-// the same defaults).
+// the same defaults). Shots are validated by the server's lag compensation,
+// whose window is the server's (match.snapshot_history_size over
+// server.tick_rate; docs/replication.md).
 //
 //	maps_dir = ""                  # "" = the maps built into the binary
 //	friendly_fire = false
 //	auto_balance_teams = true
 //	respawn_seconds = 3.0
-//	lag_window_seconds = 1.0       # how far back shots are rewound, at most 10
-//	interp_delay_seconds = 0.0     # how far behind clients draw other players
 //
 //	[weapon]
 //	name = "rifle"
@@ -43,8 +43,6 @@ type Config struct {
 	FriendlyFire     bool    `toml:"friendly_fire"`
 	AutoBalanceTeams bool    `toml:"auto_balance_teams"`
 	RespawnSeconds   float64 `toml:"respawn_seconds"`
-	LagWindowSeconds float64 `toml:"lag_window_seconds"`
-	InterpDelay      float64 `toml:"interp_delay_seconds"`
 	Weapon           struct {
 		Name                string  `toml:"name"`
 		Damage              int     `toml:"damage"`
@@ -55,7 +53,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	c := Config{AutoBalanceTeams: true, RespawnSeconds: 3, LagWindowSeconds: 1}
+	c := Config{AutoBalanceTeams: true, RespawnSeconds: 3}
 	w := game.DefaultWeapon()
 	c.Weapon.Name, c.Weapon.Damage = w.Name, w.Damage
 	c.Weapon.FireIntervalSeconds, c.Weapon.Range = w.FireInterval.Seconds(), float64(w.Range)
@@ -96,10 +94,6 @@ func ParseConfig(data []byte, file string) (Config, error) {
 	switch {
 	case !inRange(c.RespawnSeconds, 0.001, 3600):
 		return c, bad("respawn_seconds", c.RespawnSeconds, "want 0.001..3600")
-	case !inRange(c.LagWindowSeconds, 0.001, 10):
-		return c, bad("lag_window_seconds", c.LagWindowSeconds, "want 0.001..10")
-	case !inRange(c.InterpDelay, 0, 1):
-		return c, bad("interp_delay_seconds", c.InterpDelay, "want 0..1")
 	case c.Weapon.Damage < 1 || c.Weapon.Damage > 10000:
 		return c, bad("weapon.damage", c.Weapon.Damage, "want 1..10000")
 	case !inRange(c.Weapon.FireIntervalSeconds, 0.001, 60):

@@ -19,9 +19,10 @@ import (
 // delivered to the module after the next step's inputs, as the real host
 // delivers them (late events, after the inbox).
 type fakeHost struct {
-	// Host is nil: what the module does not use (timers, KV, the entity
-	// API) panics if called.
+	// Host is nil: what the module does not use (timers, KV) panics if
+	// called. The entity API is fakeEntities (entities_test.go).
 	plugin.Host
+	entities *fakeEntities
 
 	tb      testing.TB
 	now     time.Time

@@ -195,5 +195,6 @@ func (s *sim) replay(inputs []wire.ClientInput) {
 	}
 	s.host.deliverLate(s.mod)
 	s.mod.OnTick(plugin.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
+	s.host.endTick()
 	s.ticks++
 }

@@ -1,6 +1,7 @@
 package deathmatch
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -20,6 +21,13 @@ const (
 	// TypeTeam (5 bytes): client u32, team u8 (1 red, 2 blue). Broadcast
 	// in TeamDeathmatch when a player joins a team or is moved to another.
 	TypeTeam wire.MessageType = 1302
+	// TypeMap (3..66 bytes): name str (u16 length, 1..64 bytes of UTF-8).
+	// The map the module plays: sent to every client when it is admitted
+	// and broadcast when the module loads the next map, before the
+	// PlayerRespawns there. The host announces a new map only with the
+	// MatchStart that ends its warmup; a predicting client needs the
+	// map's obstacles from the first respawn on.
+	TypeMap wire.MessageType = 1303
 )
 
 // Frag flags.
@@ -35,6 +43,8 @@ var schemas = []wire.Schema{
 		MinLen: 12, MaxLen: 12, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
 	{ID: TypeTeam, Name: "Team", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
 		MinLen: 5, MaxLen: 5, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+	{ID: TypeMap, Name: "Map", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
+		MinLen: 3, MaxLen: 2 + wire.MaxMapLen, StringFieldOffset: 0, RequiresAdmitted: true},
 }
 
 // Frag is the payload of TypeFrag.
@@ -95,6 +105,26 @@ func ParseTeam(p []byte) (client uint32, team uint8, err error) {
 	r := wire.NewReader(p)
 	client, team = r.U32(), r.U8()
 	return client, team, r.Finish()
+}
+
+// AppendMap appends the encoding of a TypeMap payload.
+func AppendMap(dst []byte, name string) []byte {
+	w := wire.NewWriter(dst)
+	w.Str(name)
+	return w.Bytes()
+}
+
+// ParseMap parses a TypeMap payload.
+func ParseMap(p []byte) (string, error) {
+	r := wire.NewReader(p)
+	name := r.Str()
+	if err := r.Finish(); err != nil {
+		return "", err
+	}
+	if !wire.ValidName([]byte(name), wire.MaxMapLen) {
+		return "", fmt.Errorf("deathmatch: Map: %q is not a valid map name", name)
+	}
+	return name, nil
 }
 
 // Schemas returns the module's message schemas: a client registers them

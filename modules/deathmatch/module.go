@@ -12,17 +12,22 @@
 // module reports each kill with Host.AddScore and follows OnMatchStart,
 // OnMatchEnd and OnMapChange, so nothing is announced twice. It sends
 // PlayerRespawn (built in) on every spawn, InputAck (built in) to every
-// client whose inputs it applied in a tick, and its own Frag, Hit and Team
-// messages (messages.go).
+// client whose inputs it applied in a tick, and its own Frag, Hit, Team and
+// Map messages (messages.go).
+//
+// The players' bodies are replicated entities of type PlayerEntityType
+// (body.go): spawned at a spawn, moved every tick from the authoritative
+// movement state, destroyed at a death or a departure, each client's
+// viewpoint for interest; PlayerRespawn carries the body's id. Shots are
+// stopped at the map's obstacles by the Game and then validated by the
+// host's lag compensation (Host.Raycast against the bodies' hitboxes,
+// rewound by half the shooter's ping).
 //
 // The rules live in modules/deathmatch/game, the maps in
-// modules/deathmatch/maps, the bots' brain in modules/deathmatch/bot; this
-// package only wires them to the SDK. ClientInput arrives through OnInput
-// (the manifest sets Inputs). Two seams are left for the SDK's entity API:
-// Replicator (the players' bodies as replicated entities; none by
-// default) and Options.Raycaster (shots validated by the host's lag
-// compensation, Host.Raycast; by default the module keeps its own history
-// of the players' boxes, game.LagComp, rewound by each shooter's ping).
+// modules/deathmatch/maps, the bots' brain in modules/deathmatch/bot and the
+// network bots in modules/deathmatch/netbot; this package only wires them
+// to the SDK. ClientInput arrives through OnInput (the manifest sets
+// Inputs). docs/deathmatch.md is the guide.
 package deathmatch
 
 import (
@@ -31,9 +36,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -46,42 +49,9 @@ const (
 	Version = "0.1.0"
 )
 
-// Replicator is the seam for entity replication: how the players' bodies
-// reach other clients. An implementation maps it onto the SDK's entity API
-// (a player entity type in Manifest.EntityTypes with a hitbox; Spawned:
-// Host.SpawnEntity owned by the client, or SetEntityPosition with teleport
-// on a respawn; Moved: SetEntityPosition and SetEntityFields; Removed:
-// DestroyEntity). With the entities in place, a Raycaster over
-// Host.Raycast (entity → client) can replace the module's own lag
-// compensation (Options.Raycaster). Calls are made on the game goroutine,
-// inside callbacks.
-type Replicator interface {
-	// Spawned: the player (re)spawned; it returns the id of the entity
-	// that represents the player, which PlayerRespawn carries (0: none).
-	// A respawn is a teleport: no interpolation across it.
-	Spawned(p game.PlayerView) (entity uint32)
-	// Moved: once per tick for every living player, after the inputs.
-	Moved(p game.PlayerView)
-	// Removed: the player died or left; its body is gone.
-	Removed(client uint32)
-}
-
-// noReplication is the Replicator until the SDK has entities.
-type noReplication struct{}
-
-func (noReplication) Spawned(game.PlayerView) uint32 { return 0 }
-func (noReplication) Moved(game.PlayerView)          {}
-func (noReplication) Removed(uint32)                 {}
-
-// Options are the seams a caller (a test, or the replication wiring) may
-// fill; the zero value is what New uses.
+// Options are what a caller (a test) may set; the zero value is what New
+// uses.
 type Options struct {
-	// Raycaster validates shots; nil means a game.LagComp over the
-	// module's own history of the players' boxes, rewound by each
-	// shooter's ping (Client.Ping) and Config.InterpDelay.
-	Raycaster game.Raycaster
-	// Replicator replicates the players; nil means none.
-	Replicator Replicator
 	// Seed of the spawn choices; 0 means one drawn from the clock at Load.
 	Seed uint64
 	// Config replaces the config file; nil means LoadConfig of the
@@ -98,8 +68,8 @@ type Module struct {
 	cfg     Config
 	catalog *maps.Catalog
 	game    *game.Game
-	lag     *game.LagComp // nil when Options.Raycaster is set
-	repl    Replicator
+	bodies  *bodies
+	rc      *hostRaycaster
 
 	ackDue  map[uint32]bool // clients whose state changed this tick
 	ackIDs  []uint32
@@ -126,8 +96,9 @@ func NewWith(o Options) *Module { return &Module{opts: o} }
 func (m *Module) Manifest() plugin.Manifest {
 	return plugin.Manifest{
 		Name: Name, Version: Version,
-		Messages: slices.Clone(schemas),
-		Inputs:   true,
+		Messages:    slices.Clone(schemas),
+		EntityTypes: []plugin.EntityType{PlayerType()},
+		Inputs:      true,
 		Commands: []plugin.CommandSpec{
 			{Name: "dm_status", Help: "deathmatch map, phase and players (team, health, kills, deaths, score)"},
 			{Name: "dm_maps", Help: "the deathmatch maps loaded and where from"},
@@ -163,24 +134,14 @@ func (m *Module) Load(h plugin.Host) error {
 		return err
 	}
 	cur, _ := m.catalog.Get(si.Map)
-	rc := m.opts.Raycaster
-	if rc == nil {
-		m.lag, err = game.NewLagComp(lagcomp.Config{Window: seconds(cfg.LagWindowSeconds), TickRate: si.TickRate}, m.ping)
-		if err != nil {
-			return err
-		}
-		m.lag.InterpDelay = seconds(cfg.InterpDelay)
-		rc = m.lag
-	}
-	m.repl = m.opts.Replicator
-	if m.repl == nil {
-		m.repl = noReplication{}
-	}
+	teams := si.Mode == wire.ModeTeamDeathmatch
+	m.bodies = newBodies(h, teams)
+	m.rc = &hostRaycaster{h: h, b: m.bodies}
 	seed := m.opts.Seed
 	if seed == 0 {
 		seed = uint64(h.Now().UnixNano())
 	}
-	m.game, err = game.New(cfg.gameConfig(si.TickRate, si.Mode == wire.ModeTeamDeathmatch, seed), cur, rc)
+	m.game, err = game.New(cfg.gameConfig(si.TickRate, teams, seed), cur, m.rc)
 	if err != nil {
 		return err
 	}
@@ -192,26 +153,22 @@ func (m *Module) Load(h plugin.Host) error {
 	}
 	m.ackDue = make(map[uint32]bool)
 	h.Log().Info("deathmatch loaded", "map", cur.Name, "maps", m.catalog.Origin(),
-		"teams", si.Mode == wire.ModeTeamDeathmatch, "friendly_fire", cfg.FriendlyFire)
+		"teams", teams, "friendly_fire", cfg.FriendlyFire)
 	return nil
-}
-
-// ping is a shooter's round trip as the server measures it.
-func (m *Module) ping(client uint32) time.Duration {
-	c, _ := m.h.Client(client)
-	return c.Ping
 }
 
 // Game is the module's game (for tests and tools; game goroutine only).
 func (m *Module) Game() *game.Game { return m.game }
 
-// OnAdmitted adds the client to the game; it spawns at the next tick. With
-// teams, everybody learns the newcomer's team and the newcomer everybody's.
+// OnAdmitted adds the client to the game; it spawns at the next tick. It
+// is told the map (Map); with teams, everybody learns the newcomer's team
+// and the newcomer everybody's.
 func (m *Module) OnAdmitted(c plugin.Client) {
 	if err := m.game.Join(c.ID); err != nil {
 		m.h.Fault(fmt.Errorf("join %d: %w", c.ID, err))
 		return
 	}
+	m.send(c.ID, TypeMap, AppendMap(m.buf[:0], m.game.Map().Name))
 	if !m.game.Config().Teams {
 		return
 	}
@@ -228,7 +185,7 @@ func (m *Module) OnAdmitted(c plugin.Client) {
 // OnLeft removes the client.
 func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 	m.game.Leave(c.ID)
-	m.repl.Removed(c.ID)
+	m.bodies.left(c.ID)
 	delete(m.ackDue, c.ID)
 }
 
@@ -263,7 +220,7 @@ func (m *Module) OnTick(plugin.Tick) {
 	m.players = m.game.AppendPlayers(m.players[:0])
 	for _, p := range m.players {
 		if p.Alive {
-			m.repl.Moved(p)
+			m.bodies.moved(p)
 		}
 	}
 }
@@ -272,7 +229,7 @@ func (m *Module) apply(e *game.Event) {
 	switch e.Kind {
 	case game.EventSpawn:
 		p, _ := m.game.Player(e.Player)
-		entity := m.repl.Spawned(p)
+		entity := m.bodies.spawned(p)
 		r := wire.PlayerRespawn{Client: e.Player, EntityID: entity, Position: e.Position, Yaw: e.Yaw}
 		m.broadcast(wire.TypePlayerRespawn, wire.AppendPlayerRespawn(m.buf[:0], &r))
 		m.ackDue[e.Player] = true
@@ -285,7 +242,7 @@ func (m *Module) apply(e *game.Event) {
 		}
 	case game.EventKill:
 		m.score(e)
-		m.repl.Removed(e.Player)
+		m.bodies.died(e.Player, e.Team)
 	case game.EventTeamChange:
 		m.broadcast(TypeTeam, AppendTeam(m.buf[:0], e.Player, e.Team))
 	}
@@ -353,8 +310,9 @@ func (m *Module) OnMatchStart(ms wire.MatchStart) { m.game.StartRound(ms) }
 // OnMatchEnd stops scoring until the next round.
 func (m *Module) OnMatchEnd(wire.MatchEnd) { m.game.EndMatch() }
 
-// OnMapChange loads the rotation's next map. A map the module does not have
-// is a fault, and play goes on on the current one.
+// OnMapChange loads the rotation's next map and tells everybody (Map). A
+// map the module does not have is a fault, and play goes on on the current
+// one.
 func (m *Module) OnMapChange(name string, _ int) {
 	next, ok := m.catalog.Get(name)
 	if !ok {
@@ -363,7 +321,9 @@ func (m *Module) OnMapChange(name string, _ int) {
 	}
 	if err := m.game.ChangeMap(next); err != nil {
 		m.h.Fault(err)
+		return
 	}
+	m.broadcast(TypeMap, AppendMap(m.buf[:0], name))
 }
 
 // Command runs the module's console commands.
@@ -429,8 +389,6 @@ func (m *Module) status() string {
 	}
 	fmt.Fprintf(&b, "inputs refused: %d stale, %d surplus, %d invalid, %d unknown player",
 		m.refused.stale, m.refused.flood, m.refused.invalid, m.refused.unknown)
-	if m.lag != nil {
-		fmt.Fprintf(&b, "; shots beyond the lag window: %d", m.lag.Refused())
-	}
+	fmt.Fprintf(&b, "\nbodies %d; shots refused by lag compensation: %d", m.bodies.len(), m.rc.refused)
 	return b.String()
 }

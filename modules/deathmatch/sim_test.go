@@ -186,6 +186,7 @@ func (s *sim) step() {
 	}
 	s.host.deliverLate(s.mod)
 	s.mod.OnTick(plugin.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
+	s.host.endTick()
 	s.ticks++
 }
 
