@@ -65,10 +65,13 @@ type Server struct {
 	cmds  *admin.Registry
 	mods  *module.Manager
 	world *replicate.Replicator
-	bans  *bans.Store
-	sock  *admin.SocketServer
-	disc  *discovery.Responder
-	start time.Time
+	// scores is the scoreboard waiting for the end of the tick (game thread).
+	scores      []byte
+	scoresDirty bool
+	bans        *bans.Store
+	sock        *admin.SocketServer
+	disc        *discovery.Responder
+	start       time.Time
 
 	events   chan event
 	requests chan adminRequest
@@ -370,6 +373,7 @@ func (s *Server) step(t tick.Tick) {
 	s.world.BeginTick(at)
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
 	s.world.Tick(at)
+	s.flushScores()
 	s.publishView(t.Now)
 }
 
@@ -463,6 +467,7 @@ func (s *Server) discoveryInfo() discovery.Info {
 type announcer struct{ s *Server }
 
 func (a announcer) MatchStart(m wire.MatchStart) {
+	a.s.flushScores()
 	a.s.log.Info("match start", "map", m.Map, "round", m.Round)
 	a.s.broadcast(wire.TypeMatchStart, wire.AppendMatchStart(nil, &m))
 	if a.s.mods != nil {
@@ -471,6 +476,7 @@ func (a announcer) MatchStart(m wire.MatchStart) {
 }
 
 func (a announcer) MatchEnd(m wire.MatchEnd) {
+	a.s.flushScores()
 	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
 	a.s.broadcast(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &m))
 	if a.s.mods != nil {
@@ -478,8 +484,21 @@ func (a announcer) MatchEnd(m wire.MatchEnd) {
 	}
 }
 
+// ScoreUpdate keeps the newest scoreboard; flushScores sends it once at the
+// end of the tick (or before a MatchStart or MatchEnd, which must follow the
+// scores they close): a tick with several score changes (a kill is two: the
+// victim's death and the killer's point) costs one broadcast, not one each.
 func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
-	a.s.broadcast(wire.TypeScoreUpdate, wire.AppendScoreUpdate(nil, &m))
+	a.s.scores = wire.AppendScoreUpdate(a.s.scores[:0], &m)
+	a.s.scoresDirty = true
+}
+
+// flushScores broadcasts the pending scoreboard, if any.
+func (s *Server) flushScores() {
+	if s.scoresDirty {
+		s.scoresDirty = false
+		s.broadcast(wire.TypeScoreUpdate, s.scores)
+	}
 }
 
 func (a announcer) MapChanged(name string, index int) {
