@@ -410,7 +410,7 @@ const maxBacklog = 1 << 16
 // minHardGrace is the least time a handler that started before the soft
 // deadline gets to finish: scheduler and GC pauses on a busy machine must not
 // turn an ordinary handler into a fault at high tick rates.
-const minHardGrace = 5 * time.Millisecond
+const minHardGrace = 20 * time.Millisecond
 
 func (m *Module) skipped(n int, what string) {
 	if n > 0 {
