@@ -59,7 +59,9 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	if _, ok := m.(InputHandler); man.Inputs && !ok {
 		return nil, errors.New("manifest: Inputs is set but the module has no OnInput method (plugin.InputHandler)")
 	}
-	r := &runtime{mod: m, manifest: man, log: log, reg: reg, clients: make(map[uint32]*Client)}
+	// Every record names the module: the server files it under that name
+	// even before it has the manifest.
+	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*Client)}
 	r.ents.types = types
 	return r, nil
 }

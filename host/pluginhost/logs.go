@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,19 +21,23 @@ import (
 // go-plugin's own chatter (starting, handshake, process exited) goes to
 // Debug: the manager logs crashes and restarts itself.
 type logBridge struct {
-	log     atomic.Pointer[slog.Logger]
+	base    *slog.Logger
+	name    atomic.Pointer[string] // the module's name (its source until Init answers)
 	mu      sync.Mutex
 	buf     []byte
 	inPanic bool // the plugin printed a panic: the trace lines follow
 }
 
-func newLogBridge(l *slog.Logger) *logBridge {
-	b := &logBridge{}
-	b.log.Store(l)
+func newLogBridge(base *slog.Logger, name string) *logBridge {
+	b := &logBridge{base: base}
+	b.setName(name)
 	return b
 }
 
-func (b *logBridge) setLogger(l *slog.Logger) { b.log.Store(l) }
+func (b *logBridge) setName(name string) { b.name.Store(&name) }
+
+// log returns the server's logger with the module's current name.
+func (b *logBridge) log() *slog.Logger { return b.base.With("module", *b.name.Load()) }
 
 // hclog returns the logger to hand go-plugin.
 func (b *logBridge) hclog() hclog.Logger {
@@ -61,7 +67,7 @@ func (b *logBridge) Write(p []byte) (int, error) {
 func (b *logBridge) emit(line []byte) {
 	var rec map[string]any
 	if err := json.Unmarshal(line, &rec); err != nil {
-		b.log.Load().Debug(string(line))
+		b.log().Debug(string(line))
 		return
 	}
 	msg, _ := rec["@message"].(string)
@@ -80,18 +86,24 @@ func (b *logBridge) emit(line []byte) {
 	} else if lvl == "error" && msg != "plugin process exited" {
 		level = slog.LevelWarn
 	}
-	attrs := make([]any, 0, 2*len(rec))
-	for k, v := range rec {
+	// The SDK names the module in every record (it knows the name before
+	// the server does, during Init); other lines carry the current name.
+	name := *b.name.Load()
+	if v, ok := rec["module"].(string); ok && fromPlugin && v != "" {
+		name = v
+	}
+	attrs := []any{"module", name}
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
 		switch k {
-		case "@message", "@level", "@module", "@timestamp", "timestamp", "@caller":
+		case "@message", "@level", "@module", "@timestamp", "timestamp", "@caller", "module":
 			continue
 		}
-		attrs = append(attrs, k, v)
+		attrs = append(attrs, k, rec[k])
 	}
 	if !fromPlugin {
 		attrs = append(attrs, "source", "go-plugin")
 	}
-	b.log.Load().Log(context.Background(), level, msg, attrs...)
+	b.base.Log(context.Background(), level, msg, attrs...)
 }
 
 func levelOf(s string) slog.Level {
@@ -129,11 +141,11 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.b.log.Load().Info(string(l.buf[:i]), "stream", l.stream)
+		l.b.log().Info(string(l.buf[:i]), "stream", l.stream)
 		l.buf = l.buf[i+1:]
 	}
 	if len(l.buf) > 64<<10 {
-		l.b.log.Load().Info(string(l.buf), "stream", l.stream)
+		l.b.log().Info(string(l.buf), "stream", l.stream)
 		l.buf = l.buf[:0]
 	}
 	return len(p), nil

@@ -147,7 +147,7 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		return module.Manifest{}, fmt.Errorf("checksum mismatch: config expects sha256 %s, the file has %s; deploy the intended build or update [modules.sha256]",
 			want, m.hash)
 	}
-	m.logs = newLogBridge(m.cfg.Log.With("module", m.cfg.Source))
+	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source)
 	m.tail = newTailWriter(64)
 	m.cmd = exec.Command(path, m.cfg.Args...)
 	m.cmd.SysProcAttr = sysProcAttr()
@@ -168,7 +168,7 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		m.kill()
 		return module.Manifest{}, err
 	}
-	m.logs.setLogger(m.cfg.Log.With("module", man.Name))
+	m.logs.setName(man.Name)
 	return man, nil
 }
 
