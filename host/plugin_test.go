@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,8 @@ func TestPluginEndToEnd(t *testing.T) {
 		return err == nil && out == "shouts 1, players 2"
 	})
 	out, err := srv.Exec("module info greeter")
-	if err != nil || !strings.Contains(out, "kind plugin") || !strings.Contains(out, "version 1.0.0") || !strings.Contains(out, "message types [UserDefined(1000) UserDefined(1001)]") {
+	if err != nil || !strings.Contains(out, "kind plugin") || !strings.Contains(out, "version 1.0.0") || !strings.Contains(out, "message types [UserDefined(1000) UserDefined(1001)]") ||
+		!regexp.MustCompile(`\nprocess [1-9][0-9]*\n`).MatchString(out) {
 		t.Fatalf("module info: %q %v", out, err)
 	}
 }

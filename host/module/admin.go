@@ -115,6 +115,9 @@ func (m *Manager) infoText(name string) (string, error) {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "name %s\nversion %s\nkind %s\nsource %s\nstate %s\ncode hash %s\n", st.Name, st.Version, st.Kind, st.Source, m.stateText(st), st.Hash)
+		if st.PID != 0 {
+			fmt.Fprintf(&b, "process %d\n", st.PID)
+		}
 		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d\nfaults %d\nrestarts %d", st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults, st.Restarts)
 		if st.LastError != "" {
 			fmt.Fprintf(&b, "\nlast error %s", st.LastError)

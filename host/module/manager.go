@@ -689,6 +689,14 @@ type Status struct {
 	NextRestart time.Time
 	// Events are the module's last lifecycle events, oldest first.
 	Events []LifecycleEvent
+	// PID is the process of a module that runs in its own (a Go plugin;
+	// attach a debugger to it), 0 otherwise.
+	PID int
+}
+
+// Process is the optional capability of a module that runs as a process.
+type Process interface {
+	Pid() int
 }
 
 // Modules lists the loaded (and failed) modules in load order.
@@ -701,6 +709,9 @@ func (m *Manager) Modules() []Status {
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
+		}
+		if p, ok := inst.mod.(Process); ok {
+			st.PID = p.Pid()
 		}
 		for _, s := range inst.manifest.Messages {
 			st.Types = append(st.Types, s.ID)
