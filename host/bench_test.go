@@ -20,33 +20,9 @@ import (
 // The server ticks at 1000 Hz so that tick waits do not dominate; 128
 // messages are kept in flight.
 
-var (
-	benchReq = wire.Schema{ID: 1200, Name: "req", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 8, MaxLen: 8}
-	benchRep = wire.Schema{ID: 1201, Name: "rep", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 8, MaxLen: 8}
-)
+var benchReq, benchRep = testplugin.EchoReq, testplugin.EchoRep
 
-func goEcho() module.Spec {
-	req, rep := benchReq, benchRep
-	req.StringFieldOffset, rep.StringFieldOffset = wire.NoStringFields, wire.NoStringFields
-	req.RequiresAdmitted = true
-	buf := make([]byte, 0, 8)
-	f := &module.Funcs{
-		Manifest: module.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{req, rep}},
-		OnEvent: func(h module.Host, ev *module.Event) {
-			if ev.Kind != module.EventMessage {
-				return
-			}
-			r := wire.NewReader(ev.Payload)
-			a, b := r.U32(), r.U32()
-			if r.HasError() {
-				return
-			}
-			buf = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(buf[:0], a), b)
-			h.Send(ev.Client, 1201, buf)
-		},
-	}
-	return module.Spec{Source: "go:echo2", Kind: "go", New: func() (module.Module, error) { return f, nil }}
-}
+func goEcho() module.Spec { return testplugin.GoEcho() }
 
 func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 	srv, _ := startHost(b, func(c *config.Config) {
@@ -58,7 +34,6 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 	}, spec...)
 	reg := wire.NewRegistry()
 	for _, s := range []wire.Schema{benchReq, benchRep} {
-		s.StringFieldOffset, s.RequiresAdmitted = wire.NoStringFields, true
 		if err := reg.Register("bench", s); err != nil {
 			b.Fatal(err)
 		}

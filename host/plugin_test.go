@@ -27,7 +27,6 @@ func faultyRegistry() *wire.Registry {
 	reg.Register("faulty", wire.Schema{ID: 1100, Name: "Ctl", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true})
 	reg.Register("faulty", wire.Schema{ID: 1101, Name: "Echo", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true})
 	for _, s := range []wire.Schema{benchReq, benchRep} {
-		s.StringFieldOffset, s.RequiresAdmitted = wire.NoStringFields, true
 		reg.Register("echo2", s)
 	}
 	return reg

@@ -21,11 +21,6 @@ import (
 // to the transport. The transport is a counter (the UDP path is measured
 // by the host benchmarks); everything between is the real code.
 
-var (
-	req = wire.Schema{ID: 1200, Name: "req", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
-	rep = wire.Schema{ID: 1201, Name: "rep", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
-)
-
 // countingTransport is the network side of the manager: it keeps the
 // handlers the manager installs and counts what the module sends.
 type countingTransport struct {
@@ -48,26 +43,6 @@ func (t *countingTransport) ClientStats(uint32) (netstack.Stats, bool)        { 
 func (t *countingTransport) ChannelBinding(uint32) ([32]byte, bool)           { return [32]byte{}, true }
 func (t *countingTransport) Registry() *wire.Registry                         { return t.reg }
 func (t *countingTransport) Counters() *netstack.Counters                     { return &t.ctr }
-
-func goEchoSpec() module.Spec {
-	buf := make([]byte, 0, 8)
-	f := &module.Funcs{
-		Manifest: module.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{req, rep}},
-		OnEvent: func(h module.Host, ev *module.Event) {
-			if ev.Kind != module.EventMessage {
-				return
-			}
-			r := wire.NewReader(ev.Payload)
-			a, b := r.U32(), r.U32()
-			if r.HasError() {
-				return
-			}
-			buf = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(buf[:0], a), b)
-			h.Send(ev.Client, 1201, buf)
-		},
-	}
-	return module.Spec{Source: "go:echo2", Kind: "go", New: func() (module.Module, error) { return f, nil }}
-}
 
 func pluginEchoSpec(b *testing.B) module.Spec {
 	path := testplugin.Build(b, "./host/testdata/plugins/echo2")
@@ -114,7 +89,7 @@ func benchPath(b *testing.B, spec module.Spec, batch int) {
 }
 
 // BenchmarkPathGo: inbox → in-process Go handler → Send, 1000 messages a tick.
-func BenchmarkPathGo(b *testing.B) { benchPath(b, goEchoSpec(), 1000) }
+func BenchmarkPathGo(b *testing.B) { benchPath(b, testplugin.GoEcho(), 1000) }
 
 // BenchmarkPathPlugin: inbox → one batch RPC a tick → plugin handler →
 // actions → Send, 1000 messages a tick.

@@ -12,12 +12,17 @@ import (
 )
 
 func serverToPB(s module.ServerInfo) *pluginv1.ServerInfo {
-	return &pluginv1.ServerInfo{
-		Name: s.Name, Map: s.Map, Mode: uint32(s.Mode), MatchState: uint32(s.MatchState),
-		TickRate: int32(s.TickRate), Tick: s.Tick, Players: int32(s.Players), MaxPlayers: int32(s.MaxPlayers),
-		DataDir: s.DataDir, ModulesDir: s.ModulesDir,
-		ReplicationRate: int32(s.ReplicationRate), LagWindowNs: int64(s.LagWindow),
-	}
+	p := &pluginv1.ServerInfo{}
+	fillServer(p, s)
+	return p
+}
+
+// fillServer writes s into p (the Step request reuses one p every tick).
+func fillServer(p *pluginv1.ServerInfo, s module.ServerInfo) {
+	p.Name, p.Map, p.Mode, p.MatchState = s.Name, s.Map, uint32(s.Mode), uint32(s.MatchState)
+	p.TickRate, p.Tick, p.Players, p.MaxPlayers = int32(s.TickRate), s.Tick, int32(s.Players), int32(s.MaxPlayers)
+	p.DataDir, p.ModulesDir = s.DataDir, s.ModulesDir
+	p.ReplicationRate, p.LagWindowNs = int32(s.ReplicationRate), int64(s.LagWindow)
 }
 
 func clientToPB(c module.ClientInfo) *pluginv1.ClientInfo {

@@ -221,7 +221,10 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	req.Tick, req.DtNs, req.NowUnixNs = t.Number, int64(t.DT), t.Now.UnixNano()
 	deadline := time.Now().Add(m.cfg.TickDeadline)
 	req.DeadlineUnixNs = deadline.UnixNano()
-	req.Server = serverToPB(m.host.Server())
+	if req.Server == nil {
+		req.Server = &pluginv1.ServerInfo{}
+	}
+	fillServer(req.Server, m.host.Server())
 	req.Events = m.events(events)
 	req.Pings = req.Pings[:0]
 	if t.Now.Sub(m.lastPing) >= pingEvery {

@@ -82,8 +82,13 @@ type Module struct {
 	saveEvery      uint64
 	ticks          uint64
 	refusedUploads uint64
-	buf            []byte
-	audience       []world.ID
+	repl           struct { // replicate's reusable messages
+		appear    mmoproto.Appear
+		positions mmoproto.Positions
+		disappear mmoproto.Disappear
+	}
+	buf      []byte
+	audience []world.ID
 }
 
 // request is one client request waiting for its turn.
@@ -358,8 +363,6 @@ func (m *Module) storeError(s *session, id uint32, err error) {
 		code = mmoproto.NotYourCharacter
 	default:
 		m.h.Log().Error("mmo database", "err", err)
-		m.fail(s.client.ID, id, code, "")
-		return
 	}
 	m.fail(s.client.ID, id, code, "")
 }
@@ -604,35 +607,38 @@ func (m *Module) replicate(d *world.Delta) {
 	tick := uint32(m.w.Tick())
 	to := s.client.ID
 	const room = mmoproto.RecommendedMaxPayload - 6
+	// The three messages are reused for every observer (send encodes at once).
+	ap, ps, dis := &m.repl.appear, &m.repl.positions, &m.repl.disappear
 	for rest := d.Appear; len(rest) > 0; {
-		msg := &mmoproto.Appear{Tick: tick}
+		ap.Tick, ap.Entries = tick, ap.Entries[:0]
 		size := 0
-		for len(rest) > 0 && (len(msg.Entries) == 0 || size+14+len(rest[0].Name) <= room) {
+		for len(rest) > 0 && (len(ap.Entries) == 0 || size+14+len(rest[0].Name) <= room) {
 			a := rest[0]
-			msg.Entries = append(msg.Entries, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
+			ap.Entries = append(ap.Entries, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
 			size += 14 + len(a.Name)
 			rest = rest[1:]
 		}
-		m.send(to, msg)
+		m.send(to, ap)
 	}
 	for rest := d.Update; len(rest) > 0; {
 		n := min(len(rest), room/12)
-		msg := &mmoproto.Positions{Tick: tick, Entries: make([]mmoproto.Position, n)}
-		for i, u := range rest[:n] {
-			msg.Entries[i] = mmoproto.Position{ID: uint32(u.ID), X: float32(u.X), Y: float32(u.Y)}
+		ps.Tick, ps.Entries = tick, ps.Entries[:0]
+		for _, u := range rest[:n] {
+			ps.Entries = append(ps.Entries, mmoproto.Position{ID: uint32(u.ID), X: float32(u.X), Y: float32(u.Y)})
 		}
-		m.send(to, msg)
+		m.send(to, ps)
 		rest = rest[n:]
 	}
 	for rest := d.Disappear; len(rest) > 0; {
 		n := min(len(rest), room/4)
-		msg := &mmoproto.Disappear{Tick: tick, IDs: make([]uint32, n)}
-		for i, id := range rest[:n] {
-			msg.IDs[i] = uint32(id)
+		dis.Tick, dis.IDs = tick, dis.IDs[:0]
+		for _, id := range rest[:n] {
+			dis.IDs = append(dis.IDs, uint32(id))
 		}
-		m.send(to, msg)
+		m.send(to, dis)
 		rest = rest[n:]
 	}
+	clear(ap.Entries[:cap(ap.Entries)]) // drop the names
 }
 
 // saveAll writes every character's position in one transaction.

@@ -97,6 +97,8 @@ func (s *Session) Handle(m netstack.Message) bool {
 		}
 		return true
 	}
+	// Event lines are emitted with s.mu held: the callback must not call
+	// back into the session.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -105,7 +107,7 @@ func (s *Session) Handle(m netstack.Message) bool {
 		for _, a := range r.Entries {
 			s.known[a.ID] = &Character{ID: a.ID, Name: a.Name, X: a.X, Y: a.Y, moved: now}
 			if a.ID != s.self {
-				s.emitLocked("mmo %s appeared at %.1f,%.1f", a.Name, a.X, a.Y)
+				s.emit("mmo %s appeared at %.1f,%.1f", a.Name, a.X, a.Y)
 			}
 		}
 	case *mmoproto.Positions:
@@ -117,7 +119,7 @@ func (s *Session) Handle(m netstack.Message) bool {
 			if !c.moving || now.Sub(c.moved) > stillAfter {
 				c.moving = true
 				if p.ID != s.self {
-					s.emitLocked("mmo %s moving from %.1f,%.1f", c.Name, c.X, c.Y)
+					s.emit("mmo %s moving from %.1f,%.1f", c.Name, c.X, c.Y)
 				}
 			}
 			c.X, c.Y, c.moved = p.X, p.Y, now
@@ -125,22 +127,19 @@ func (s *Session) Handle(m netstack.Message) bool {
 	case *mmoproto.Disappear:
 		for _, id := range r.IDs {
 			if c := s.known[id]; c != nil && id != s.self {
-				s.emitLocked("mmo %s disappeared", c.Name)
+				s.emit("mmo %s disappeared", c.Name)
 			}
 			delete(s.known, id)
 		}
 	case *mmoproto.Greeting:
-		s.emitLocked("mmo greeting: %s greets %s", r.FromName, r.ToName)
+		s.emit("mmo greeting: %s greets %s", r.FromName, r.ToName)
 	case *mmoproto.LoggedOut:
 		s.account, s.self, s.selfNm = "", 0, ""
 		clear(s.known)
-		s.emitLocked("mmo logged out: %s (%s)", r.Reason, r.Detail)
+		s.emit("mmo logged out: %s (%s)", r.Reason, r.Detail)
 	}
 	return true
 }
-
-// emitLocked emits with s.mu held (the event callback must not call back).
-func (s *Session) emitLocked(format string, args ...any) { s.emit(format, args...) }
 
 // replyID returns the request id of a reply message.
 func replyID(m mmoproto.Message) (uint32, bool) {
