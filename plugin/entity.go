@@ -7,10 +7,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Entities on the plugin side. The SDK keeps what it needs to answer every

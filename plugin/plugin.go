@@ -31,8 +31,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Module is what a plugin implements. Embed Base to get no-op defaults and

@@ -1,6 +1,6 @@
 // Package predict owns client-side prediction and reconciliation for the
 // local player: every input is numbered, simulated at once with the same
-// movement code the server runs (host/movement) and kept until the server
+// movement code the server runs (sim/movement) and kept until the server
 // acknowledges it; on InputAck the Predictor drops the acknowledged inputs,
 // snaps to the server's authoritative state and replays the rest on top.
 //

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Defaults and bounds of Config.

@@ -15,11 +15,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN] [--data-dir DIR]

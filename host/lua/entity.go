@@ -5,9 +5,9 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Entities and input: spark.entity_type (top level), spark.entity_spawn,

@@ -3,12 +3,12 @@ package pluginhost
 import (
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 func serverToPB(s module.ServerInfo) *pluginv1.ServerInfo {

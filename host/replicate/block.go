@@ -3,7 +3,7 @@ package replicate
 import (
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Block is a module instance's block of entity ids: 1..255. Block b owns the

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // msg is one message the fake transport carried.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Lag compensation. Each block whose module declared a type with a Box has

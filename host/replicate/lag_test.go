@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // A target runs along +X at 30 units/s; the shooter, with 200 ms RTT,

@@ -6,8 +6,8 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // EntityType is a replicated entity type a module declares: its fields (as

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // PlayerEntityType is the id of the replicated entity type of the players'
@@ -47,7 +47,7 @@ const (
 )
 
 // PlayerBox is the hitbox of a body relative to its position: the standing
-// player box of host/movement's default Params. Crouching does not shrink
+// player box of sim/movement's default Params. Crouching does not shrink
 // it (an entity type has one box).
 var PlayerBox = lagcomp.AABB{
 	Min: wire.Vec3{X: -movement.DefaultHalfWidth, Y: 0, Z: -movement.DefaultHalfWidth},

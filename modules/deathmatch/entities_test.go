@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // fakeEntities is the SDK's entity API as the fake host offers it: the

@@ -7,12 +7,12 @@ import (
 
 	"github.com/sparkhost/sparkhost/client/predict"
 	"github.com/sparkhost/sparkhost/host/match"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/bot"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // sim plays a match in process: the module on a fake host driven by the

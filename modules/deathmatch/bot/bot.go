@@ -20,10 +20,10 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Defaults of Config.

@@ -3,8 +3,8 @@ package game
 import (
 	"math"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // EyeBelowTop is how far below the top of the player's box the eye is, in
@@ -23,7 +23,7 @@ func Eye(s movement.State, p movement.Params) wire.Vec3 {
 }
 
 // AimDirection returns the unit vector a player looking at yaw and pitch (in
-// degrees) faces: yaw 0 is +Z, yaw 90 is +X (host/movement's convention),
+// degrees) faces: yaw 0 is +Z, yaw 90 is +X (sim/movement's convention),
 // positive pitch looks up.
 func AimDirection(yaw, pitch float32) wire.Vec3 {
 	y, p := float64(yaw)*math.Pi/180, float64(pitch)*math.Pi/180

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/movement"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Defaults of Config.
@@ -64,7 +64,7 @@ type Config struct {
 	MaxHealth int
 	// Weapon everybody carries; the zero value means DefaultWeapon().
 	Weapon Weapon
-	// Movement constants; zero fields mean host/movement's defaults, and
+	// Movement constants; zero fields mean sim/movement's defaults, and
 	// TickRate is forced to this Config's TickRate.
 	Movement movement.Params
 	// Seed of the spawn choice among equally good points.

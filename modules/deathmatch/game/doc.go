@@ -1,5 +1,5 @@
 // Package game owns the deathmatch rules as pure logic on a tick clock:
-// players and teams, movement through host/movement on the map's obstacles,
+// players and teams, movement through sim/movement on the map's obstacles,
 // hitscan fire validated by a Raycaster, health, damage, kills, deaths and
 // score, respawn after a delay at the spawn point farthest from enemies,
 // friendly fire and team auto-balance.

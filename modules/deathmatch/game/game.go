@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Errors of Join and Input; match them with errors.Is.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 func TestConfig(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // duel is an open 40×40 floor with a wall at z 8..12 and two spawns facing

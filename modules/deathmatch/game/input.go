@@ -3,8 +3,8 @@ package game
 import (
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Input applies one ClientInput of a player: it moves the player by one

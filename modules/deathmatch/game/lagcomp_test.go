@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 func lagcompConfig() lagcomp.Config { return lagcomp.Config{} }

@@ -3,8 +3,8 @@ package game
 import (
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Raycaster validates a hitscan shot: the first player other than the
@@ -12,7 +12,7 @@ import (
 // maxDist, as the shooter saw the world (lag-compensated), and where.
 // The Game has already stopped the ray at the map's obstacles, so maxDist
 // never reaches through a wall. The host's lag compensation implements it
-// for the module; LagComp implements it over a host/lagcomp History that
+// for the module; LagComp implements it over a sim/lagcomp History that
 // the Game records itself.
 type Raycaster interface {
 	Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (victim uint32, point wire.Vec3, ok bool)
@@ -32,7 +32,7 @@ type Resetter interface {
 	Reset()
 }
 
-// LagComp is a Raycaster and Recorder over a host/lagcomp History: shots
+// LagComp is a Raycaster and Recorder over a sim/lagcomp History: shots
 // are traced against the boxes rewound to lagcomp.RewindTime(newest, RTT)
 // minus InterpDelay, where newest is the last Record's time — the latest
 // world the shooter can have seen.

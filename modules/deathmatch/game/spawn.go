@@ -3,7 +3,7 @@ package game
 import (
 	"math"
 
-	"github.com/sparkhost/sparkhost/host/movement"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // spawn puts p back in play at the best spawn point for it.

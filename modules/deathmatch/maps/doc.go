@@ -22,7 +22,7 @@
 //	[[waypoint]]                    # optional places bots walk between
 //	position = [-8, 0, -8]          # (the spawns are waypoints too)
 //
-// Units and conventions are host/movement's. Loading is strict, and the first
+// Units and conventions are sim/movement's. Loading is strict, and the first
 // problem is one line naming the file and the reason, for example
 //
 //	maps/arena.toml: spawn 3 at (1, 0, 2): the player box overlaps obstacle 2 [(0, 0, 0)..(4, 2, 4)]

@@ -3,9 +3,9 @@ package maps
 import (
 	"math"
 
-	"github.com/sparkhost/sparkhost/host/lagcomp"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/lagcomp"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // Limits of a map file.

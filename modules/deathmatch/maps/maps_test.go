@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // minimal is a valid map file that the table below breaks one way at a time.

@@ -30,12 +30,12 @@ import (
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/client/predict"
-	"github.com/sparkhost/sparkhost/host/movement"
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/bot"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 // DefaultAimError is Config.AimError's default, in degrees.
