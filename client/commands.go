@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // DefaultWaitTimeout is how long wait waits when no TIMEOUT is given.
@@ -50,15 +51,15 @@ func cmdSay(c *Console, args []string) error {
 		return usageError("say TEXT...")
 	}
 	text := strings.Join(args, " ")
-	if !wire.ValidChatText([]byte(text)) {
-		return fmt.Errorf("say: chat text must be 1..%d bytes without control characters", wire.MaxChatTextLen)
+	if !gamemsg.ValidChatText([]byte(text)) {
+		return fmt.Errorf("say: chat text must be 1..%d bytes without control characters", gamemsg.MaxChatTextLen)
 	}
 	conn, err := c.current("say")
 	if err != nil {
 		return err
 	}
-	payload := wire.AppendChatMessage(nil, &wire.ChatMessage{Text: text})
-	if err := conn.client.Send(wire.TypeChatMessage, wire.Reliable, payload); err != nil {
+	payload := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: text})
+	if err := conn.client.Send(gamemsg.TypeChatMessage, wire.Reliable, payload); err != nil {
 		return fmt.Errorf("say: %w", err)
 	}
 	c.println("said: " + text)

@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // KnownHostsFile is the name of the known_hosts file in Config.DataDir.
@@ -54,8 +55,8 @@ func cmdConnect(c *Console, args []string) error {
 	if err := c.beginDial(); err != nil {
 		return err
 	}
-	cl, err := netstack.Dial(ctx, cfg)
-	return c.endDial(cl, err, addr.String(), name)
+	cl, gs, err := Dial(ctx, cfg)
+	return c.endDial(cl, gs, err, addr.String(), name)
 }
 
 // beginDial claims the console's one connection for a dial and makes wait
@@ -78,7 +79,7 @@ func (c *Console) beginDial() error {
 
 // endDial publishes a new connection and starts its receive goroutine, or
 // explains why the dial failed.
-func (c *Console) endDial(cl *netstack.Client, err error, server, name string) error {
+func (c *Console) endDial(cl *netstack.Client, gs gamemsg.GameStateSync, err error, server, name string) error {
 	c.mu.Lock()
 	c.dialing = false
 	if err != nil {
@@ -95,7 +96,7 @@ func (c *Console) endDial(cl *netstack.Client, err error, server, name string) e
 	c.Printf("connected to %s as %s (id %d)", server, name, cl.ID())
 	// Printed here rather than by the receive goroutine, so that a script sees
 	// it before the next command's output.
-	c.Printf("%s", serverLine(cl.GameState()))
+	c.Printf("%s", serverLine(gs))
 	c.mu.Unlock()
 	go c.receive(conn)
 	return nil

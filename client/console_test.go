@@ -15,6 +15,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestClientChatByPin(t *testing.T) {
@@ -177,12 +178,12 @@ func TestClientMatchEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send(wire.TypeMatchStart, wire.AppendMatchStart(nil, &wire.MatchStart{Map: "dust", Mode: wire.ModeDeathmatch, Round: 2}))
-	send(wire.TypePlayerRespawn, wire.AppendPlayerRespawn(nil, &wire.PlayerRespawn{Client: id, EntityID: 7, Position: wire.Vec3{X: 1, Y: 2.5, Z: -3}, Yaw: 90}))
-	send(wire.TypeScoreUpdate, wire.AppendScoreUpdate(nil, &wire.ScoreUpdate{Scores: []wire.ScoreEntry{{Client: 1, Score: 10}, {Client: 2, Score: -1}}}))
-	send(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &wire.MatchEnd{Reason: wire.MatchEndScore, Winner: 1, WinnerScore: 10}))
-	send(wire.TypeGameStateSync, wire.AppendGameStateSync(nil, &wire.GameStateSync{ClientID: id, TickRate: 30, ReplicationRate: 10,
-		ServerName: "renamed", MOTD: "new motd", Mode: wire.ModeCustom}))
+	send(gamemsg.TypeMatchStart, gamemsg.AppendMatchStart(nil, &gamemsg.MatchStart{Map: "dust", Mode: gamemsg.ModeDeathmatch, Round: 2}))
+	send(gamemsg.TypePlayerRespawn, gamemsg.AppendPlayerRespawn(nil, &gamemsg.PlayerRespawn{Client: id, EntityID: 7, Position: wire.Vec3{X: 1, Y: 2.5, Z: -3}, Yaw: 90}))
+	send(gamemsg.TypeScoreUpdate, gamemsg.AppendScoreUpdate(nil, &gamemsg.ScoreUpdate{Scores: []gamemsg.ScoreEntry{{Client: 1, Score: 10}, {Client: 2, Score: -1}}}))
+	send(gamemsg.TypeMatchEnd, gamemsg.AppendMatchEnd(nil, &gamemsg.MatchEnd{Reason: gamemsg.MatchEndScore, Winner: 1, WinnerScore: 10}))
+	send(gamemsg.TypeGameStateSync, gamemsg.AppendGameStateSync(nil, &gamemsg.GameStateSync{ClientID: id, TickRate: 30, ReplicationRate: 10,
+		ServerName: "renamed", MOTD: "new motd", Mode: gamemsg.ModeCustom}))
 	lines := []string{
 		"server: testsrv — hello",
 		"match start: dust mode Deathmatch round 2",
@@ -200,7 +201,7 @@ func TestClientRegisterAndOnMessage(t *testing.T) {
 	const typeEcho = wire.FirstUserDefined
 	schema := wire.Schema{ID: typeEcho, Name: "Echo", Direction: wire.BothDirections, Channel: wire.Reliable,
 		MinLen: 1, MaxLen: 64, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
-	serverReg, clientReg := wire.NewRegistry(), wire.NewRegistry()
+	serverReg, clientReg := gamemsg.NewRegistry(), gamemsg.NewRegistry()
 	for _, r := range []*wire.Registry{serverReg, clientReg} {
 		if err := r.Register("echo", schema); err != nil {
 			t.Fatal(err)

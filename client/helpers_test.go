@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // newTestServer starts a server on 127.0.0.1 with an ephemeral port, as
@@ -26,12 +27,13 @@ func newTestServer(t *testing.T, mod func(*netstack.ServerConfig)) *netstack.Ser
 	var srv *netstack.Server
 	cfg := netstack.ServerConfig{
 		Bind: "127.0.0.1", Identity: priv, Logger: slog.New(slog.DiscardHandler),
-		GameStateSync: func(id uint32, dst []byte) []byte {
-			return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+		Registry: gamemsg.NewRegistry(),
+		Welcome: gamemsg.Welcome(func(id uint32, dst []byte) []byte {
+			return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
 				ClientID: id, ServerTime: srv.Time(), TickRate: 60, ReplicationRate: 20,
-				ServerName: "testsrv", MOTD: "hello", Mode: wire.ModeCustom,
+				ServerName: "testsrv", MOTD: "hello", Mode: gamemsg.ModeCustom,
 			})
-		},
+		}),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -40,9 +42,27 @@ func newTestServer(t *testing.T, mod func(*netstack.ServerConfig)) *netstack.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
+	relayChat(srv)
 	srv.Start()
 	t.Cleanup(func() { srv.Close() })
 	return srv
+}
+
+// relayChat makes the test server relay chat as the host does: to every
+// other client, with the sender's admitted name.
+func relayChat(srv *netstack.Server) {
+	srv.Handle(gamemsg.TypeChatMessage, func(from uint32, _ *wire.Header, p []byte) {
+		m, err := gamemsg.ParseChatMessageFromClient(p)
+		if err != nil {
+			return
+		}
+		for _, c := range srv.Clients() {
+			if c.ID == from {
+				m.Sender = c.Name
+			}
+		}
+		_ = srv.BroadcastExcept(from, gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &m))
+	})
 }
 
 // syncBuffer is an io.Writer safe for the console's receive goroutine and the

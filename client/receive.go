@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // receive prints what arrives on conn until it closes, then prints the
@@ -25,7 +25,7 @@ func (c *Console) receive(conn *connection) {
 			break
 		}
 		c.applyWorld(conn.world, m)
-		if admission && m.Header.Type == wire.TypeGameStateSync {
+		if admission && m.Header.Type == gamemsg.TypeGameStateSync {
 			admission = false
 			c.runHooks(m)
 			continue
@@ -49,14 +49,14 @@ func (c *Console) applyWorld(w *World, m netstack.Message) {
 		return
 	}
 	switch m.Header.Type {
-	case wire.TypeEntitySpawn:
-		if sp, err := wire.ParseEntitySpawn(m.Payload); err == nil {
+	case gamemsg.TypeEntitySpawn:
+		if sp, err := gamemsg.ParseEntitySpawn(m.Payload); err == nil {
 			if e, ok := w.Entity(sp.EntityID); ok {
 				c.Printf("%s", "entity spawn: "+entityText(&e))
 			}
 		}
-	case wire.TypeEntityDestroy:
-		if d, err := wire.ParseEntityDestroy(m.Payload); err == nil {
+	case gamemsg.TypeEntityDestroy:
+		if d, err := gamemsg.ParseEntityDestroy(m.Payload); err == nil {
 			c.Printf("entity destroy: %d", d.EntityID)
 		}
 	}
@@ -103,38 +103,38 @@ func (c *Console) runHook(h MessageHook, m netstack.Message) {
 func (c *Console) printBuiltin(m netstack.Message) {
 	var err error
 	switch m.Header.Type {
-	case wire.TypeChatMessage:
-		var msg wire.ChatMessage
-		if msg, err = wire.ParseChatMessage(m.Payload); err == nil {
+	case gamemsg.TypeChatMessage:
+		var msg gamemsg.ChatMessage
+		if msg, err = gamemsg.ParseChatMessage(m.Payload); err == nil {
 			sender := msg.Sender
 			if sender == "" {
 				sender = "[server]"
 			}
 			c.Printf("chat %s: %s", sender, msg.Text)
 		}
-	case wire.TypeGameStateSync:
-		var gs wire.GameStateSync
-		if gs, err = wire.ParseGameStateSync(m.Payload); err == nil {
+	case gamemsg.TypeGameStateSync:
+		var gs gamemsg.GameStateSync
+		if gs, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
 			c.Printf("%s", serverLine(gs))
 		}
-	case wire.TypeMatchStart:
-		var ms wire.MatchStart
-		if ms, err = wire.ParseMatchStart(m.Payload); err == nil {
+	case gamemsg.TypeMatchStart:
+		var ms gamemsg.MatchStart
+		if ms, err = gamemsg.ParseMatchStart(m.Payload); err == nil {
 			c.Printf("match start: %s mode %s round %d", ms.Map, ms.Mode, ms.Round)
 		}
-	case wire.TypeMatchEnd:
-		var me wire.MatchEnd
-		if me, err = wire.ParseMatchEnd(m.Payload); err == nil {
+	case gamemsg.TypeMatchEnd:
+		var me gamemsg.MatchEnd
+		if me, err = gamemsg.ParseMatchEnd(m.Payload); err == nil {
 			c.Printf("match end: %s winner %d score %d", me.Reason, me.Winner, me.WinnerScore)
 		}
-	case wire.TypeScoreUpdate:
-		var su wire.ScoreUpdate
-		if su, err = wire.ParseScoreUpdate(m.Payload); err == nil {
+	case gamemsg.TypeScoreUpdate:
+		var su gamemsg.ScoreUpdate
+		if su, err = gamemsg.ParseScoreUpdate(m.Payload); err == nil {
 			c.Printf("%s", scoresLine(su))
 		}
-	case wire.TypePlayerRespawn:
-		var pr wire.PlayerRespawn
-		if pr, err = wire.ParsePlayerRespawn(m.Payload); err == nil {
+	case gamemsg.TypePlayerRespawn:
+		var pr gamemsg.PlayerRespawn
+		if pr, err = gamemsg.ParsePlayerRespawn(m.Payload); err == nil {
 			c.Printf("respawn: client %d entity %d at %g,%g,%g yaw %g",
 				pr.Client, pr.EntityID, pr.Position.X, pr.Position.Y, pr.Position.Z, pr.Yaw)
 		}
@@ -145,7 +145,7 @@ func (c *Console) printBuiltin(m netstack.Message) {
 }
 
 // scoresLine renders "scores: ID=SCORE ..." ("scores: none" for no rows).
-func scoresLine(su wire.ScoreUpdate) string {
+func scoresLine(su gamemsg.ScoreUpdate) string {
 	if len(su.Scores) == 0 {
 		return "scores: none"
 	}
@@ -161,6 +161,6 @@ func scoresLine(su wire.ScoreUpdate) string {
 }
 
 // serverLine renders "server: NAME — MOTD".
-func serverLine(gs wire.GameStateSync) string {
+func serverLine(gs gamemsg.GameStateSync) string {
 	return "server: " + gs.ServerName + " — " + gs.MOTD
 }

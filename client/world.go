@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // World is a client's picture of the replicated entities (§9.3), kept from
@@ -24,7 +25,7 @@ import (
 // and counted.
 type World struct {
 	mu       sync.Mutex
-	types    map[uint16]*wire.EntityTypeSchema
+	types    map[uint16]*gamemsg.EntityTypeSchema
 	entities map[uint32]*entityState
 	maxSeq   uint32 // newest unreliable sequence applied
 	haveSeq  bool
@@ -49,19 +50,19 @@ type Entity struct {
 	// client may see. Fields has one entry per field of the type; only the
 	// Visible ones hold values.
 	Visible uint64
-	Fields  []wire.FieldValue
-	schema  *wire.EntityTypeSchema
+	Fields  []gamemsg.FieldValue
+	schema  *gamemsg.EntityTypeSchema
 }
 
 // entityState is an Entity and the sequence of each field's value.
 type entityState struct {
 	Entity
-	seq [wire.MaxFields]uint32
+	seq [gamemsg.MaxFields]uint32
 }
 
 // NewWorld returns an empty World.
 func NewWorld() *World {
-	return &World{types: make(map[uint16]*wire.EntityTypeSchema), entities: make(map[uint32]*entityState)}
+	return &World{types: make(map[uint16]*gamemsg.EntityTypeSchema), entities: make(map[uint32]*entityState)}
 }
 
 // ErrUnknownEntityType is returned by Apply for an EntitySpawn of a type
@@ -77,18 +78,18 @@ func (w *World) Apply(m netstack.Message) error {
 	defer w.mu.Unlock()
 	var err error
 	switch m.Header.Type {
-	case wire.TypeGameStateSync:
-		var gs wire.GameStateSync
-		if gs, err = wire.ParseGameStateSync(m.Payload); err == nil {
+	case gamemsg.TypeGameStateSync:
+		var gs gamemsg.GameStateSync
+		if gs, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
 			w.sync(gs.Types)
 		}
-	case wire.TypeEntitySpawn:
+	case gamemsg.TypeEntitySpawn:
 		err = w.spawn(m.Payload)
-	case wire.TypeEntityStateUpdate:
+	case gamemsg.TypeEntityStateUpdate:
 		err = w.update(m.Header.Sequence, m.Payload)
-	case wire.TypeEntityDestroy:
-		var d wire.EntityDestroy
-		if d, err = wire.ParseEntityDestroy(m.Payload); err == nil {
+	case gamemsg.TypeEntityDestroy:
+		var d gamemsg.EntityDestroy
+		if d, err = gamemsg.ParseEntityDestroy(m.Payload); err == nil {
 			if _, ok := w.entities[d.EntityID]; ok {
 				delete(w.entities, d.EntityID)
 				w.stats.Destroys++
@@ -105,8 +106,8 @@ func (w *World) Apply(m netstack.Message) error {
 
 // sync installs the schemas of a GameStateSync. An entity whose type is
 // gone or changed is dropped (the server destroys them first).
-func (w *World) sync(types []wire.EntityTypeSchema) {
-	next := make(map[uint16]*wire.EntityTypeSchema, len(types))
+func (w *World) sync(types []gamemsg.EntityTypeSchema) {
+	next := make(map[uint16]*gamemsg.EntityTypeSchema, len(types))
 	for i := range types {
 		t := &types[i]
 		if old, ok := w.types[t.TypeID]; ok && sameSchema(old, t) {
@@ -123,12 +124,12 @@ func (w *World) sync(types []wire.EntityTypeSchema) {
 	w.types = next
 }
 
-func sameSchema(a, b *wire.EntityTypeSchema) bool {
+func sameSchema(a, b *gamemsg.EntityTypeSchema) bool {
 	return a.Name == b.Name && slices.Equal(a.Fields, b.Fields)
 }
 
 func (w *World) spawn(p []byte) error {
-	sp, err := wire.ParseEntitySpawn(p)
+	sp, err := gamemsg.ParseEntitySpawn(p)
 	if err != nil {
 		return err
 	}
@@ -136,14 +137,14 @@ func (w *World) spawn(p []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: entity %d type %d", ErrUnknownEntityType, sp.EntityID, sp.TypeID)
 	}
-	_, vals, err := wire.ParseEntitySpawnFields(p, s)
+	_, vals, err := gamemsg.ParseEntitySpawnFields(p, s)
 	if err != nil {
 		return err
 	}
 	e := &entityState{Entity: Entity{ID: sp.EntityID, Type: sp.TypeID, TypeName: s.Name, Owner: sp.Owner,
-		Visible: sp.FieldsMask, Fields: make([]wire.FieldValue, len(s.Fields)), schema: s}}
+		Visible: sp.FieldsMask, Fields: make([]gamemsg.FieldValue, len(s.Fields)), schema: s}}
 	for i, f := range s.Fields {
-		e.Fields[i] = wire.FieldValue{Index: i, Kind: f.Kind}
+		e.Fields[i] = gamemsg.FieldValue{Index: i, Kind: f.Kind}
 	}
 	for _, v := range vals {
 		e.Fields[v.Index] = v
@@ -159,7 +160,7 @@ func (w *World) spawn(p []byte) error {
 }
 
 func (w *World) update(seq uint32, p []byte) error {
-	up, err := wire.ParseEntityStateUpdate(p)
+	up, err := gamemsg.ParseEntityStateUpdate(p)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (w *World) update(seq uint32, p []byte) error {
 		w.stats.Unknown++
 		return nil
 	}
-	_, vals, err := wire.ParseEntityStateUpdateFields(p, e.schema, e.Visible)
+	_, vals, err := gamemsg.ParseEntityStateUpdateFields(p, e.schema, e.Visible)
 	if err != nil {
 		return err
 	}
@@ -225,14 +226,14 @@ func (w *World) Entity(id uint32) (Entity, bool) {
 }
 
 // Types returns the entity type schemas of the last GameStateSync.
-func (w *World) Types() []wire.EntityTypeSchema {
+func (w *World) Types() []gamemsg.EntityTypeSchema {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]wire.EntityTypeSchema, 0, len(w.types))
+	out := make([]gamemsg.EntityTypeSchema, 0, len(w.types))
 	for _, t := range w.types {
 		out = append(out, *t)
 	}
-	slices.SortFunc(out, func(a, b wire.EntityTypeSchema) int { return cmp.Compare(a.TypeID, b.TypeID) })
+	slices.SortFunc(out, func(a, b gamemsg.EntityTypeSchema) int { return cmp.Compare(a.TypeID, b.TypeID) })
 	return out
 }
 
@@ -251,16 +252,16 @@ func (e *entityState) copy() Entity {
 
 // Field returns the value of the field named name; ok is false when the
 // type has no such field or this client may not see it.
-func (e *Entity) Field(name string) (wire.FieldValue, bool) {
+func (e *Entity) Field(name string) (gamemsg.FieldValue, bool) {
 	if e.schema == nil {
-		return wire.FieldValue{}, false
+		return gamemsg.FieldValue{}, false
 	}
 	for i, f := range e.schema.Fields {
 		if f.Name == name {
 			return e.Fields[i], e.Visible&(1<<i) != 0
 		}
 	}
-	return wire.FieldValue{}, false
+	return gamemsg.FieldValue{}, false
 }
 
 // Position returns the entity's position as the client sees it: its
@@ -272,7 +273,7 @@ func (e *Entity) Position() (wire.Vec3, bool) {
 	}
 	first := -1
 	for i, f := range e.schema.Fields {
-		if f.Kind != wire.KindVec3 || e.Visible&(1<<i) == 0 {
+		if f.Kind != gamemsg.KindVec3 || e.Visible&(1<<i) == 0 {
 			continue
 		}
 		if f.Name == "position" || f.Name == "pos" {

@@ -6,41 +6,44 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-var testTypes = []wire.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: []wire.FieldSchema{
-	{Name: "pos", Kind: wire.KindVec3},
-	{Name: "hp", Kind: wire.KindInt32},
-	{Name: "ammo", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
+var testTypes = []gamemsg.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: []gamemsg.FieldSchema{
+	{Name: "pos", Kind: gamemsg.KindVec3},
+	{Name: "hp", Kind: gamemsg.KindInt32},
+	{Name: "ammo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 }}}
 
-func gssMsg(types []wire.EntityTypeSchema) netstack.Message {
-	return netstack.Message{Header: wire.Header{Type: wire.TypeGameStateSync, Channel: wire.ReliableOrdered},
-		Payload: wire.AppendGameStateSync(nil, &wire.GameStateSync{ClientID: 1, TickRate: 60, ReplicationRate: 20, Types: types})}
+func gssMsg(types []gamemsg.EntityTypeSchema) netstack.Message {
+	return netstack.Message{Header: wire.Header{Type: gamemsg.TypeGameStateSync, Channel: wire.ReliableOrdered},
+		Payload: gamemsg.AppendGameStateSync(nil, &gamemsg.GameStateSync{ClientID: 1, TickRate: 60, ReplicationRate: 20, Types: types})}
 }
 
-func spawnMsg(id uint32, mask uint64, vals ...wire.FieldValue) netstack.Message {
+func spawnMsg(id uint32, mask uint64, vals ...gamemsg.FieldValue) netstack.Message {
 	var data []byte
 	for i := range vals {
-		data = wire.AppendFieldValue(data, &vals[i])
+		data = gamemsg.AppendFieldValue(data, &vals[i])
 	}
-	return netstack.Message{Header: wire.Header{Type: wire.TypeEntitySpawn, Channel: wire.ReliableOrdered},
-		Payload: wire.AppendEntitySpawn(nil, &wire.EntitySpawn{EntityID: id, FieldsMask: mask, TypeID: 3, Owner: 9, Data: data})}
+	return netstack.Message{Header: wire.Header{Type: gamemsg.TypeEntitySpawn, Channel: wire.ReliableOrdered},
+		Payload: gamemsg.AppendEntitySpawn(nil, &gamemsg.EntitySpawn{EntityID: id, FieldsMask: mask, TypeID: 3, Owner: 9, Data: data})}
 }
 
-func updateMsg(seq, id uint32, mask uint64, vals ...wire.FieldValue) netstack.Message {
+func updateMsg(seq, id uint32, mask uint64, vals ...gamemsg.FieldValue) netstack.Message {
 	var data []byte
 	for i := range vals {
-		data = wire.AppendFieldValue(data, &vals[i])
+		data = gamemsg.AppendFieldValue(data, &vals[i])
 	}
-	return netstack.Message{Header: wire.Header{Type: wire.TypeEntityStateUpdate, Channel: wire.Unreliable, Sequence: seq},
-		Payload: wire.AppendEntityStateUpdate(nil, &wire.EntityStateUpdate{EntityID: id, DirtyMask: mask, Data: data})}
+	return netstack.Message{Header: wire.Header{Type: gamemsg.TypeEntityStateUpdate, Channel: wire.Unreliable, Sequence: seq},
+		Payload: gamemsg.AppendEntityStateUpdate(nil, &gamemsg.EntityStateUpdate{EntityID: id, DirtyMask: mask, Data: data})}
 }
 
-func pos(x float32) wire.FieldValue {
-	return wire.FieldValue{Index: 0, Kind: wire.KindVec3, Vec: wire.Vec3{X: x}}
+func pos(x float32) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: 0, Kind: gamemsg.KindVec3, Vec: wire.Vec3{X: x}}
 }
-func hp(v int32) wire.FieldValue { return wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: v} }
+func hp(v int32) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: v}
+}
 
 func TestWorldTracksEntities(t *testing.T) {
 	w := NewWorld()
@@ -73,10 +76,10 @@ func TestWorldTracksEntities(t *testing.T) {
 		t.Fatal("ammo visible without its bit")
 	}
 	// A field outside the spawn's mask is malformed for this client.
-	if err := w.Apply(updateMsg(13, 5, 4, wire.FieldValue{Index: 2, Kind: wire.KindUint32, Uint: 3})); err == nil {
+	if err := w.Apply(updateMsg(13, 5, 4, gamemsg.FieldValue{Index: 2, Kind: gamemsg.KindUint32, Uint: 3})); err == nil {
 		t.Fatal("an update carrying an invisible field was accepted")
 	}
-	must(netstack.Message{Header: wire.Header{Type: wire.TypeEntityDestroy}, Payload: wire.AppendEntityDestroy(nil, &wire.EntityDestroy{EntityID: 5})})
+	must(netstack.Message{Header: wire.Header{Type: gamemsg.TypeEntityDestroy}, Payload: gamemsg.AppendEntityDestroy(nil, &gamemsg.EntityDestroy{EntityID: 5})})
 	if len(w.Entities()) != 0 {
 		t.Fatal("destroyed entity kept")
 	}
@@ -94,7 +97,7 @@ func TestWorldDropsEntitiesOfChangedTypes(t *testing.T) {
 	if len(w.Entities()) != 1 {
 		t.Fatal("entity of an unchanged type dropped")
 	}
-	changed := []wire.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: testTypes[0].Fields[:2]}}
+	changed := []gamemsg.EntityTypeSchema{{TypeID: 3, Name: "player", Fields: testTypes[0].Fields[:2]}}
 	w.Apply(gssMsg(changed))
 	if len(w.Entities()) != 0 {
 		t.Fatal("entity of a changed type kept")
@@ -112,7 +115,7 @@ func FuzzWorldApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		w := NewWorld()
 		w.Apply(gssMsg(testTypes))
-		w.Apply(spawnMsg(5, 7, pos(1), hp(100), wire.FieldValue{Index: 2, Kind: wire.KindUint32}))
+		w.Apply(spawnMsg(5, 7, pos(1), hp(100), gamemsg.FieldValue{Index: 2, Kind: gamemsg.KindUint32}))
 		for seq := uint32(1); seq < 3; seq++ {
 			w.Apply(netstack.Message{Header: wire.Header{Type: wire.MessageType(typ%16 + 1), Sequence: seq}, Payload: p})
 		}

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The module benchmarks measure messages/s from a client's UDP socket through
@@ -32,7 +34,7 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 			c.Modules.Load = []string{luaFile}
 		}
 	}, spec...)
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range []wire.Schema{benchReq, benchRep} {
 		if err := reg.Register("bench", s); err != nil {
 			b.Fatal(err)
@@ -40,7 +42,7 @@ func benchModule(b *testing.B, luaFile string, spec []module.Spec) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "bench", Pin: srv.Pin(), Registry: reg})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "bench", Pin: srv.Pin(), Registry: reg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/bans"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // registerBuiltins adds the built-in admin commands. They run on the game
@@ -163,11 +164,11 @@ func (s *Server) cmdSay(args []string) (string, error) {
 		return "", admin.UsageError()
 	}
 	text := strings.Join(args, " ")
-	if !wire.ValidChatText([]byte(text)) {
+	if !gamemsg.ValidChatText([]byte(text)) {
 		return "", errors.New("chat text must be 1..256 bytes of UTF-8 without control characters")
 	}
-	payload := wire.AppendChatMessage(nil, &wire.ChatMessage{Sender: "server", Text: text})
-	if err := s.net.Broadcast(wire.TypeChatMessage, wire.Reliable, payload); err != nil {
+	payload := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Sender: "server", Text: text})
+	if err := s.net.Broadcast(gamemsg.TypeChatMessage, wire.Reliable, payload); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("said to %d player(s)", len(s.players)), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Entity replication end to end: a real server, an in-process Go module
@@ -36,11 +37,11 @@ const avatarType = 20
 // a non-owner must never contain it.
 const secretMark = 0x5EC2E700
 
-var avatar = replicate.EntityType{ID: avatarType, Name: "avatar", PositionField: "pos", Fields: []wire.FieldSchema{
-	{Name: "pos", Kind: wire.KindVec3},
-	{Name: "hp", Kind: wire.KindInt32},
-	{Name: "secret", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
-	{Name: "team", Kind: wire.KindBool, Visibility: wire.VisibilityParty},
+var avatar = replicate.EntityType{ID: avatarType, Name: "avatar", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+	{Name: "pos", Kind: gamemsg.KindVec3},
+	{Name: "hp", Kind: gamemsg.KindInt32},
+	{Name: "secret", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
+	{Name: "team", Kind: gamemsg.KindBool, Visibility: gamemsg.VisibilityParty},
 }}
 
 // worldModule runs test code on the game thread, in its tick.
@@ -93,7 +94,7 @@ type watcher struct {
 
 func watch(t *testing.T, c *netstack.Client) *watcher {
 	w := &watcher{c: c, world: client.NewWorld()}
-	w.world.Apply(netstack.Message{Header: wire.Header{Type: wire.TypeGameStateSync}, Payload: wire.AppendGameStateSync(nil, ptr(c.GameState()))})
+	w.world.Apply(c.Welcome())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -118,7 +119,7 @@ func watch(t *testing.T, c *netstack.Client) *watcher {
 func ptr[T any](v T) *T { return &v }
 
 func isEntityMsg(t wire.MessageType) bool {
-	return t == wire.TypeEntitySpawn || t == wire.TypeEntityStateUpdate || t == wire.TypeEntityDestroy
+	return t == gamemsg.TypeEntitySpawn || t == gamemsg.TypeEntityStateUpdate || t == gamemsg.TypeEntityDestroy
 }
 
 // received returns the messages received so far, and forgets them.
@@ -137,7 +138,7 @@ func spawnAvatar(t *testing.T, wm *worldModule, owner, party uint32, pos wire.Ve
 	var id uint32
 	wm.run(t, func(h module.Host) (err error) {
 		id, err = h.SpawnEntity(replicate.Spawn{Type: avatarType, Owner: owner, Party: party, Position: pos,
-			Fields: []wire.FieldValue{{Index: avHP, Kind: wire.KindInt32, Int: 100}, {Index: avSecret, Kind: wire.KindUint32, Uint: secretMark | owner}}})
+			Fields: []gamemsg.FieldValue{{Index: avHP, Kind: gamemsg.KindInt32, Int: 100}, {Index: avSecret, Kind: gamemsg.KindUint32, Uint: secretMark | owner}}})
 		return err
 	})
 	return id
@@ -151,7 +152,7 @@ func TestReplicationPrivateFieldNeverReachesOthers(t *testing.T) {
 	b := spawnAvatar(t, wm, bob.c.ID(), 0, wire.Vec3{X: 5})
 	for i := range uint32(20) {
 		wm.run(t, func(h module.Host) error {
-			return h.SetEntityFields(a, wire.FieldValue{Index: avSecret, Kind: wire.KindUint32, Uint: secretMark | i<<4 | alice.c.ID()})
+			return h.SetEntityFields(a, gamemsg.FieldValue{Index: avSecret, Kind: gamemsg.KindUint32, Uint: secretMark | i<<4 | alice.c.ID()})
 		})
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -165,13 +166,13 @@ func TestReplicationPrivateFieldNeverReachesOthers(t *testing.T) {
 	var mark [4]byte
 	for _, m := range bob.received() {
 		switch m.Header.Type {
-		case wire.TypeEntitySpawn:
-			sp, _ := wire.ParseEntitySpawn(m.Payload)
+		case gamemsg.TypeEntitySpawn:
+			sp, _ := gamemsg.ParseEntitySpawn(m.Payload)
 			if sp.EntityID == a && sp.FieldsMask&(1<<avSecret) != 0 {
 				t.Fatalf("bob was spawned alice's avatar with the private field: mask %#b", sp.FieldsMask)
 			}
-		case wire.TypeEntityStateUpdate:
-			up, _ := wire.ParseEntityStateUpdate(m.Payload)
+		case gamemsg.TypeEntityStateUpdate:
+			up, _ := gamemsg.ParseEntityStateUpdate(m.Payload)
 			if up.EntityID == a && up.DirtyMask&(1<<avSecret) != 0 {
 				t.Fatalf("bob got an update of alice's private field: mask %#b", up.DirtyMask)
 			}
@@ -229,7 +230,7 @@ func TestReplicationInterest(t *testing.T) {
 		return !ok
 	})
 	if !slices.ContainsFunc(alice.received(), func(m netstack.Message) bool {
-		return m.Header.Type == wire.TypeEntityDestroy && binary.LittleEndian.Uint32(m.Payload) == b
+		return m.Header.Type == gamemsg.TypeEntityDestroy && binary.LittleEndian.Uint32(m.Payload) == b
 	}) {
 		t.Fatal("no EntityDestroy")
 	}
@@ -245,7 +246,7 @@ func TestReplicationSendsOnlyDirtyFields(t *testing.T) {
 	alice.received()
 	for i := range int32(10) { // one change per replication frame: the client saw the last one
 		wm.run(t, func(h module.Host) error {
-			return h.SetEntityFields(a, wire.FieldValue{Index: avHP, Kind: wire.KindInt32, Int: 90 - i})
+			return h.SetEntityFields(a, gamemsg.FieldValue{Index: avHP, Kind: gamemsg.KindInt32, Int: 90 - i})
 		})
 		eventually(t, "the hp change", func() bool {
 			e, _ := alice.entity(a)
@@ -261,8 +262,8 @@ func TestReplicationSendsOnlyDirtyFields(t *testing.T) {
 	})
 	var masks []uint64
 	for _, m := range alice.received() {
-		if m.Header.Type == wire.TypeEntityStateUpdate {
-			up, _ := wire.ParseEntityStateUpdate(m.Payload)
+		if m.Header.Type == gamemsg.TypeEntityStateUpdate {
+			up, _ := gamemsg.ParseEntityStateUpdate(m.Payload)
 			masks = append(masks, up.DirtyMask)
 			if up.DirtyMask != 1<<avHP && up.DirtyMask != 1<<avPos {
 				t.Fatalf("update mask %#b: only hp or the position changed at a time", up.DirtyMask)
@@ -288,8 +289,8 @@ func TestReplicationLateJoinerGetsFullState(t *testing.T) {
 	for i, id := range ids {
 		wm.run(t, func(h module.Host) error {
 			h.SetEntityPosition(id, wire.Vec3{X: float32(i), Y: 1, Z: float32(i * i)}, false)
-			return h.SetEntityFields(id, wire.FieldValue{Index: avHP, Kind: wire.KindInt32, Int: int32(10 * i)},
-				wire.FieldValue{Index: avTeam, Kind: wire.KindBool, Bool: true})
+			return h.SetEntityFields(id, gamemsg.FieldValue{Index: avHP, Kind: gamemsg.KindInt32, Int: int32(10 * i)},
+				gamemsg.FieldValue{Index: avTeam, Kind: gamemsg.KindBool, Bool: true})
 		})
 	}
 	wm.run(t, func(h module.Host) error { return h.DestroyEntity(ids[4]) })
@@ -297,7 +298,7 @@ func TestReplicationLateJoinerGetsFullState(t *testing.T) {
 	carol := watch(t, dialHost(t, srv, "carol"))
 	wm.run(t, func(h module.Host) error { return h.SetClientView(carol.c.ID(), replicate.ClientView{Party: 7}) })
 	eventually(t, "carol has the world", func() bool { return len(carol.world.Entities()) == 4 })
-	var want [][]wire.FieldValue
+	var want [][]gamemsg.FieldValue
 	var infos []replicate.EntityInfo
 	wm.run(t, func(h module.Host) error {
 		for _, id := range ids[:4] {

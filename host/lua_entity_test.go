@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestLuaEntitiesOverUDP: a Lua module (testdata/entities.lua) spawns,
@@ -51,8 +52,8 @@ func TestLuaEntitiesOverUDP(t *testing.T) {
 		return false
 	})
 	eventually(t, "bob sees alice's ball move", func() bool {
-		in := wire.ClientInput{InputSeq: uint32(time.Now().UnixMilli()), MoveForward: -1, MoveRight: 0.5, DT: 1.0 / 60}
-		alice.c.Send(wire.TypeClientInput, wire.Unreliable, wire.AppendClientInput(nil, &in))
+		in := gamemsg.ClientInput{InputSeq: uint32(time.Now().UnixMilli()), MoveForward: -1, MoveRight: 0.5, DT: 1.0 / 60}
+		alice.c.Send(gamemsg.TypeClientInput, wire.Unreliable, gamemsg.AppendClientInput(nil, &in))
 		time.Sleep(20 * time.Millisecond)
 		e, _ := bob.world.Entity(aBall)
 		p, _ := e.Position()
@@ -60,7 +61,7 @@ func TestLuaEntitiesOverUDP(t *testing.T) {
 	})
 	acks := 0
 	for _, m := range alice.received() {
-		if m.Header.Type == wire.TypeInputAck {
+		if m.Header.Type == gamemsg.TypeInputAck {
 			acks++
 		}
 	}

@@ -8,16 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // luaRegistry gives a client the schemas of a Lua module's messages.
 func luaRegistry(t *testing.T, schemas ...wire.Schema) *wire.Registry {
 	t.Helper()
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range schemas {
 		s.StringFieldOffset, s.RequiresAdmitted = wire.NoStringFields, true
 		if s.Name == "" {
@@ -156,7 +158,7 @@ func dialAs(t *testing.T, srv *host.Server, name string, reg *wire.Registry) *ne
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}

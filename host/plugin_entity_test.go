@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestPluginEntitiesAndInput: the entities test plugin (a real plugin
@@ -17,7 +18,7 @@ import (
 func TestPluginEntitiesAndInput(t *testing.T) {
 	path := testplugin.Build(t, "./host/testdata/plugins/entities")
 	srv, _ := startHost(t, withModules(path))
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	reg.Register("entities", wire.Schema{ID: 1300, Name: "shot", Direction: wire.ServerToClient, Channel: wire.Reliable,
 		MinLen: 4, MaxLen: 4, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true})
 	alice := watch(t, dialAs(t, srv, "alice", reg))
@@ -51,8 +52,8 @@ func TestPluginEntitiesAndInput(t *testing.T) {
 	})
 	// Alice walks: inputs in, InputAck back, bob sees her move.
 	for seq := uint32(1); seq <= 5; seq++ {
-		in := wire.ClientInput{InputSeq: seq, MoveForward: 0.5, DT: 1.0 / 60}
-		if err := alice.c.Send(wire.TypeClientInput, wire.Unreliable, wire.AppendClientInput(nil, &in)); err != nil {
+		in := gamemsg.ClientInput{InputSeq: seq, MoveForward: 0.5, DT: 1.0 / 60}
+		if err := alice.c.Send(gamemsg.TypeClientInput, wire.Unreliable, gamemsg.AppendClientInput(nil, &in)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -66,9 +67,9 @@ func TestPluginEntitiesAndInput(t *testing.T) {
 	var acked uint32
 	eventually(t, "InputAck", func() bool {
 		for _, m := range alice.received() {
-			if m.Header.Type == wire.TypeInputAck {
-				ack, err := wire.ParseInputAck(m.Payload)
-				if err != nil || ack.Position.Z != 0.5 || ack.Flags != wire.FlagGrounded {
+			if m.Header.Type == gamemsg.TypeInputAck {
+				ack, err := gamemsg.ParseInputAck(m.Payload)
+				if err != nil || ack.Position.Z != 0.5 || ack.Flags != gamemsg.FlagGrounded {
 					t.Fatalf("InputAck %+v %v", ack, err)
 				}
 				acked = max(acked, ack.LastInputSeq)
@@ -86,10 +87,10 @@ func TestPluginEntitiesAndInput(t *testing.T) {
 	shoot := func(seq uint32, x float32) uint32 {
 		t.Helper()
 		alice.received()
-		in := wire.ClientInput{InputSeq: seq, MoveForward: 0.5, LookYaw: x, Buttons: wire.ButtonFire, DT: 1.0 / 60}
+		in := gamemsg.ClientInput{InputSeq: seq, MoveForward: 0.5, LookYaw: x, Buttons: gamemsg.ButtonFire, DT: 1.0 / 60}
 		var hit uint32
 		eventually(t, "the shot's result", func() bool {
-			alice.c.Send(wire.TypeClientInput, wire.Unreliable, wire.AppendClientInput(nil, &in))
+			alice.c.Send(gamemsg.TypeClientInput, wire.Unreliable, gamemsg.AppendClientInput(nil, &in))
 			time.Sleep(20 * time.Millisecond)
 			for _, m := range alice.received() {
 				if m.Header.Type == 1300 {

@@ -12,18 +12,19 @@ import (
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Registries for clients of the test plugins.
 func greeterRegistry() *wire.Registry {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	reg.Register("greeter", wire.Schema{ID: 1000, Name: "Shout", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 3, MaxLen: 202, RequiresAdmitted: true})
 	reg.Register("greeter", wire.Schema{ID: 1001, Name: "Shouted", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 302, RequiresAdmitted: true})
 	return reg
 }
 
 func faultyRegistry() *wire.Registry {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	reg.Register("faulty", wire.Schema{ID: 1100, Name: "Ctl", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true})
 	reg.Register("faulty", wire.Schema{ID: 1101, Name: "Echo", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true})
 	for _, s := range []wire.Schema{benchReq, benchRep} {

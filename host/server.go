@@ -25,13 +25,8 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
-
-// eventQueueSize bounds the events network goroutines hand to the game
-// thread between two ticks; past it an event is dropped and counted, never
-// blocking the network (admission and departure events are rare; the bound
-// only matters under abuse).
-const eventQueueSize = 4096
 
 // Options configure New.
 type Options struct {
@@ -73,9 +68,10 @@ type Server struct {
 	disc        *discovery.Responder
 	start       time.Time
 
-	events   chan event
+	events   lifecycleQueue // admissions and departures, never dropped
 	requests chan adminRequest
-	dropped  atomic.Uint64 // events lost to a full queue
+	chat     *chatGate
+	chatBuf  []byte // game thread: the relayed ChatMessage being built
 
 	// Facts the network goroutines read (GameStateSync, discovery), published
 	// by the game thread after every tick.
@@ -94,20 +90,6 @@ type Server struct {
 	served      atomic.Uint64
 
 	opts Options
-}
-
-type eventKind uint8
-
-const (
-	evAdmitted eventKind = iota
-	evLeft
-)
-
-type event struct {
-	kind   eventKind
-	client netstack.ClientInfo
-	reason wire.DisconnectReason
-	detail string
 }
 
 type adminRequest struct {
@@ -141,7 +123,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, opts: opts, start: time.Now(), now: time.Now(),
-		events:   make(chan event, eventQueueSize),
 		requests: make(chan adminRequest, 64),
 		players:  make(map[uint32]netstack.ClientInfo),
 		cmds:     admin.NewRegistry(),
@@ -165,7 +146,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	s.publishView(s.start)
+	reg := gamemsg.NewRegistry()
 	s.net, err = netstack.NewServer(netstack.ServerConfig{
+		Registry:          reg,
 		Bind:              cfg.Network.BindAddress,
 		Port:              cfg.Server.Port,
 		Identity:          identity,
@@ -175,15 +158,21 @@ func New(opts Options) (*Server, error) {
 		HeartbeatInterval: cfg.HeartbeatDuration(),
 		Logger:            log,
 		IsBanned:          func(a netip.Addr) bool { return s.bans.IsBanned(a, time.Now()) },
-		GameStateSync:     s.admissionGameStateSync,
-		OnAdmitted:        func(ci netstack.ClientInfo) { s.post(event{kind: evAdmitted, client: ci}) },
+		Welcome: func(client uint32, dst []byte) (wire.MessageType, wire.Channel, []byte) {
+			return gamemsg.TypeGameStateSync, wire.ReliableOrdered, s.admissionGameStateSync(client, dst)
+		},
+		OnAdmitted: func(ci netstack.ClientInfo) { s.events.push(event{kind: evAdmitted, client: ci}) },
 		OnDisconnected: func(ci netstack.ClientInfo, r wire.DisconnectReason, d string) {
-			s.post(event{kind: evLeft, client: ci, reason: r, detail: d})
+			s.events.push(event{kind: evLeft, client: ci, reason: r, detail: d})
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.chat = newChatGate(cfg.Limits.ChatPerSecond, cfg.Limits.ChatBurst, cfg.Limits.ChatKickAfter, func(client uint32) {
+		_ = s.net.Kick(client, wire.DisconnectRateLimited, "too many chat messages; slow down")
+	})
+	s.net.Handle(gamemsg.TypeChatMessage, s.chat.receive)
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
 	refresh := cfg.EntityRefresh()
@@ -256,15 +245,6 @@ func (s *Server) moduleServerInfo() module.ServerInfo {
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.GameMode(), MatchState: v.status.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(s.players), MaxPlayers: s.cfg.Server.MaxClients,
 		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
-	}
-}
-
-// post hands an event to the game thread without ever blocking the network.
-func (s *Server) post(e event) {
-	select {
-	case s.events <- e:
-	default:
-		s.dropped.Add(1)
 	}
 }
 
@@ -364,6 +344,7 @@ func (s *Server) shutdown() {
 func (s *Server) step(t tick.Tick) {
 	s.now = t.Now
 	s.drainEvents(t.Now)
+	s.relayChat()
 	s.runAdminRequests()
 	s.match.Tick(t.Now)
 	if s.origin.IsZero() {
@@ -391,13 +372,8 @@ func (s *Server) runAdminRequests() {
 }
 
 func (s *Server) drainEvents(now time.Time) {
-	for {
-		select {
-		case e := <-s.events:
-			s.apply(e, now)
-		default:
-			return
-		}
+	for _, e := range s.events.take() {
+		s.apply(e, now)
 	}
 }
 
@@ -417,6 +393,7 @@ func (s *Server) apply(e event, now time.Time) {
 		s.match.PlayerLeft(e.client.ID, now)
 		s.world.RemoveClient(e.client.ID)
 		s.gssVersions.Delete(e.client.ID)
+		s.chat.forget(e.client.ID)
 		s.mods.ClientLeft(e.client.ID, e.reason)
 	}
 }
@@ -443,9 +420,9 @@ func (s *Server) appendGameStateSync(client uint32, dst []byte) []byte {
 }
 
 // gameStateSync builds a GameStateSync from the latest published view.
-func (s *Server) gameStateSync(client uint32, dst []byte, types []wire.EntityTypeSchema) []byte {
+func (s *Server) gameStateSync(client uint32, dst []byte, types []gamemsg.EntityTypeSchema) []byte {
 	v := s.view.Load()
-	return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+	return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
 		ClientID: client, ServerTime: s.net.Time(),
 		TickRate: uint16(s.cfg.Server.TickRate), ReplicationRate: uint16(s.cfg.Match.ReplicationRate),
 		ServerName: s.cfg.Server.Name, MOTD: s.cfg.Server.MOTD, Map: v.status.Map,
@@ -466,19 +443,19 @@ func (s *Server) discoveryInfo() discovery.Info {
 // announcer broadcasts match events to every admitted client.
 type announcer struct{ s *Server }
 
-func (a announcer) MatchStart(m wire.MatchStart) {
+func (a announcer) MatchStart(m gamemsg.MatchStart) {
 	a.s.flushScores()
 	a.s.log.Info("match start", "map", m.Map, "round", m.Round)
-	a.s.broadcast(wire.TypeMatchStart, wire.AppendMatchStart(nil, &m))
+	a.s.broadcast(gamemsg.TypeMatchStart, gamemsg.AppendMatchStart(nil, &m))
 	if a.s.mods != nil {
 		a.s.mods.MatchStart(m)
 	}
 }
 
-func (a announcer) MatchEnd(m wire.MatchEnd) {
+func (a announcer) MatchEnd(m gamemsg.MatchEnd) {
 	a.s.flushScores()
 	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
-	a.s.broadcast(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &m))
+	a.s.broadcast(gamemsg.TypeMatchEnd, gamemsg.AppendMatchEnd(nil, &m))
 	if a.s.mods != nil {
 		a.s.mods.MatchEnd(m)
 	}
@@ -488,8 +465,8 @@ func (a announcer) MatchEnd(m wire.MatchEnd) {
 // end of the tick (or before a MatchStart or MatchEnd, which must follow the
 // scores they close): a tick with several score changes (a kill is two: the
 // victim's death and the killer's point) costs one broadcast, not one each.
-func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
-	a.s.scores = wire.AppendScoreUpdate(a.s.scores[:0], &m)
+func (a announcer) ScoreUpdate(m gamemsg.ScoreUpdate) {
+	a.s.scores = gamemsg.AppendScoreUpdate(a.s.scores[:0], &m)
 	a.s.scoresDirty = true
 }
 
@@ -497,7 +474,7 @@ func (a announcer) ScoreUpdate(m wire.ScoreUpdate) {
 func (s *Server) flushScores() {
 	if s.scoresDirty {
 		s.scoresDirty = false
-		s.broadcast(wire.TypeScoreUpdate, s.scores)
+		s.broadcast(gamemsg.TypeScoreUpdate, s.scores)
 	}
 }
 

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // shortDataDir returns a data directory whose admin socket path fits the
@@ -116,8 +118,8 @@ func TestAdminCommandsOverSocket(t *testing.T) {
 	if _, err := admin.Call(sock, "say hello everyone", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m := waitFor(t, alice, wire.TypeChatMessage)
-	if msg, _ := wire.ParseChatMessage(m.Payload); msg.Sender != "server" || msg.Text != "hello everyone" {
+	m := waitFor(t, alice, gamemsg.TypeChatMessage)
+	if msg, _ := gamemsg.ParseChatMessage(m.Payload); msg.Sender != "server" || msg.Text != "hello everyone" {
 		t.Errorf("say delivered %+v", msg)
 	}
 	if _, err := admin.Call(sock, "kick alice too noisy", 5*time.Second); err != nil {
@@ -145,8 +147,8 @@ func TestMapCommandsAndMatchAnnouncements(t *testing.T) {
 		c.Match.ScoreLimit = 0
 	})
 	c := dialHost(t, srv, "alice")
-	start := waitFor(t, c, wire.TypeMatchStart)
-	if ms, _ := wire.ParseMatchStart(start.Payload); ms.Map != "arena" || ms.Round != 1 {
+	start := waitFor(t, c, gamemsg.TypeMatchStart)
+	if ms, _ := gamemsg.ParseMatchStart(start.Payload); ms.Map != "arena" || ms.Round != 1 {
 		t.Errorf("first MatchStart %+v", ms)
 	}
 	if out, err := srv.Exec("map courtyard"); err != nil {
@@ -163,8 +165,8 @@ func TestMapCommandsAndMatchAnnouncements(t *testing.T) {
 	if _, err := srv.Exec("endmatch"); err != nil {
 		t.Fatal(err)
 	}
-	end := waitFor(t, c, wire.TypeMatchEnd)
-	if me, _ := wire.ParseMatchEnd(end.Payload); me.Reason != wire.MatchEndAdmin {
+	end := waitFor(t, c, gamemsg.TypeMatchEnd)
+	if me, _ := gamemsg.ParseMatchEnd(end.Payload); me.Reason != gamemsg.MatchEndAdmin {
 		t.Errorf("MatchEnd %+v", me)
 	}
 }
@@ -186,7 +188,7 @@ func TestBanPersistsAndRefusesConnect(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "mallory2", Pin: srv.Pin()})
+	_, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "mallory2", Pin: srv.Pin()})
 	var he *netstack.HandshakeError
 	if !asHandshake(err, &he) || he.Reason != wire.RejectBanned {
 		t.Fatalf("reconnect after ban: %v, want ConnectRejected Banned", err)

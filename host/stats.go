@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // ServerStats is what `status` shows and what operators graph.
@@ -24,10 +24,13 @@ type ServerStats struct {
 	ConnectionsServed  uint64
 	Map                string
 	MapIndex           int
-	MatchState         wire.MatchState
+	MatchState         gamemsg.MatchState
 	MatchTimeRemaining time.Duration
 	Round              int
-	EventsDropped      uint64
+	// ChatRelayed, ChatDropped and ChatKicked count chat messages relayed,
+	// dropped (over a client's budget, or past a full queue) and the
+	// clients disconnected for flooding (RateLimited).
+	ChatRelayed, ChatDropped, ChatKicked uint64
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -43,7 +46,7 @@ func (s *Server) Stats() ServerStats {
 		BytesIn: ns.BytesReceived, BytesOut: ns.BytesSent, ConnectionsServed: s.served.Load(),
 		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
-		EventsDropped: s.dropped.Load(),
+		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
 	}
 }
 
@@ -58,8 +61,6 @@ func (st ServerStats) String() string {
 		fmt.Fprintf(&b, ", %v left", st.MatchTimeRemaining.Round(time.Second))
 	}
 	fmt.Fprintf(&b, "\nbytes in %d, out %d", st.BytesIn, st.BytesOut)
-	if st.EventsDropped > 0 {
-		fmt.Fprintf(&b, "\nevents dropped %d", st.EventsDropped)
-	}
+	fmt.Fprintf(&b, "\nchat relayed %d, dropped %d, clients rate-limited %d", st.ChatRelayed, st.ChatDropped, st.ChatKicked)
 	return b.String()
 }

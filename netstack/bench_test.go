@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The end-to-end benchmarks measure one 300-byte message echoed over loopback,
@@ -18,7 +19,7 @@ const benchPayload = 300
 const benchType wire.MessageType = 1000
 
 func benchRegistry(b *testing.B, ch wire.Channel) *wire.Registry {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	err := reg.Register("bench", wire.Schema{
 		ID: benchType, Name: "echo", Direction: wire.BothDirections, Channel: ch,
 		MinLen: 0, MaxLen: 1200, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true,
@@ -73,7 +74,7 @@ func benchEcho(b *testing.B, ch wire.Channel) {
 		srv.Send(id, benchType, ch, p)
 	})
 	ctx := context.Background()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "bench", Pin: srv.Pin(), Registry: reg})
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "bench", Pin: srv.Pin(), Registry: reg}))
 	if err != nil {
 		b.Fatal(err)
 	}

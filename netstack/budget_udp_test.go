@@ -9,6 +9,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestUDPConnectBudget floods one source with Connects at the default budget
@@ -89,7 +90,7 @@ func TestUDPConnectBudgetPerIP(t *testing.T) {
 	sendTo(t, a, srv.Addr(), connectFrame(nil))
 	sendTo(t, b, srv.Addr(), connectFrame(freshHello(t)))
 	sendTo(t, b, srv.Addr(), legacyPacket(wire.TypeConnect, nil))
-	sendTo(t, a, srv.Addr(), plainFrame(wire.TypeEntitySpawn, wire.Unreliable, nil))
+	sendTo(t, a, srv.Addr(), plainFrame(gamemsg.TypeEntitySpawn, wire.Unreliable, nil))
 
 	// 127.0.0.2 is answered; by then the server has read the four above.
 	other := udpSocketOrSkip(t, netip.MustParseAddr("127.0.0.2"))

@@ -43,9 +43,16 @@ type ClientConfig struct {
 	OnTrustNew func(hostport, pin string)
 	// Conn, when set, is used instead of a new UDP socket.
 	Conn net.PacketConn
-	// Registry holds the schemas of module messages the client understands;
-	// nil = built-ins only.
+	// Registry holds the schemas of the messages the client understands
+	// beyond the transport's own (sim/gamemsg's game messages, module
+	// types); nil = the transport's types only.
 	Registry *wire.Registry
+	// Welcome is the type of the first message the server sends an
+	// admitted client (sparkhost sends GameStateSync). When set, Dial
+	// returns once it arrives and Client.Welcome returns it; 0 means Dial
+	// returns as soon as the server acknowledges ClientFinished or sends
+	// anything.
+	Welcome wire.MessageType
 	// ConnectRetry is the Connect resend interval (500 ms); ConnectRetries
 	// the number of resends (10).
 	ConnectRetry   time.Duration
@@ -125,7 +132,7 @@ type Client struct {
 	sess     *session
 	reg      *wire.Registry
 	identity [32]byte
-	gameSync wire.GameStateSync
+	welcome  Message // the first message of type cfg.Welcome (under sess.mu)
 
 	inbox     chan Message
 	pending   []Message   // collected by the receive goroutine under the lock
@@ -136,8 +143,8 @@ type Client struct {
 	wg        sync.WaitGroup
 }
 
-// Dial connects to a server, completes the handshake and waits for the
-// GameStateSync that marks admission.
+// Dial connects to a server, completes the handshake and waits for
+// admission (see ClientConfig.Welcome).
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.ConnectRetry <= 0 {
 		cfg.ConnectRetry = DefaultConnectRetry
@@ -280,7 +287,7 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 }
 
 // finish records trust on first use, opens the channel, sends ClientFinished
-// and waits for GameStateSync.
+// and waits for admission.
 func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin time.Time) error {
 	c.identity = res.IdentityPub
 	if c.cfg.Pin == "" {
@@ -350,6 +357,9 @@ func (c *Client) receiveLoop() {
 		c.sess.mu.Lock()
 		if h, payload := c.sess.openLocked(buf[:n], now); h != nil {
 			c.sess.handleLocked(c.reg, h, payload, now, c.deliverFn)
+			if c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
+				c.admit() // ClientFinished (reliable sequence 1) was acknowledged
+			}
 		}
 		closed := c.sess.closed
 		c.sess.mu.Unlock()
@@ -378,17 +388,23 @@ func (c *Client) flushInbox() {
 
 // deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
-	if h.Type == wire.TypeGameStateSync {
-		if gs, err := wire.ParseGameStateSync(payload); err == nil {
-			c.gameSync = gs
-			select {
-			case <-c.admitted:
-			default:
-				close(c.admitted)
-			}
+	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
+	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
+		if h.Type == c.cfg.Welcome {
+			c.welcome = m
 		}
+		c.admit()
 	}
-	c.pending = append(c.pending, Message{Header: *h, Payload: append([]byte(nil), payload...)})
+	c.pending = append(c.pending, m)
+}
+
+// admit marks the client admitted (once); under the session lock.
+func (c *Client) admit() {
+	select {
+	case <-c.admitted:
+	default:
+		close(c.admitted)
+	}
 }
 
 func (c *Client) serviceLoop() {
@@ -426,11 +442,12 @@ func (c *Client) ID() uint32 { return c.sess.id }
 // ServerPin returns the verified server identity as a pin.
 func (c *Client) ServerPin() string { return trust.Pin(c.identity[:]) }
 
-// GameState returns the GameStateSync received at admission (or a later one).
-func (c *Client) GameState() wire.GameStateSync {
+// Welcome returns the first message of type ClientConfig.Welcome (zero
+// when no Welcome type was configured). It is also delivered by Receive.
+func (c *Client) Welcome() Message {
 	c.sess.mu.Lock()
 	defer c.sess.mu.Unlock()
-	return c.gameSync
+	return c.welcome
 }
 
 // ChannelBinding returns the session's transcript hash th (see Server.ChannelBinding).

@@ -107,7 +107,7 @@ func dialErr(t *testing.T, cfg netstack.ClientConfig) *netstack.HandshakeError {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	c, err := netstack.Dial(ctx, cfg)
+	c, err := netstack.Dial(ctx, gameClient(cfg))
 	if err == nil {
 		c.Close()
 		t.Fatal("Dial succeeded, want a HandshakeError")
@@ -228,7 +228,7 @@ func TestUDPKnownHostsTOFU(t *testing.T) {
 	defer cancel()
 
 	// First use: recorded, and the user is told.
-	c, err := netstack.Dial(ctx, cfg(addr))
+	c, err := netstack.Dial(ctx, gameClient(cfg(addr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestUDPKnownHostsTOFU(t *testing.T) {
 		t.Fatalf("known_hosts = %q (%v), want a line %q", recorded, err, want)
 	}
 	// Known now: no second notice.
-	c, err = netstack.Dial(ctx, cfg(addr))
+	c, err = netstack.Dial(ctx, gameClient(cfg(addr)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const (
@@ -19,7 +20,7 @@ const (
 
 func echoRegistry(t *testing.T) *wire.Registry {
 	t.Helper()
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range []wire.Schema{
 		{ID: typeEchoReliable, Name: "echo-reliable", Direction: wire.BothDirections, Channel: wire.Reliable,
 			MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
@@ -162,7 +163,7 @@ func TestUDPEchoManyClients(t *testing.T) {
 func runEchoClient(srv *netstack.Server, reg *wire.Registry, name string, per int, log *echoLog, ids chan<- uint32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg}))
 	if err != nil {
 		return fmt.Errorf("%s: dial: %w", name, err)
 	}

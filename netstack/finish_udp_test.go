@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestUDPClientFinishedInvalidName(t *testing.T) {
@@ -29,7 +30,7 @@ func TestUDPClientFinishedInvalidName(t *testing.T) {
 		t.Run(tc.label, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 			defer cancel()
-			c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()})
+			c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()}))
 			if err == nil {
 				c.Close()
 				t.Fatalf("name %q admitted", name)
@@ -85,8 +86,8 @@ func TestUDPClientFinishedSequence(t *testing.T) {
 	ev := newEvents()
 	srv := quietServer(t, ev.hook)
 	got := make(chan string, 1)
-	srv.Handle(wire.TypeChatMessage, func(_ uint32, _ *wire.Header, payload []byte) {
-		m, _ := wire.ParseChatMessageFromClient(payload)
+	srv.Handle(gamemsg.TypeChatMessage, func(_ uint32, _ *wire.Header, payload []byte) {
+		m, _ := gamemsg.ParseChatMessageFromClient(payload)
 		got <- m.Text
 	})
 	p := newRawPeer(t, srv.Addr())
@@ -104,7 +105,7 @@ func TestUDPClientFinishedSequence(t *testing.T) {
 	}
 
 	p.sendFinished("ok", 1)
-	p.await(wire.TypeGameStateSync)
+	p.await(gamemsg.TypeGameStateSync)
 	// Wait for the Ack of Sequence 1 and the acknowledgements that follow it.
 	awaitAck(t, p, 1)
 	quietAcks(t, p)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // acceptedID returns the client id of a ConnectAccepted datagram.
@@ -39,7 +40,7 @@ func TestUDPRepeatedHelloGetsCachedAnswer(t *testing.T) {
 	}
 	// The cached answer still leads to admission.
 	p.sendFinished("rita", 1)
-	p.await(wire.TypeGameStateSync)
+	p.await(gamemsg.TypeGameStateSync)
 	if cl := srv.Clients(); len(cl) != 1 || cl[0].ID != id || cl[0].Name != "rita" {
 		t.Fatalf("Clients() = %+v", cl)
 	}
@@ -80,7 +81,7 @@ func TestUDPDifferentHelloReplacesSecuringSlot(t *testing.T) {
 		t.Fatal("the replaced slot was admitted")
 	}
 	p.sendFinished("new", 1)
-	p.await(wire.TypeGameStateSync)
+	p.await(gamemsg.TypeGameStateSync)
 	if cl := srv.Clients(); len(cl) != 1 || cl[0].ID != newID {
 		t.Fatalf("Clients() = %+v, want id %d", cl, newID)
 	}
@@ -96,7 +97,7 @@ func TestUDPSecuringSlotTimeout(t *testing.T) {
 		ev := newEvents()
 		var handled atomic.Int32
 		srv := quietServer(t, func(c *netstack.ServerConfig) { c.SecuringTimeout = timeout; ev.hook(c) })
-		srv.Handle(wire.TypeChatMessage, func(uint32, *wire.Header, []byte) { handled.Add(1) })
+		srv.Handle(gamemsg.TypeChatMessage, func(uint32, *wire.Header, []byte) { handled.Add(1) })
 		p := newRawPeer(t, srv.Addr())
 		start := time.Now()
 		p.connect(srv.Pin())
@@ -182,26 +183,32 @@ func TestUDPConnectFromConnectedEndpointDropped(t *testing.T) {
 	}
 }
 
-// TestUDPNothingButHandshakeToSecuring: chat relays, broadcasts, heartbeats,
-// Send and Kick never reach a Securing slot.
+// TestUDPNothingButHandshakeToSecuring: relays from a handler (as the host
+// relays chat), broadcasts, heartbeats, Send and Kick never reach a
+// Securing slot.
 func TestUDPNothingButHandshakeToSecuring(t *testing.T) {
 	srv := quietServer(t, func(c *netstack.ServerConfig) { c.HeartbeatInterval = 20 * time.Millisecond })
+	srv.Handle(gamemsg.TypeChatMessage, func(from uint32, _ *wire.Header, p []byte) {
+		m, _ := gamemsg.ParseChatMessageFromClient(p)
+		m.Sender = "relay"
+		_ = srv.BroadcastExcept(from, gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &m))
+	})
 	a := dial(t, srv, "alice")
 	b := dial(t, srv, "bob")
 	p := newRawPeer(t, srv.Addr())
 	id := p.connect(srv.Pin())
 
-	if err := a.Send(wire.TypeChatMessage, wire.Reliable, wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "hi"})); err != nil {
+	if err := a.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi"})); err != nil {
 		t.Fatal(err)
 	}
-	next(t, b, wire.TypeChatMessage)
-	chat := wire.AppendChatMessage(nil, &wire.ChatMessage{Sender: "server", Text: "to all"})
-	if err := srv.Broadcast(wire.TypeChatMessage, wire.Reliable, chat); err != nil {
+	next(t, b, gamemsg.TypeChatMessage)
+	chat := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Sender: "server", Text: "to all"})
+	if err := srv.Broadcast(gamemsg.TypeChatMessage, wire.Reliable, chat); err != nil {
 		t.Fatal(err)
 	}
-	next(t, a, wire.TypeChatMessage)
-	next(t, b, wire.TypeChatMessage)
-	if err := srv.Send(id, wire.TypeChatMessage, wire.Reliable, chat); !errors.Is(err, netstack.ErrNoSuchClient) {
+	next(t, a, gamemsg.TypeChatMessage)
+	next(t, b, gamemsg.TypeChatMessage)
+	if err := srv.Send(id, gamemsg.TypeChatMessage, wire.Reliable, chat); !errors.Is(err, netstack.ErrNoSuchClient) {
 		t.Fatalf("Send to a Securing slot: %v, want ErrNoSuchClient", err)
 	}
 	if err := srv.Kick(id, wire.DisconnectKicked, "no"); !errors.Is(err, netstack.ErrNoSuchClient) {

@@ -27,6 +27,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const (
@@ -341,7 +342,7 @@ func (p *rawPeer) sendUnreliable(typ wire.MessageType, payload []byte) {
 }
 
 func (p *rawPeer) sendChat(text string) {
-	p.sendReliable(wire.TypeChatMessage, wire.AppendChatMessage(nil, &wire.ChatMessage{Text: text}))
+	p.sendReliable(gamemsg.TypeChatMessage, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: text}))
 }
 
 // sendFinished sends ClientFinished with the given name and Sequence seq.
@@ -407,8 +408,8 @@ func (p *rawPeer) admit(pin, name string) uint32 {
 	p.t.Helper()
 	id := p.connect(pin)
 	p.sendFinished(name, 1)
-	_, payload := p.await(wire.TypeGameStateSync)
-	gs, err := wire.ParseGameStateSync(payload)
+	_, payload := p.await(gamemsg.TypeGameStateSync)
+	gs, err := gamemsg.ParseGameStateSync(payload)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func TestUDPHeartbeatPing(t *testing.T) {
 	srv := quietServer(t, func(c *netstack.ServerConfig) { c.HeartbeatInterval = interval })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "pinger", Pin: srv.Pin(), HeartbeatInterval: interval})
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "pinger", Pin: srv.Pin(), HeartbeatInterval: interval}))
 	if err != nil {
 		t.Fatal(err)
 	}

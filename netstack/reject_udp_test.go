@@ -87,7 +87,7 @@ func TestUDPRejectServerFull(t *testing.T) {
 		// The Go client reports it as a HandshakeError.
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
-		_, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "second", Pin: srv.Pin()})
+		_, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "second", Pin: srv.Pin()}))
 		var he *netstack.HandshakeError
 		if !errors.As(err, &he) || he.Code != netstack.HandshakeRejected || he.Reason != wire.RejectServerFull {
 			t.Fatalf("second Dial: %v, want HandshakeRejected ServerFull", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // memPair starts a server and an admitted client over a memlink pair inside a
@@ -21,6 +22,7 @@ func memPair(t *testing.T, link memlink.Link, scfg netstack.ServerConfig, ccfg n
 	srvConn, cliConn := memlink.Pair(42, link, link)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	scfg.Conn, scfg.Identity = srvConn, priv
+	withGame(&scfg)
 	srv, err := netstack.NewServer(scfg)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +35,7 @@ func memPair(t *testing.T, link memlink.Link, scfg netstack.ServerConfig, ccfg n
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := netstack.Dial(ctx, ccfg)
+	cli, err := netstack.Dial(ctx, gameClient(ccfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +125,9 @@ func TestKeyExhaustionDisconnects(t *testing.T) {
 				},
 			},
 			netstack.ClientConfig{})
-		chat := wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "x"})
+		chat := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "x"})
 		for i := 0; i < 400; i++ {
-			if srv.Send(cli.ID(), wire.TypeChatMessage, wire.Reliable, chat) != nil {
+			if srv.Send(cli.ID(), gamemsg.TypeChatMessage, wire.Reliable, chat) != nil {
 				break
 			}
 			time.Sleep(time.Millisecond)

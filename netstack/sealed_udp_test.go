@@ -7,13 +7,14 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // chatSink is a ChatMessage handler that hands the texts to the test.
 func chatSink(srv *netstack.Server) <-chan string {
 	got := make(chan string, 64)
-	srv.Handle(wire.TypeChatMessage, func(_ uint32, _ *wire.Header, payload []byte) {
-		m, err := wire.ParseChatMessageFromClient(payload)
+	srv.Handle(gamemsg.TypeChatMessage, func(_ uint32, _ *wire.Header, payload []byte) {
+		m, err := gamemsg.ParseChatMessageFromClient(payload)
 		if err == nil {
 			got <- m.Text
 		}
@@ -49,8 +50,8 @@ func TestUDPSealedFrameDrops(t *testing.T) {
 	// chat returns a fresh sealed chat frame of a (not sent, not counted).
 	chat := func(text string) []byte {
 		a.rel++
-		return a.frame(a.packet(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
-			wire.AppendChatMessage(nil, &wire.ChatMessage{Text: text})))
+		return a.frame(a.packet(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
+			gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: text})))
 	}
 	flip := func(f []byte, i int) []byte { f[i] ^= 0x01; return f }
 	epoch2 := handshake.Ratchet(handshake.Ratchet(a.res.C2S))
@@ -75,16 +76,16 @@ func TestUDPSealedFrameDrops(t *testing.T) {
 		{"truncated to the secure header", func() []byte { return chat("x")[:11] }},
 		{"epoch +2 under the genuine K[2]", func() []byte {
 			a.rel++
-			pkt := a.packet(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
-				wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "x"}))
+			pkt := a.packet(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
+				gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "x"}))
 			f := sealWith(epoch2, 2, a.s, pkt)
 			a.s++
 			return f
 		}},
 		{"sealed with another session's key", func() []byte {
 			a.rel++
-			pkt := a.packet(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
-				wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "x"}))
+			pkt := a.packet(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
+				gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "x"}))
 			f := sealWith(b.res.C2S, 0, a.s, pkt)
 			a.s++
 			return f
@@ -109,8 +110,8 @@ func TestUDPSealedFrameDrops(t *testing.T) {
 	t.Run("wrong SenderID", func(t *testing.T) {
 		before := srv.Stats()
 		a.rel++
-		a.sendSealed(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel, SenderID: id + 1},
-			wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "forged sender"}))
+		a.sendSealed(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel, SenderID: id + 1},
+			gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "forged sender"}))
 		a.sendChat("after SenderID")
 		expectChat(t, got, "after SenderID")
 		after := srv.Stats()
@@ -123,7 +124,7 @@ func TestUDPSealedFrameDrops(t *testing.T) {
 	})
 	t.Run("plain frame of type 7", func(t *testing.T) {
 		before := srv.Stats()
-		a.write(plainFrame(wire.TypeEntitySpawn, wire.ReliableOrdered, make([]byte, 19)))
+		a.write(plainFrame(gamemsg.TypeEntitySpawn, wire.ReliableOrdered, make([]byte, 19)))
 		a.sendChat("after plain")
 		expectChat(t, got, "after plain")
 		after := srv.Stats()
@@ -153,8 +154,8 @@ func TestUDPSealedFrameDrops(t *testing.T) {
 	t.Run("epoch +1 under the genuine K[1] is accepted", func(t *testing.T) {
 		before := srv.Stats()
 		a.rel++
-		pkt := a.packet(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
-			wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "epoch 1"}))
+		pkt := a.packet(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
+			gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "epoch 1"}))
 		a.write(sealWith(handshake.Ratchet(a.res.C2S), 1, a.s, pkt))
 		a.s++
 		expectChat(t, got, "epoch 1")
@@ -182,8 +183,8 @@ func TestUDPSealedFromUnknownEndpoint(t *testing.T) {
 	// alice's own valid frame, from another port.
 	stranger := udpSocket(t, loopback)
 	a.rel++
-	f := a.frame(a.packet(wire.Header{Type: wire.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
-		wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "moved"})))
+	f := a.frame(a.packet(wire.Header{Type: gamemsg.TypeChatMessage, Channel: wire.Reliable, Sequence: a.rel},
+		gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "moved"})))
 	sendTo(t, stranger, srv.Addr(), f)
 	eventually(t, "security drop", func() bool { return srv.Stats().SecurityDrops == before+1 })
 	if d := drain(t, stranger, quietWait); len(d) != 0 {

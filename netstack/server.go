@@ -54,9 +54,14 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// IsBanned reports whether a source address is banned (checked at Connect).
 	IsBanned func(netip.Addr) bool
-	// GameStateSync appends the GameStateSync payload for a newly admitted
-	// client to dst; nil sends a minimal one (no map, mode Custom, Warmup).
-	GameStateSync func(client uint32, dst []byte) []byte
+	// Welcome, when set, gives the first message a newly admitted client is
+	// sent (the host's GameStateSync): its type, channel and payload,
+	// appended to dst. It is called on the receive goroutine under the
+	// slot's lock, at admission, so nothing else can reach the client
+	// before it; it must be quick and must not call back into the Server.
+	// nil sends nothing: the client learns of its admission from the Ack of
+	// its ClientFinished.
+	Welcome func(client uint32, dst []byte) (wire.MessageType, wire.Channel, []byte)
 	// OnAdmitted is called when a client becomes Connected.
 	OnAdmitted func(ClientInfo)
 	// OnDisconnected is called once when an admitted client leaves, with the
@@ -231,8 +236,7 @@ func (s *Server) Stats() Stats { return s.ctr.snapshot() }
 // Time returns the server clock: seconds since the server started (§5.2).
 func (s *Server) Time() float32 { return float32(time.Since(s.origin).Seconds()) }
 
-// Handle sets the handler for message type t (nil removes it). ChatMessage
-// is relayed by the server itself; a handler for it is called in addition.
+// Handle sets the handler for message type t (nil removes it).
 func (s *Server) Handle(t wire.MessageType, h Handler) {
 	s.handlersMu.Lock()
 	defer s.handlersMu.Unlock()

@@ -247,16 +247,12 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	p.state = slotConnected
 	p.name = cf.Name
 	p.rel.Receive(h, payload, now, discard) // marks Sequence 1 received
-	var gs []byte
-	if s.cfg.GameStateSync != nil {
-		gs = s.cfg.GameStateSync(p.id, nil)
-	} else {
-		gs = wire.AppendGameStateSync(nil, &wire.GameStateSync{
-			ClientID: p.id, ServerTime: s.timeAt(now), TickRate: 60, ReplicationRate: 20,
-			ServerName: "sparkhost", Mode: 6, MatchState: 0,
-		})
+	if s.cfg.Welcome != nil {
+		t, ch, payload := s.cfg.Welcome(p.id, nil)
+		if err := p.sendLocked(t, ch, payload, now); err != nil {
+			s.log.Warn("welcome message not sent", "client", p.id, "type", t.String(), "err", err)
+		}
 	}
-	p.sendLocked(wire.TypeGameStateSync, wire.ReliableOrdered, gs, now)
 	return true
 }
 
@@ -275,9 +271,6 @@ func (s *Server) dispatchPending(from ClientInfo) {
 	for i := range s.pending {
 		d := &s.pending[i]
 		payload := s.scratch[d.start:d.end]
-		if d.h.Type == wire.TypeChatMessage {
-			s.relayChat(from, payload)
-		}
 		s.handlersMu.RLock()
 		hf := s.handlers[d.h.Type]
 		s.handlersMu.RUnlock()
@@ -287,18 +280,6 @@ func (s *Server) dispatchPending(from ClientInfo) {
 	}
 	s.pending = s.pending[:0]
 	s.scratch = s.scratch[:0]
-}
-
-// relayChat sends a client's chat to every other admitted client with the
-// admitted name as sender (§4).
-func (s *Server) relayChat(from ClientInfo, payload []byte) {
-	msg, err := wire.ParseChatMessage(payload)
-	if err != nil {
-		return
-	}
-	msg.Sender = from.Name
-	out := wire.AppendChatMessage(nil, &msg)
-	_ = s.BroadcastExcept(from.ID, wire.TypeChatMessage, wire.Reliable, out)
 }
 
 // discard is the deliver function for a ClientFinished, which the reliability

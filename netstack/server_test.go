@@ -5,13 +5,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"log/slog"
-	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // newTestServer starts a server on 127.0.0.1 with an ephemeral port.
@@ -27,6 +26,7 @@ func newTestServerTB(t testing.TB, mod func(*netstack.ServerConfig)) *netstack.S
 		t.Fatal(err)
 	}
 	cfg := netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Logger: slog.New(slog.DiscardHandler)}
+	withGame(&cfg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -39,11 +39,47 @@ func newTestServerTB(t testing.TB, mod func(*netstack.ServerConfig)) *netstack.S
 	return srv
 }
 
+// withGame gives a test server the game messages of sim/gamemsg as sample
+// traffic: the transport knows none of them, so the tests bring the
+// registry and the welcome message (a minimal GameStateSync) a host would.
+func withGame(cfg *netstack.ServerConfig) {
+	if cfg.Registry == nil {
+		cfg.Registry = gamemsg.NewRegistry()
+	}
+	if cfg.Welcome == nil {
+		cfg.Welcome = func(client uint32, dst []byte) (wire.MessageType, wire.Channel, []byte) {
+			return gamemsg.TypeGameStateSync, wire.ReliableOrdered, gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
+				ClientID: client, TickRate: 60, ReplicationRate: 20, ServerName: "test", Mode: gamemsg.ModeCustom})
+		}
+	}
+}
+
+// gameClient is the client side of withGame.
+func gameClient(cfg netstack.ClientConfig) netstack.ClientConfig {
+	if cfg.Registry == nil {
+		cfg.Registry = gamemsg.NewRegistry()
+	}
+	if cfg.Welcome == 0 {
+		cfg.Welcome = gamemsg.TypeGameStateSync
+	}
+	return cfg
+}
+
+// welcome parses a client's GameStateSync (see withGame).
+func welcome(t *testing.T, c *netstack.Client) gamemsg.GameStateSync {
+	t.Helper()
+	gs, err := gamemsg.ParseGameStateSync(c.Welcome().Payload)
+	if err != nil {
+		t.Fatalf("welcome GameStateSync: %v", err)
+	}
+	return gs
+}
+
 func dial(t *testing.T, srv *netstack.Server, name string) *netstack.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()})
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()}))
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}
@@ -67,43 +103,64 @@ func next(t *testing.T, c *netstack.Client, typ wire.MessageType) netstack.Messa
 	}
 }
 
-func TestUDPClientsChatAndAdmission(t *testing.T) {
-	var mu sync.Mutex
-	var admitted []string
-	srv := newTestServer(t, func(c *netstack.ServerConfig) {
-		c.OnAdmitted = func(ci netstack.ClientInfo) {
-			mu.Lock()
-			admitted = append(admitted, ci.Name)
-			mu.Unlock()
-		}
-	})
+// TestUDPClientsWelcomeAndAdmission: each client is admitted with the
+// host's welcome message first, and a message from one client reaches the
+// server's handler with the sender's id; the transport itself relays
+// nothing (chat is the host's).
+func TestUDPClientsWelcomeAndAdmission(t *testing.T) {
+	got := make(chan uint32, 8)
+	srv := newTestServer(t, nil)
+	srv.Handle(gamemsg.TypeChatMessage, func(client uint32, _ *wire.Header, _ []byte) { got <- client })
 	names := []string{"alice", "bob", "carol"}
 	clients := make([]*netstack.Client, len(names))
 	for i, n := range names {
 		clients[i] = dial(t, srv, n)
-		gs := clients[i].GameState()
-		if gs.ClientID != clients[i].ID() {
+		if gs := welcome(t, clients[i]); gs.ClientID != clients[i].ID() {
 			t.Errorf("%s: GameStateSync client_id %d, assigned %d", n, gs.ClientID, clients[i].ID())
 		}
 	}
 	if got := len(srv.Clients()); got != 3 {
 		t.Fatalf("Clients() = %d, want 3", got)
 	}
-	chat := wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "hello from alice"})
-	if err := clients[0].Send(wire.TypeChatMessage, wire.Reliable, chat); err != nil {
+	chat := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hello from alice"})
+	if err := clients[0].Send(gamemsg.TypeChatMessage, wire.Reliable, chat); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range clients[1:] {
-		m := next(t, c, wire.TypeChatMessage)
-		msg, err := wire.ParseChatMessage(m.Payload)
-		if err != nil {
-			t.Fatal(err)
+	select {
+	case id := <-got:
+		if id != clients[0].ID() {
+			t.Errorf("handler saw client %d, want %d", id, clients[0].ID())
 		}
-		if msg.Sender != "alice" || msg.Text != "hello from alice" {
-			t.Errorf("relayed chat = %+v", msg)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler never saw the message")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	for {
+		m, err := clients[1].Receive(ctx)
+		if err != nil {
+			break // nothing relayed
+		}
+		if m.Header.Type == gamemsg.TypeChatMessage {
+			t.Fatal("the transport relayed a chat message")
 		}
 	}
-	_ = netip.AddrPort{}
+}
+
+// TestDialWithoutWelcome: a server without a welcome message admits a
+// client that asks for none; Dial returns once ClientFinished is acked.
+func TestDialWithoutWelcome(t *testing.T) {
+	srv := newTestServer(t, func(c *netstack.ServerConfig) { c.Welcome = nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "plain", Pin: srv.Pin()})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	if c.Welcome().Payload != nil || len(srv.Clients()) != 1 {
+		t.Fatalf("welcome %v, %d clients; want none and 1", c.Welcome(), len(srv.Clients()))
+	}
 }
 
 // TestBroadcastAllocatesNothing: an unreliable broadcast (state updates a
@@ -113,8 +170,8 @@ func TestBroadcastAllocatesNothing(t *testing.T) {
 	dial(t, srv, "alice")
 	dial(t, srv, "bob")
 	update := make([]byte, 12)
-	srv.Broadcast(wire.TypeEntityStateUpdate, wire.Unreliable, update) // warm the pools
-	if n := testing.AllocsPerRun(50, func() { srv.Broadcast(wire.TypeEntityStateUpdate, wire.Unreliable, update) }); n != 0 {
+	srv.Broadcast(gamemsg.TypeEntityStateUpdate, wire.Unreliable, update) // warm the pools
+	if n := testing.AllocsPerRun(50, func() { srv.Broadcast(gamemsg.TypeEntityStateUpdate, wire.Unreliable, update) }); n != 0 {
 		t.Errorf("Broadcast allocates %v times per call", n)
 	}
 }

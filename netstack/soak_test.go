@@ -14,6 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The full-stack soak: a real Server and Client (handshake, sealed frames,
@@ -30,7 +31,7 @@ const (
 )
 
 func soakRegistry(t *testing.T) *wire.Registry {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for typ, ch := range map[wire.MessageType]wire.Channel{soakReliable: wire.Reliable, soakOrdered: wire.ReliableOrdered, soakNoise: wire.Unreliable} {
 		err := reg.Register("soak", wire.Schema{ID: typ, Name: typ.String(), Direction: wire.BothDirections, Channel: ch,
 			MinLen: 1, MaxLen: 1200, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true})

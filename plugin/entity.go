@@ -10,6 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -56,7 +57,7 @@ type sdkEntity struct {
 type pendingUpdate struct {
 	act  *pluginv1.Action
 	mask uint64
-	vals [wire.MaxFields]wire.FieldValue
+	vals [gamemsg.MaxFields]gamemsg.FieldValue
 }
 
 // entities is the runtime's entity state.
@@ -69,7 +70,7 @@ type entities struct {
 	pending map[uint32]*pendingUpdate
 	hist    *lagcomp.History
 	buf     []lagcomp.Entity
-	encBuf  []wire.FieldValue
+	encBuf  []gamemsg.FieldValue
 }
 
 // checkEntityTypes is the manifest check the SDK can do before the server
@@ -81,15 +82,15 @@ func checkEntityTypes(ts []EntityType) (map[uint16]*sdkType, error) {
 		if _, dup := out[t.ID]; dup {
 			return nil, fmt.Errorf("entity type %d is declared twice", t.ID)
 		}
-		if len(t.Fields) > wire.MaxFields {
-			return nil, fmt.Errorf("entity type %d (%q): %d fields, at most %d", t.ID, t.Name, len(t.Fields), wire.MaxFields)
+		if len(t.Fields) > gamemsg.MaxFields {
+			return nil, fmt.Errorf("entity type %d (%q): %d fields, at most %d", t.ID, t.Name, len(t.Fields), gamemsg.MaxFields)
 		}
 		st := &sdkType{EntityType: t, pos: -1}
 		for i, f := range t.Fields {
 			if !f.Kind.Valid() {
 				return nil, fmt.Errorf("entity type %d (%q) field %q: unknown kind %d", t.ID, t.Name, f.Name, f.Kind)
 			}
-			if f.Name == t.PositionField && f.Kind == wire.KindVec3 {
+			if f.Name == t.PositionField && f.Kind == gamemsg.KindVec3 {
 				st.pos = i
 			}
 		}
@@ -137,7 +138,7 @@ func encodeManifestTypes(ts []EntityType) []*pluginv1.EntityType {
 }
 
 // checkValues validates field values against t.
-func checkValues(t *sdkType, vals []wire.FieldValue) error {
+func checkValues(t *sdkType, vals []gamemsg.FieldValue) error {
 	for i := range vals {
 		v := &vals[i]
 		switch {
@@ -145,8 +146,8 @@ func checkValues(t *sdkType, vals []wire.FieldValue) error {
 			return fmt.Errorf("%w: field index %d; type %q has %d fields", ErrBadField, v.Index, t.Name, len(t.Fields))
 		case v.Kind != t.Fields[v.Index].Kind:
 			return fmt.Errorf("%w: field %q is a %s, not a %s", ErrBadField, t.Fields[v.Index].Name, t.Fields[v.Index].Kind, v.Kind)
-		case v.Kind == wire.KindFloat && (math.IsNaN(float64(v.Float)) || math.IsInf(float64(v.Float), 0)),
-			v.Kind == wire.KindVec3 && !v.Vec.IsFinite():
+		case v.Kind == gamemsg.KindFloat && (math.IsNaN(float64(v.Float)) || math.IsInf(float64(v.Float), 0)),
+			v.Kind == gamemsg.KindVec3 && !v.Vec.IsFinite():
 			return fmt.Errorf("%w: field %q is not finite", ErrBadField, t.Fields[v.Index].Name)
 		}
 	}
@@ -279,7 +280,7 @@ func (r *runtime) SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) err
 	return nil
 }
 
-func (r *runtime) SetEntityFields(id uint32, values ...wire.FieldValue) error {
+func (r *runtime) SetEntityFields(id uint32, values ...gamemsg.FieldValue) error {
 	e, err := r.liveEntity(id)
 	if err != nil {
 		return err
@@ -345,7 +346,7 @@ func (r *runtime) closeUpdate(id uint32) {
 		return
 	}
 	vals := r.ents.encBuf[:0]
-	for i := range wire.MaxFields {
+	for i := range gamemsg.MaxFields {
 		if p.mask&(1<<i) != 0 {
 			vals = append(vals, p.vals[i])
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // tickModule runs the test's function in OnTick.
@@ -17,13 +18,13 @@ type tickModule struct {
 	Base
 	h      Host
 	onTick func(h Host)
-	inputs []wire.ClientInput
+	inputs []gamemsg.ClientInput
 }
 
 func (m *tickModule) Manifest() Manifest {
 	return Manifest{Name: "t", Inputs: true, EntityTypes: []EntityType{{
 		ID: 9, Name: "unit", PositionField: "pos",
-		Fields: []wire.FieldSchema{{Name: "pos", Kind: wire.KindVec3}, {Name: "hp", Kind: wire.KindInt32}, {Name: "flag", Kind: wire.KindBool}},
+		Fields: []gamemsg.FieldSchema{{Name: "pos", Kind: gamemsg.KindVec3}, {Name: "hp", Kind: gamemsg.KindInt32}, {Name: "flag", Kind: gamemsg.KindBool}},
 		Box:    AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}},
 	}}}
 }
@@ -33,7 +34,7 @@ func (m *tickModule) OnTick(Tick) {
 		m.onTick(m.h)
 	}
 }
-func (m *tickModule) OnInput(_ Client, in wire.ClientInput) { m.inputs = append(m.inputs, in) }
+func (m *tickModule) OnInput(_ Client, in gamemsg.ClientInput) { m.inputs = append(m.inputs, in) }
 
 const first = 3 << 24
 
@@ -80,15 +81,15 @@ func TestSDKEntityActions(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.SetEntityPosition(a, wire.Vec3{X: 1}, false)
-		h.SetEntityFields(a, wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: 5})
+		h.SetEntityFields(a, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: 5})
 		h.SetEntityPosition(a, wire.Vec3{X: 2}, true)
-		h.SetEntityFields(a, wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: 6}, wire.FieldValue{Index: 2, Kind: wire.KindBool, Bool: true})
-		h.SetEntityFields(b, wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: 1})
+		h.SetEntityFields(a, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: 6}, gamemsg.FieldValue{Index: 2, Kind: gamemsg.KindBool, Bool: true})
+		h.SetEntityFields(b, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: 1})
 		h.DestroyEntity(b)
 		if _, err := h.SpawnEntity(Spawn{Type: 8}); !errors.Is(err, ErrUnknownType) {
 			t.Errorf("unknown type: %v", err)
 		}
-		if err := h.SetEntityFields(a, wire.FieldValue{Index: 1, Kind: wire.KindFloat}); !errors.Is(err, ErrBadField) {
+		if err := h.SetEntityFields(a, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindFloat}); !errors.Is(err, ErrBadField) {
 			t.Errorf("wrong kind: %v", err)
 		}
 		if _, err := h.SpawnEntity(Spawn{Type: 9, ID: 5}); !errors.Is(err, ErrBadID) {
@@ -165,8 +166,8 @@ func TestSDKRaycastRewinds(t *testing.T) {
 		t.Fatalf("aimed where seen: %+v %v; aimed at now: %+v", seen, errSeen, missed)
 	}
 	// Inputs reach OnInput.
-	in := wire.ClientInput{InputSeq: 3, DT: 0.01}
-	step(t, r, 122, &pluginv1.Event{Kind: pluginv1.EventKind_EVENT_INPUT, Client: 1, Payload: wire.AppendClientInput(nil, &in)})
+	in := gamemsg.ClientInput{InputSeq: 3, DT: 0.01}
+	step(t, r, 122, &pluginv1.Event{Kind: pluginv1.EventKind_EVENT_INPUT, Client: 1, Payload: gamemsg.AppendClientInput(nil, &in)})
 	if len(m.inputs) != 1 || m.inputs[0].InputSeq != 3 {
 		t.Fatalf("inputs %+v", m.inputs)
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -57,8 +58,8 @@ type Module interface {
 	// timers.
 	OnTick(t Tick)
 	// OnMatchStart, OnMatchEnd and OnMapChange follow the match.
-	OnMatchStart(m wire.MatchStart)
-	OnMatchEnd(m wire.MatchEnd)
+	OnMatchStart(m gamemsg.MatchStart)
+	OnMatchEnd(m gamemsg.MatchEnd)
 	OnMapChange(name string, index int)
 	// Command runs one of the module's console commands; the string is
 	// printed on the admin console.
@@ -75,8 +76,8 @@ func (Base) OnAdmitted(Client)                          {}
 func (Base) OnLeft(Client, wire.DisconnectReason)       {}
 func (Base) OnMessage(Client, wire.MessageType, []byte) {}
 func (Base) OnTick(Tick)                                {}
-func (Base) OnMatchStart(wire.MatchStart)               {}
-func (Base) OnMatchEnd(wire.MatchEnd)                   {}
+func (Base) OnMatchStart(gamemsg.MatchStart)            {}
+func (Base) OnMatchEnd(gamemsg.MatchEnd)                {}
 func (Base) OnMapChange(string, int)                    {}
 func (Base) Unload()                                    {}
 func (Base) Command(name string, _ []string) (string, error) {
@@ -122,8 +123,8 @@ type Client struct {
 type ServerInfo struct {
 	Name       string
 	Map        string
-	Mode       wire.GameMode
-	MatchState wire.MatchState
+	Mode       gamemsg.GameMode
+	MatchState gamemsg.MatchState
 	TickRate   int
 	Tick       uint64
 	Players    int
@@ -211,7 +212,7 @@ type Host interface {
 	SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error
 	// SetEntityFields writes field values (Index and the member of the
 	// field's Kind); values that do not change are not sent to clients.
-	SetEntityFields(id uint32, values ...wire.FieldValue) error
+	SetEntityFields(id uint32, values ...gamemsg.FieldValue) error
 	// SetEntityOwner gives an entity to a client (0: none), who then sees
 	// its Private fields.
 	SetEntityOwner(id, client uint32) error
@@ -233,16 +234,16 @@ type InputHandler interface {
 	// OnInput receives one ClientInput of an admitted client, already
 	// validated (§9.1: ranges, finite values, reserved bits) and newer
 	// than the last one delivered from that client. Answer with an
-	// InputAck (Host.Send of wire.TypeInputAck) carrying the authoritative
+	// InputAck (Host.Send of gamemsg.TypeInputAck) carrying the authoritative
 	// state, for the client's reconciliation.
-	OnInput(c Client, in wire.ClientInput)
+	OnInput(c Client, in gamemsg.ClientInput)
 }
 
 // EntityType is a replicated entity type the module owns.
 type EntityType struct {
 	ID     uint16
-	Name   string             // 1..32 bytes, no control characters
-	Fields []wire.FieldSchema // at most 64; Fields[i] is bit i of the masks
+	Name   string                // 1..32 bytes, no control characters
+	Fields []gamemsg.FieldSchema // at most 64; Fields[i] is bit i of the masks
 	// PositionField names a vec3 field that SetEntityPosition also writes;
 	// "" means the position is not replicated (the server still uses it
 	// for interest and lag compensation).
@@ -267,7 +268,7 @@ type Spawn struct {
 	Position wire.Vec3
 	// Global entities are relevant to every client whatever the distance.
 	Global bool
-	Fields []wire.FieldValue // initial values; the others are zero
+	Fields []gamemsg.FieldValue // initial values; the others are zero
 }
 
 // ClientView is what the module says about a client's view of the world.

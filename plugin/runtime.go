@@ -17,6 +17,7 @@ import (
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // runtime serves one module: it is the gRPC ModuleServer and the Host.
@@ -46,7 +47,7 @@ var _ Host = (*runtime)(nil)
 
 func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	man := m.Manifest()
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range man.Messages {
 		if err := reg.Register(man.Name, s); err != nil {
 			return nil, fmt.Errorf("manifest: %w", err)
@@ -144,13 +145,13 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		}
 		r.mod.OnMessage(*c, wire.MessageType(ev.GetType()), ev.GetPayload())
 	case pluginv1.EventKind_EVENT_MATCH_START:
-		if ms, err := wire.ParseMatchStart(ev.GetPayload()); err == nil {
+		if ms, err := gamemsg.ParseMatchStart(ev.GetPayload()); err == nil {
 			r.mod.OnMatchStart(ms)
 		} else {
 			r.log.Warn("bad MatchStart from the server", "err", err)
 		}
 	case pluginv1.EventKind_EVENT_MATCH_END:
-		if me, err := wire.ParseMatchEnd(ev.GetPayload()); err == nil {
+		if me, err := gamemsg.ParseMatchEnd(ev.GetPayload()); err == nil {
 			r.mod.OnMatchEnd(me)
 		} else {
 			r.log.Warn("bad MatchEnd from the server", "err", err)
@@ -159,7 +160,7 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		r.mod.OnMapChange(ev.GetMap(), int(ev.GetMapIndex()))
 	case pluginv1.EventKind_EVENT_INPUT:
 		ih, ok := r.mod.(InputHandler)
-		in, err := wire.ParseClientInput(ev.GetPayload())
+		in, err := gamemsg.ParseClientInput(ev.GetPayload())
 		if !ok || err != nil {
 			return
 		}
@@ -202,7 +203,7 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 		return
 	}
 	r.server = ServerInfo{
-		Name: p.GetName(), Map: p.GetMap(), Mode: wire.GameMode(p.GetMode()), MatchState: wire.MatchState(p.GetMatchState()),
+		Name: p.GetName(), Map: p.GetMap(), Mode: gamemsg.GameMode(p.GetMode()), MatchState: gamemsg.MatchState(p.GetMatchState()),
 		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
 		DataDir: p.GetDataDir(), ReplicationRate: int(p.GetReplicationRate()), LagWindow: time.Duration(p.GetLagWindowNs()),
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // FuzzReconcile feeds arbitrary InputAck bits (not only what ParseInputAck
@@ -28,7 +29,7 @@ func FuzzReconcile(f *testing.F) {
 			t.Fatal(err)
 		}
 		for range 5 {
-			p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02})
+			p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 		}
 		var v [8]float32
 		for i := range v {
@@ -36,11 +37,11 @@ func FuzzReconcile(f *testing.F) {
 				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(floats[4*i:]))
 			}
 		}
-		ack := wire.InputAck{
+		ack := gamemsg.InputAck{
 			LastInputSeq: seq % 8,
 			Position:     wire.Vec3{X: v[0], Y: v[1], Z: v[2]},
 			Velocity:     wire.Vec3{X: v[3], Y: v[4], Z: v[5]},
-			Yaw:          v[6], Pitch: v[7], Flags: wire.InputFlags(flags),
+			Yaw:          v[6], Pitch: v[7], Flags: gamemsg.InputFlags(flags),
 		}
 		p.Reconcile(ack)
 		p.Elapse(30 * time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -43,21 +44,21 @@ func newPredictor(t testing.TB, cfg Config) *Predictor {
 // with jumps, sprints and crouches.
 type script struct {
 	r    *rand.Rand
-	held wire.ClientInput
+	held gamemsg.ClientInput
 	left int
 }
 
 func newScript(seed uint64) *script { return &script{r: rand.New(rand.NewPCG(seed, 99))} }
 
-func (s *script) next(tick int) wire.ClientInput {
+func (s *script) next(tick int) gamemsg.ClientInput {
 	if s.left == 0 {
 		axis := []float32{-1, -0.5, 0, 0.5, 1}
-		s.held = wire.ClientInput{
+		s.held = gamemsg.ClientInput{
 			MoveForward: axis[s.r.IntN(5)],
 			MoveRight:   axis[s.r.IntN(5)],
 			LookYaw:     s.held.LookYaw,
 			LookPitch:   float32(s.r.IntN(179) - 89),
-			Buttons:     wire.Buttons(s.r.IntN(32)) & (wire.ButtonJump | wire.ButtonSprint | wire.ButtonCrouch | wire.ButtonFire),
+			Buttons:     gamemsg.Buttons(s.r.IntN(32)) & (gamemsg.ButtonJump | gamemsg.ButtonSprint | gamemsg.ButtonCrouch | gamemsg.ButtonFire),
 		}
 		s.left = 5 + s.r.IntN(40)
 	}
@@ -81,7 +82,7 @@ type authority struct {
 }
 
 // apply applies in unless it was applied already; it reports whether it did.
-func (a *authority) apply(t testing.TB, in wire.ClientInput) bool {
+func (a *authority) apply(t testing.TB, in gamemsg.ClientInput) bool {
 	if a.has && !serialAfter(in.InputSeq, a.last) {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -75,7 +76,7 @@ func runLink(t *testing.T, c linkCase) linkRun {
 		sc := newScript(c.seed)
 		var (
 			dgram  []byte
-			inputs []wire.ClientInput
+			inputs []gamemsg.ClientInput
 			pushed bool
 		)
 		for tick := 0; tick < inputTicks+drainTicks; tick++ {
@@ -85,7 +86,7 @@ func runLink(t *testing.T, c linkCase) linkRun {
 			applied := false
 			drain(srvIn, func(b []byte) {
 				for ; len(b) >= 29; b = b[29:] {
-					in, err := wire.ParseClientInput(b[:29])
+					in, err := gamemsg.ParseClientInput(b[:29])
 					if err != nil {
 						t.Fatalf("server: %v", err)
 					}
@@ -100,11 +101,11 @@ func runLink(t *testing.T, c linkCase) linkRun {
 			}
 			if applied {
 				ack := srv.state.Ack(srv.last)
-				send(t, srvConn, wire.AppendInputAck(dgram[:0], &ack), cliConn.AddrPort())
+				send(t, srvConn, gamemsg.AppendInputAck(dgram[:0], &ack), cliConn.AddrPort())
 			}
 
 			drain(cliIn, func(b []byte) {
-				ack, err := wire.ParseInputAck(b)
+				ack, err := gamemsg.ParseInputAck(b)
 				if err != nil {
 					t.Fatalf("client: %v", err)
 				}
@@ -129,7 +130,7 @@ func runLink(t *testing.T, c linkCase) linkRun {
 			if pred.Pending() > 0 {
 				dgram = dgram[:0]
 				for _, in := range pred.AppendPending(inputs[:0]) {
-					dgram = wire.AppendClientInput(dgram, &in)
+					dgram = gamemsg.AppendClientInput(dgram, &in)
 				}
 				send(t, cliConn, dgram, srvConn.AddrPort())
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -125,7 +126,7 @@ func New(world *movement.World, start movement.State, cfg Config) (*Predictor, e
 // the server simulates each input over one tick whatever its dt says). A
 // malformed input (movement.ErrInvalidInput) is refused: nothing changes and
 // no sequence is used.
-func (p *Predictor) Predict(in wire.ClientInput) (wire.ClientInput, error) {
+func (p *Predictor) Predict(in gamemsg.ClientInput) (gamemsg.ClientInput, error) {
 	in.InputSeq = p.nextSeq
 	next, err := p.world.Step(p.state, in)
 	if err != nil {
@@ -155,7 +156,7 @@ func (p *Predictor) Predict(in wire.ClientInput) (wire.ClientInput, error) {
 //     changes nothing and costs one replay;
 //   - an ack with a non-finite field (ErrInvalidAck) or for a sequence never
 //     sent (ErrAckNotSent) is refused: false and the error.
-func (p *Predictor) Reconcile(ack wire.InputAck) (bool, error) {
+func (p *Predictor) Reconcile(ack gamemsg.InputAck) (bool, error) {
 	auth := movement.StateFromAck(ack)
 	if !auth.IsFinite() {
 		p.stats.InvalidAcks++
@@ -259,7 +260,7 @@ func (p *Predictor) Pending() int { return p.pending.len() }
 // server's view survive datagram loss: it applies each sequence once and
 // skips those it already has, so no input is lost unless every datagram
 // carrying it is.
-func (p *Predictor) AppendPending(dst []wire.ClientInput) []wire.ClientInput {
+func (p *Predictor) AppendPending(dst []gamemsg.ClientInput) []gamemsg.ClientInput {
 	for i := range p.pending.len() {
 		dst = append(dst, p.pending.at(i))
 	}

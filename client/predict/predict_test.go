@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -45,7 +46,7 @@ func TestReconcileWithAgreeingServer(t *testing.T) {
 	p := newPredictor(t, Config{})
 	srv := authority{world: newWorld(t), state: spawn}
 	sc := newScript(1)
-	var sent []wire.ClientInput
+	var sent []gamemsg.ClientInput
 	for tick := range 300 {
 		in, err := p.Predict(sc.next(tick))
 		if err != nil {
@@ -83,7 +84,7 @@ func TestReconcileWithAgreeingServer(t *testing.T) {
 func TestReconcileCorrectsAndReplays(t *testing.T) {
 	p := newPredictor(t, Config{})
 	for tick := range 10 {
-		if _, err := p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02, ClientTime: float32(tick)}); err != nil {
+		if _, err := p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02, ClientTime: float32(tick)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +92,7 @@ func TestReconcileCorrectsAndReplays(t *testing.T) {
 	w := newWorld(t)
 	auth := spawn
 	for range 4 {
-		auth, _ = w.Step(auth, wire.ClientInput{MoveForward: 1, DT: 0.02})
+		auth, _ = w.Step(auth, gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 	}
 	auth.Position.X += 3
 	before := p.State()
@@ -100,7 +101,7 @@ func TestReconcileCorrectsAndReplays(t *testing.T) {
 	}
 	want := auth
 	for range 6 {
-		want, _ = w.Step(want, wire.ClientInput{MoveForward: 1, DT: 0.02})
+		want, _ = w.Step(want, gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 	}
 	if p.State() != want || p.Pending() != 6 {
 		t.Fatalf("after reconcile %+v, want %+v", p.State(), want)
@@ -119,7 +120,7 @@ func TestStaleDuplicateAndRefusedAcks(t *testing.T) {
 		t.Fatalf("ack before any input: %v", err)
 	}
 	for range 5 {
-		p.Predict(wire.ClientInput{MoveRight: 1, DT: 0.02})
+		p.Predict(gamemsg.ClientInput{MoveRight: 1, DT: 0.02})
 	}
 	moved := spawn
 	moved.Position.X = 1
@@ -137,7 +138,7 @@ func TestStaleDuplicateAndRefusedAcks(t *testing.T) {
 		t.Fatalf("ack for unsent input 6: %v", err)
 	}
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
-	for _, bad := range []wire.InputAck{
+	for _, bad := range []gamemsg.InputAck{
 		{LastInputSeq: 4, Position: wire.Vec3{X: nan}},
 		{LastInputSeq: 4, Velocity: wire.Vec3{Y: -inf}},
 		{LastInputSeq: 4, Yaw: inf},
@@ -158,10 +159,10 @@ func TestStaleDuplicateAndRefusedAcks(t *testing.T) {
 func TestHugeAckStaysFinite(t *testing.T) {
 	p := newPredictor(t, Config{SmoothTime: 100 * time.Millisecond})
 	for range 3 {
-		p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02})
+		p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 	}
 	big := float32(math.MaxFloat32)
-	ack := wire.InputAck{LastInputSeq: 1, Position: wire.Vec3{X: big, Y: -big, Z: big}, Velocity: wire.Vec3{X: -big, Y: big, Z: big}, Yaw: big, Pitch: -big}
+	ack := gamemsg.InputAck{LastInputSeq: 1, Position: wire.Vec3{X: big, Y: -big, Z: big}, Velocity: wire.Vec3{X: -big, Y: big, Z: big}, Yaw: big, Pitch: -big}
 	if ok, err := p.Reconcile(ack); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
@@ -183,7 +184,7 @@ func TestHugeAckStaysFinite(t *testing.T) {
 
 func TestMalformedInputIsRefused(t *testing.T) {
 	p := newPredictor(t, Config{})
-	for _, in := range []wire.ClientInput{
+	for _, in := range []gamemsg.ClientInput{
 		{MoveForward: 2, DT: 0.02},
 		{MoveRight: float32(math.NaN()), DT: 0.02},
 		{DT: 0},
@@ -197,7 +198,7 @@ func TestMalformedInputIsRefused(t *testing.T) {
 	if p.Pending() != 0 || p.State() != spawn || p.Stats().Predicted != 0 {
 		t.Fatal("a refused input changed the predictor")
 	}
-	if in, _ := p.Predict(wire.ClientInput{DT: 0.02}); in.InputSeq != 1 {
+	if in, _ := p.Predict(gamemsg.ClientInput{DT: 0.02}); in.InputSeq != 1 {
 		t.Fatalf("refused inputs used sequences: next is %d", in.InputSeq)
 	}
 }
@@ -205,7 +206,7 @@ func TestMalformedInputIsRefused(t *testing.T) {
 func TestPendingCapDropsOldest(t *testing.T) {
 	p := newPredictor(t, Config{MaxPending: 4})
 	for range 7 {
-		p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02})
+		p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 	}
 	got := p.AppendPending(nil)
 	if len(got) != 4 || got[0].InputSeq != 4 || got[3].InputSeq != 7 || p.Stats().Dropped != 3 {
@@ -224,7 +225,7 @@ func TestSequenceWrap(t *testing.T) {
 	p := newPredictor(t, Config{FirstSeq: math.MaxUint32 - 2})
 	var seqs []uint32
 	for range 6 {
-		in, _ := p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02})
+		in, _ := p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 		seqs = append(seqs, in.InputSeq)
 	}
 	if seqs[0] != math.MaxUint32-2 || seqs[3] != 0 || seqs[5] != 2 {
@@ -246,8 +247,8 @@ func TestSequenceWrap(t *testing.T) {
 
 func TestSmoothCorrection(t *testing.T) {
 	p := newPredictor(t, Config{SmoothTime: 100 * time.Millisecond, SnapDistance: 2})
-	p.Predict(wire.ClientInput{DT: 0.02})
-	p.Predict(wire.ClientInput{DT: 0.02})
+	p.Predict(gamemsg.ClientInput{DT: 0.02})
+	p.Predict(gamemsg.ClientInput{DT: 0.02})
 	before := p.RenderPosition()
 	auth := spawn
 	auth.Position.X += 1 // the server put us 1 unit further +X at input 1
@@ -280,7 +281,7 @@ func TestSmoothCorrection(t *testing.T) {
 	}
 	// Without SmoothTime every correction snaps.
 	q := newPredictor(t, Config{})
-	q.Predict(wire.ClientInput{DT: 0.02})
+	q.Predict(gamemsg.ClientInput{DT: 0.02})
 	q.Reconcile(auth.Ack(1))
 	if q.RenderPosition() != q.State().Position || q.LastCorrection() == 0 {
 		t.Fatal("correction smoothed without SmoothTime")
@@ -290,14 +291,14 @@ func TestSmoothCorrection(t *testing.T) {
 func TestReset(t *testing.T) {
 	p := newPredictor(t, Config{SmoothTime: time.Second})
 	for range 3 {
-		p.Predict(wire.ClientInput{MoveForward: 1, DT: 0.02})
+		p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
 	}
 	p.Reconcile(movement.State{Position: wire.Vec3{X: 1}}.Ack(1))
 	respawn := movement.State{Position: wire.Vec3{X: 10, Z: 10}, Grounded: true}
 	if err := p.Reset(respawn); err != nil || p.Pending() != 0 || p.RenderPosition() != respawn.Position {
 		t.Fatalf("Reset: %v pending %d render %+v", err, p.Pending(), p.RenderPosition())
 	}
-	if in, _ := p.Predict(wire.ClientInput{DT: 0.02}); in.InputSeq != 4 {
+	if in, _ := p.Predict(gamemsg.ClientInput{DT: 0.02}); in.InputSeq != 4 {
 		t.Fatalf("numbering restarted: %d", in.InputSeq)
 	}
 	if err := p.Reset(movement.State{Yaw: float32(math.NaN())}); !errors.Is(err, ErrInvalidConfig) {

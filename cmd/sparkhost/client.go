@@ -15,7 +15,7 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--exec "CMD; CMD..."]
@@ -129,7 +129,7 @@ func clientUsageText() string {
 // newConsole is the player console with the commands of the built-in
 // modules (mmo_session_*) and their message types.
 func newConsole(cfg client.Config) (*client.Console, error) {
-	cfg.Registry = wire.NewRegistry()
+	cfg.Registry = gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(cfg.Registry); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // newClientTestServer starts a netstack server on 127.0.0.1 with an ephemeral port.
@@ -25,12 +25,13 @@ func newClientTestServer(t *testing.T) *netstack.Server {
 	var srv *netstack.Server
 	srv, err = netstack.NewServer(netstack.ServerConfig{
 		Bind: "127.0.0.1", Identity: priv, Logger: slog.New(slog.DiscardHandler),
-		GameStateSync: func(id uint32, dst []byte) []byte {
-			return wire.AppendGameStateSync(dst, &wire.GameStateSync{
+		Registry: gamemsg.NewRegistry(),
+		Welcome: gamemsg.Welcome(func(id uint32, dst []byte) []byte {
+			return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
 				ClientID: id, ServerTime: srv.Time(), TickRate: 60, ReplicationRate: 20,
-				ServerName: "testsrv", MOTD: "hello", Mode: wire.ModeCustom,
+				ServerName: "testsrv", MOTD: "hello", Mode: gamemsg.ModeCustom,
 			})
-		},
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)

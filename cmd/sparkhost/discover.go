@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/discovery"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const discoverUsage = `usage: sparkhost discover [--port N] [--target ADDR]... [--wait DURATION]
@@ -169,7 +169,7 @@ func printServers(stdout, stderr io.Writer, results []discovery.Result) {
 	for _, r := range results {
 		game := netip.AddrPortFrom(r.From.Addr(), r.Info.GamePort)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", orDash(r.Info.Name), orDash(r.Info.Map),
-			wire.GameMode(r.Info.Mode), r.Info.Players, r.Info.MaxPlayers, game)
+			gamemsg.GameMode(r.Info.Mode), r.Info.Players, r.Info.MaxPlayers, game)
 	}
 	tw.Flush()
 	for _, r := range results {

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // buildBinary compiles sparkhost once per test run.
@@ -85,7 +87,7 @@ func dialServer(t *testing.T, rs *runningServer, name string) *netstack.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: rs.addr, Name: name, Pin: rs.pin})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: rs.addr, Name: name, Pin: rs.pin})
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}
@@ -112,10 +114,10 @@ func TestRunTransportAlone(t *testing.T) {
 
 	alice := dialServer(t, rs, "alice")
 	bob := dialServer(t, rs, "bob")
-	if gs := alice.GameState(); gs.ServerName != "sparkhost" || gs.ClientID != alice.ID() {
+	if gs, _ := gamemsg.ParseGameStateSync(alice.Welcome().Payload); gs.ServerName != "sparkhost" || gs.ClientID != alice.ID() {
 		t.Errorf("GameStateSync = %+v", gs)
 	}
-	if err := alice.Send(wire.TypeChatMessage, wire.Reliable, wire.AppendChatMessage(nil, &wire.ChatMessage{Text: "hi bob"})); err != nil {
+	if err := alice.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi bob"})); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -125,10 +127,10 @@ func TestRunTransportAlone(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bob waiting for chat: %v", err)
 		}
-		if m.Header.Type != wire.TypeChatMessage {
+		if m.Header.Type != gamemsg.TypeChatMessage {
 			continue
 		}
-		msg, err := wire.ParseChatMessage(m.Payload)
+		msg, err := gamemsg.ParseChatMessage(m.Payload)
 		if err != nil || msg.Sender != "alice" || msg.Text != "hi bob" {
 			t.Fatalf("bob got %+v (%v)", msg, err)
 		}

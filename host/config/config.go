@@ -16,7 +16,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // DefaultTOML is the documented default configuration: every key, its default
@@ -40,6 +40,7 @@ type Config struct {
 	LAN     LANSection     `toml:"lan"`
 	Logging LoggingSection `toml:"logging"`
 	Modules ModulesSection `toml:"modules"`
+	Limits  LimitsSection  `toml:"limits"`
 
 	origin *origin // where values came from; nil for a Config built in code
 }
@@ -140,6 +141,23 @@ type ModulesSection struct {
 	SHA256 map[string]string `toml:"sha256"`
 }
 
+// LimitsSection is [limits]: what one client may send the server's game
+// side. Messages over a limit are dropped and counted.
+type LimitsSection struct {
+	// ChatPerSecond is the rate, in messages per second, at which a
+	// client's chat budget refills; 0.01..1000.
+	ChatPerSecond float64 `toml:"chat_per_second"`
+	// ChatBurst is how many chat messages a client may send at once; 1..1000.
+	ChatBurst int `toml:"chat_burst"`
+	// ChatKickAfter is how many chat messages over budget within a minute
+	// disconnect the client with RateLimited; 0 means never; 0..100000.
+	ChatKickAfter int `toml:"chat_kick_after"`
+	// ModuleMessagesPerTick is how many messages of module types one client
+	// may have delivered to the modules per tick, all modules together;
+	// 1..100000.
+	ModuleMessagesPerTick int `toml:"module_messages_per_tick"`
+}
+
 // Default returns the built-in configuration, the one DefaultTOML documents.
 // Every call returns fresh slices and maps.
 func Default() Config {
@@ -189,34 +207,40 @@ func Default() Config {
 			RestartWindow:      600,
 			SHA256:             map[string]string{},
 		},
+		Limits: LimitsSection{
+			ChatPerSecond:         2,
+			ChatBurst:             5,
+			ChatKickAfter:         30,
+			ModuleMessagesPerTick: 64,
+		},
 	}
 }
 
-// gameModeNames are the values match.game_mode accepts, in wire.GameMode
-// order: gameModeNames[wire.ModeDeathmatch] is "deathmatch", and so on.
+// gameModeNames are the values match.game_mode accepts, in gamemsg.GameMode
+// order: gameModeNames[gamemsg.ModeDeathmatch] is "deathmatch", and so on.
 var gameModeNames = [...]string{
-	wire.ModeDeathmatch:       "deathmatch",
-	wire.ModeTeamDeathmatch:   "team_deathmatch",
-	wire.ModeCaptureTheFlag:   "capture_the_flag",
-	wire.ModeDomination:       "domination",
-	wire.ModeSearchAndDestroy: "search_and_destroy",
-	wire.ModeFreeForAll:       "free_for_all",
-	wire.ModeCustom:           "custom",
+	gamemsg.ModeDeathmatch:       "deathmatch",
+	gamemsg.ModeTeamDeathmatch:   "team_deathmatch",
+	gamemsg.ModeCaptureTheFlag:   "capture_the_flag",
+	gamemsg.ModeDomination:       "domination",
+	gamemsg.ModeSearchAndDestroy: "search_and_destroy",
+	gamemsg.ModeFreeForAll:       "free_for_all",
+	gamemsg.ModeCustom:           "custom",
 }
 
-// parseGameMode maps a match.game_mode value to its wire.GameMode.
-func parseGameMode(s string) (wire.GameMode, bool) {
+// parseGameMode maps a match.game_mode value to its gamemsg.GameMode.
+func parseGameMode(s string) (gamemsg.GameMode, bool) {
 	for i, name := range gameModeNames {
 		if name == s {
-			return wire.GameMode(i), true
+			return gamemsg.GameMode(i), true
 		}
 	}
-	return wire.ModeCustom, false
+	return gamemsg.ModeCustom, false
 }
 
 // GameMode returns match.game_mode as the wire's mode byte. For a name Validate
-// would refuse it returns wire.ModeCustom.
-func (c *Config) GameMode() wire.GameMode {
+// would refuse it returns gamemsg.ModeCustom.
+func (c *Config) GameMode() gamemsg.GameMode {
 	m, _ := parseGameMode(c.Match.GameMode)
 	return m
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // values returns c without its record of where values came from, for
@@ -135,10 +135,10 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:3: unknown key "server.colour" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir)`,
 			3, "server.colour"},
 		{"unknown key at the top level", "port = 27015\n\n[server]\nname = \"x\"\n",
-			`config.toml:1: unknown key "port" outside any section (known sections: server, network, match, lan, logging, modules)`,
+			`config.toml:1: unknown key "port" outside any section (known sections: server, network, match, lan, logging, modules, limits)`,
 			1, "port"},
 		{"unknown section", "[server]\nport = 27015\n\n[colour]\nsky = \"blue\"\n",
-			`config.toml:4: unknown section [colour] (known sections: server, network, match, lan, logging, modules)`,
+			`config.toml:4: unknown section [colour] (known sections: server, network, match, lan, logging, modules, limits)`,
 			4, "colour"},
 		{"unknown sub-table", "[server]\nport = 27015\n\n[server.extra]\nx = 1\n",
 			`config.toml:4: unknown key "server.extra" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir)`,
@@ -342,7 +342,7 @@ load = ["ctf"]
 	if !reflect.DeepEqual(values(got), want) {
 		t.Errorf("Parse =\n%+v\nwant\n%+v", values(got), want)
 	}
-	if got.GameMode() != wire.ModeCaptureTheFlag {
+	if got.GameMode() != gamemsg.ModeCaptureTheFlag {
 		t.Errorf("GameMode() = %v", got.GameMode())
 	}
 }
@@ -408,11 +408,11 @@ func TestDurations(t *testing.T) {
 }
 
 func TestGameModes(t *testing.T) {
-	modes := map[string]wire.GameMode{
-		"deathmatch": wire.ModeDeathmatch, "team_deathmatch": wire.ModeTeamDeathmatch,
-		"capture_the_flag": wire.ModeCaptureTheFlag, "domination": wire.ModeDomination,
-		"search_and_destroy": wire.ModeSearchAndDestroy, "free_for_all": wire.ModeFreeForAll,
-		"custom": wire.ModeCustom,
+	modes := map[string]gamemsg.GameMode{
+		"deathmatch": gamemsg.ModeDeathmatch, "team_deathmatch": gamemsg.ModeTeamDeathmatch,
+		"capture_the_flag": gamemsg.ModeCaptureTheFlag, "domination": gamemsg.ModeDomination,
+		"search_and_destroy": gamemsg.ModeSearchAndDestroy, "free_for_all": gamemsg.ModeFreeForAll,
+		"custom": gamemsg.ModeCustom,
 	}
 	for name, want := range modes {
 		c := Default()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/policy"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Limits of the Connect budget; netstack/ratelimit accepts exactly these (its
@@ -41,6 +41,7 @@ func (c *Config) Validate() error {
 	for _, check := range [...]func(*Config) *Error{
 		(*Config).checkServer, (*Config).checkNetwork, (*Config).checkMatch,
 		(*Config).checkLAN, (*Config).checkLogging, (*Config).checkModules,
+		(*Config).checkLimits,
 	} {
 		if e := check(c); e != nil {
 			return e
@@ -52,10 +53,10 @@ func (c *Config) Validate() error {
 func (c *Config) checkServer() *Error {
 	s := &c.Server
 	switch {
-	case len(s.Name) < 1 || len(s.Name) > wire.MaxServerNameLen:
-		return c.refuse("server.name", s.Name, fmt.Sprintf("must be 1..%d bytes, not %d", wire.MaxServerNameLen, len(s.Name)))
-	case len(s.MOTD) > wire.MaxMOTDLen:
-		return c.refuse("server.motd", nil, fmt.Sprintf("must be at most %d bytes, not %d", wire.MaxMOTDLen, len(s.MOTD)))
+	case len(s.Name) < 1 || len(s.Name) > gamemsg.MaxServerNameLen:
+		return c.refuse("server.name", s.Name, fmt.Sprintf("must be 1..%d bytes, not %d", gamemsg.MaxServerNameLen, len(s.Name)))
+	case len(s.MOTD) > gamemsg.MaxMOTDLen:
+		return c.refuse("server.motd", nil, fmt.Sprintf("must be at most %d bytes, not %d", gamemsg.MaxMOTDLen, len(s.MOTD)))
 	}
 	if e := c.intIn("server.port", s.Port, 0, 65535, ""); e != nil {
 		return e
@@ -194,6 +195,20 @@ func (c *Config) checkModules() *Error {
 		return e
 	}
 	return c.checkDigests("modules.sha256", m.SHA256)
+}
+
+func (c *Config) checkLimits() *Error {
+	l := &c.Limits
+	if e := c.floatIn("limits.chat_per_second", l.ChatPerSecond, 0.01, 1000, " messages per second"); e != nil {
+		return e
+	}
+	if e := c.intIn("limits.chat_burst", l.ChatBurst, 1, 1000, " messages"); e != nil {
+		return e
+	}
+	if e := c.intIn("limits.chat_kick_after", l.ChatKickAfter, 0, 100_000, " messages (0 = never)"); e != nil {
+		return e
+	}
+	return c.intIn("limits.module_messages_per_tick", l.ModuleMessagesPerTick, 1, 100_000, " messages")
 }
 
 // maxRestartSeconds (a day) bounds modules.restart_backoff_max and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -26,10 +27,10 @@ type entityType struct {
 }
 
 var (
-	kinds = map[string]wire.FieldKind{"bool": wire.KindBool, "int32": wire.KindInt32, "uint32": wire.KindUint32,
-		"float": wire.KindFloat, "vec3": wire.KindVec3}
-	visibilities = map[string]wire.Visibility{"public": wire.VisibilityPublic, "private": wire.VisibilityPrivate,
-		"party": wire.VisibilityParty, "spectator": wire.VisibilitySpectator}
+	kinds = map[string]gamemsg.FieldKind{"bool": gamemsg.KindBool, "int32": gamemsg.KindInt32, "uint32": gamemsg.KindUint32,
+		"float": gamemsg.KindFloat, "vec3": gamemsg.KindVec3}
+	visibilities = map[string]gamemsg.Visibility{"public": gamemsg.VisibilityPublic, "private": gamemsg.VisibilityPrivate,
+		"party": gamemsg.VisibilityParty, "spectator": gamemsg.VisibilitySpectator}
 )
 
 func (m *Module) openEntities(spark *lua.LTable) {
@@ -73,8 +74,8 @@ func (m *Module) luaEntityType(L *lua.LState) int {
 	}
 	if list != nil {
 		n := list.Len()
-		if n > wire.MaxFields {
-			L.RaiseError("%s: %d fields; a type has at most %d", fn, n, wire.MaxFields)
+		if n > gamemsg.MaxFields {
+			L.RaiseError("%s: %d fields; a type has at most %d", fn, n, gamemsg.MaxFields)
 		}
 		for i := 1; i <= n; i++ {
 			ft, ok := list.RawGetInt(i).(*lua.LTable)
@@ -94,19 +95,19 @@ func (m *Module) luaEntityType(L *lua.LState) int {
 			if !ok {
 				ff.fail("kind", `"bool", "int32", "uint32", "float" or "vec3"`)
 			}
-			vis := wire.VisibilityPublic
+			vis := gamemsg.VisibilityPublic
 			if ff.has("visibility") {
 				if vis, ok = visibilities[stringField(ff, "visibility")]; !ok {
 					ff.fail("visibility", `"public", "private", "party" or "spectator"`)
 				}
 			}
 			t.index[name] = len(t.Fields)
-			t.Fields = append(t.Fields, wire.FieldSchema{Name: name, Kind: kind, Visibility: vis})
+			t.Fields = append(t.Fields, gamemsg.FieldSchema{Name: name, Kind: kind, Visibility: vis})
 		}
 	}
 	if f.has("position") {
 		t.PositionField = f.str("position")
-		if i, ok := t.index[t.PositionField]; !ok || t.Fields[i].Kind != wire.KindVec3 {
+		if i, ok := t.index[t.PositionField]; !ok || t.Fields[i].Kind != gamemsg.KindVec3 {
 			f.fail("position", "the name of one of its vec3 fields")
 		}
 	}
@@ -192,44 +193,44 @@ func (m *Module) notWhileLoading(L *lua.LState, fn string) {
 }
 
 // fieldValues converts a {name = value} table into values of type t.
-func (m *Module) fieldValues(L *lua.LState, fn string, t *entityType, tbl *lua.LTable) []wire.FieldValue {
-	var vals []wire.FieldValue
+func (m *Module) fieldValues(L *lua.LState, fn string, t *entityType, tbl *lua.LTable) []gamemsg.FieldValue {
+	var vals []gamemsg.FieldValue
 	tbl.ForEach(func(k, v lua.LValue) {
 		name, ok := k.(lua.LString)
 		i, known := t.index[string(name)]
 		if !ok || !known {
 			L.RaiseError("%s: entity type %q has no field %s", fn, t.Name, describe(k))
 		}
-		fv := wire.FieldValue{Index: i, Kind: t.Fields[i].Kind}
+		fv := gamemsg.FieldValue{Index: i, Kind: t.Fields[i].Kind}
 		bad := func(want string) {
 			L.RaiseError("%s: field %q must be %s, got %s", fn, name, want, describe(v))
 		}
 		switch fv.Kind {
-		case wire.KindBool:
+		case gamemsg.KindBool:
 			b, ok := v.(lua.LBool)
 			if !ok {
 				bad("true or false")
 			}
 			fv.Bool = bool(b)
-		case wire.KindInt32:
+		case gamemsg.KindInt32:
 			n, ok := v.(lua.LNumber)
 			if !ok || !isInteger(float64(n)) || n < math.MinInt32 || n > math.MaxInt32 {
 				bad("an integer in the int32 range")
 			}
 			fv.Int = int32(n)
-		case wire.KindUint32:
+		case gamemsg.KindUint32:
 			n, ok := v.(lua.LNumber)
 			if !ok || !isInteger(float64(n)) || n < 0 || n > math.MaxUint32 {
 				bad("an integer in 0..4294967295")
 			}
 			fv.Uint = uint32(n)
-		case wire.KindFloat:
+		case gamemsg.KindFloat:
 			n, ok := v.(lua.LNumber)
 			if !ok || math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) || math.Abs(float64(n)) > math.MaxFloat32 {
 				bad("a finite number")
 			}
 			fv.Float = float32(n)
-		case wire.KindVec3:
+		case gamemsg.KindVec3:
 			vt, ok := v.(*lua.LTable)
 			if ok {
 				fv.Vec, ok = tableVec(vt)
@@ -407,7 +408,7 @@ func (m *Module) luaOnInput(L *lua.LState) int {
 }
 
 // inputTable is the Lua view of a ClientInput.
-func inputTable(L *lua.LState, in *wire.ClientInput) *lua.LTable {
+func inputTable(L *lua.LState, in *gamemsg.ClientInput) *lua.LTable {
 	t := L.CreateTable(0, 13)
 	t.RawSetString("seq", lua.LNumber(in.InputSeq))
 	t.RawSetString("forward", lua.LNumber(in.MoveForward))
@@ -415,11 +416,11 @@ func inputTable(L *lua.LState, in *wire.ClientInput) *lua.LTable {
 	t.RawSetString("yaw", lua.LNumber(in.LookYaw))
 	t.RawSetString("pitch", lua.LNumber(in.LookPitch))
 	t.RawSetString("buttons", lua.LNumber(in.Buttons))
-	t.RawSetString("jump", lua.LBool(in.Buttons&wire.ButtonJump != 0))
-	t.RawSetString("fire", lua.LBool(in.Buttons&wire.ButtonFire != 0))
-	t.RawSetString("reload", lua.LBool(in.Buttons&wire.ButtonReload != 0))
-	t.RawSetString("sprint", lua.LBool(in.Buttons&wire.ButtonSprint != 0))
-	t.RawSetString("crouch", lua.LBool(in.Buttons&wire.ButtonCrouch != 0))
+	t.RawSetString("jump", lua.LBool(in.Buttons&gamemsg.ButtonJump != 0))
+	t.RawSetString("fire", lua.LBool(in.Buttons&gamemsg.ButtonFire != 0))
+	t.RawSetString("reload", lua.LBool(in.Buttons&gamemsg.ButtonReload != 0))
+	t.RawSetString("sprint", lua.LBool(in.Buttons&gamemsg.ButtonSprint != 0))
+	t.RawSetString("crouch", lua.LBool(in.Buttons&gamemsg.ButtonCrouch != 0))
 	t.RawSetString("dt", lua.LNumber(in.DT))
 	t.RawSetString("client_time", lua.LNumber(in.ClientTime))
 	return t
@@ -434,7 +435,7 @@ func (m *Module) luaInputAck(L *lua.LState) int {
 	client := a.client(1)
 	f := fields{L: L, fn: fn, t: a.table(2, "ack")}
 	f.only("seq", "position", "velocity", "yaw", "pitch", "grounded", "crouching", "sprinting")
-	ack := wire.InputAck{LastInputSeq: uint32(f.integer("seq", 0, math.MaxUint32))}
+	ack := gamemsg.InputAck{LastInputSeq: uint32(f.integer("seq", 0, math.MaxUint32))}
 	if f.has("position") {
 		ack.Position = vecField(f, "position")
 	}
@@ -459,6 +460,6 @@ func (m *Module) luaInputAck(L *lua.LState) int {
 			ack.Flags |= 1 << bit
 		}
 	}
-	p := wire.AppendInputAck(nil, &ack)
-	return result(L, m.hostCall(func() error { return m.host.Send(client, wire.TypeInputAck, p) }))
+	p := gamemsg.AppendInputAck(nil, &ack)
+	return result(L, m.hostCall(func() error { return m.host.Send(client, gamemsg.TypeInputAck, p) }))
 }

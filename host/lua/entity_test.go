@@ -6,6 +6,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const entityScript = `
@@ -53,7 +54,7 @@ end)
 func TestLuaEntities(t *testing.T) {
 	hs := load(t, writeScript(t, "ents.lua", entityScript), Config{})
 	if !hs.man.Inputs || len(hs.man.EntityTypes) != 1 || hs.man.EntityTypes[0].PositionField != "pos" ||
-		len(hs.man.EntityTypes[0].Fields) != 5 || hs.man.EntityTypes[0].Fields[2].Visibility != wire.VisibilityPrivate {
+		len(hs.man.EntityTypes[0].Fields) != 5 || hs.man.EntityTypes[0].Fields[2].Visibility != gamemsg.VisibilityPrivate {
 		t.Fatalf("manifest %+v", hs.man)
 	}
 	w := hs.h.world
@@ -77,7 +78,7 @@ func TestLuaEntities(t *testing.T) {
 		t.Fatalf("fields %+v", vals)
 	}
 	hs.h.takeSends()
-	in := wire.ClientInput{InputSeq: 7, MoveForward: 0.5, MoveRight: -1, DT: 0.016, Buttons: wire.ButtonFire}
+	in := gamemsg.ClientInput{InputSeq: 7, MoveForward: 0.5, MoveRight: -1, DT: 0.016, Buttons: gamemsg.ButtonFire}
 	w.Tick(0)
 	w.Tick(50_000_000)
 	if f := hs.step(module.Event{Kind: module.EventInput, Client: 2, Input: in}); len(f) > 0 {
@@ -91,14 +92,14 @@ func TestLuaEntities(t *testing.T) {
 	}
 	var ack *sent
 	for _, s := range hs.h.takeSends() {
-		if s.Type == wire.TypeInputAck {
+		if s.Type == gamemsg.TypeInputAck {
 			ack = &s
 		}
 	}
 	if ack == nil || ack.Client != 2 {
 		t.Fatal("no InputAck")
 	}
-	if a, err := wire.ParseInputAck(ack.Payload); err != nil || a.LastInputSeq != 7 || a.Position.Z != -1 || a.Flags != wire.FlagGrounded {
+	if a, err := gamemsg.ParseInputAck(ack.Payload); err != nil || a.LastInputSeq != 7 || a.Position.Z != -1 || a.Flags != gamemsg.FlagGrounded {
 		t.Fatalf("InputAck %+v %v", a, err)
 	}
 	if !strings.Contains(hs.h.logText(), "shot false") {

@@ -16,6 +16,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // sent is one message a module handed to the host.
@@ -133,7 +134,7 @@ func (h *testHost) DestroyEntity(id uint32) error { return h.world.Destroy(h.blo
 func (h *testHost) SetEntityPosition(id uint32, p wire.Vec3, teleport bool) error {
 	return h.world.SetPosition(h.block, id, p, teleport)
 }
-func (h *testHost) SetEntityFields(id uint32, v ...wire.FieldValue) error {
+func (h *testHost) SetEntityFields(id uint32, v ...gamemsg.FieldValue) error {
 	return h.world.SetFields(h.block, id, v...)
 }
 func (h *testHost) SetEntityOwner(id, c uint32) error { return h.world.SetOwner(h.block, id, c) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestManifestFromRegistration(t *testing.T) {
@@ -38,7 +39,7 @@ func TestManifestFromRegistration(t *testing.T) {
 		t.Fatalf("manifest:\n got %+v\nwant %+v", hs.man, want)
 	}
 	// Every declared schema must be one the transport's registry accepts.
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range hs.man.Messages {
 		if err := reg.Register(hs.man.Name, s); err != nil {
 			t.Errorf("registry refuses %+v: %v", s, err)
@@ -151,9 +152,9 @@ func TestHandlersRunInEventOrder(t *testing.T) {
 		module.Event{Kind: module.EventAdmitted, Client: 4, Name: "ann"},
 		message(4, 1000, []byte{7}),
 		module.Event{Kind: module.EventMapChange, Map: "dust", MapIndex: 2},
-		module.Event{Kind: module.EventMatchStart, Match: wire.MatchStart{Map: "dust", Round: 3}},
+		module.Event{Kind: module.EventMatchStart, Match: gamemsg.MatchStart{Map: "dust", Round: 3}},
 		message(4, 1000, []byte{8}),
-		module.Event{Kind: module.EventMatchEnd, MatchEnd: wire.MatchEnd{Reason: wire.MatchEndScore, Winner: 4, WinnerScore: 30}},
+		module.Event{Kind: module.EventMatchEnd, MatchEnd: gamemsg.MatchEnd{Reason: gamemsg.MatchEndScore, Winner: 4, WinnerScore: 30}},
 		module.Event{Kind: module.EventLeft, Client: 4, Reason: wire.DisconnectTimeout},
 	)
 	want := strings.Join([]string{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // MaxRounds is the most rounds a match can have: MatchStart.round is a u8.
@@ -21,16 +22,16 @@ var (
 // Config configures a Match. Its zero value is invalid only for want of Maps:
 // every other zero means the documented default.
 type Config struct {
-	Mode         wire.GameMode // announced in MatchStart; must be one of §9.2
-	ScoreLimit   int32         // points one player must score within a round to end it; 0 means none
-	TimeLimit    time.Duration // length of a round from its start; 0 means none
-	RoundCount   int           // rounds in a match on one map, 1..MaxRounds; 0 means 1
-	Maps         []string      // the rotation, in order; at least one, unique, each a §1 name of ≤ 64 bytes
-	Shuffle      bool          // play each cycle of the rotation in a seeded random order
-	Seed         uint64        // seed of the Shuffle order; the same seed gives the same order
-	Warmup       time.Duration // how long enough players must be present before round 1; 0 means start at once
-	Intermission time.Duration // pause between a match's end and the next map
-	MinPlayers   int           // players needed to count down the warmup; 0 means 1
+	Mode         gamemsg.GameMode // announced in MatchStart; must be one of §9.2
+	ScoreLimit   int32            // points one player must score within a round to end it; 0 means none
+	TimeLimit    time.Duration    // length of a round from its start; 0 means none
+	RoundCount   int              // rounds in a match on one map, 1..MaxRounds; 0 means 1
+	Maps         []string         // the rotation, in order; at least one, unique, each a §1 name of ≤ 64 bytes
+	Shuffle      bool             // play each cycle of the rotation in a seeded random order
+	Seed         uint64           // seed of the Shuffle order; the same seed gives the same order
+	Warmup       time.Duration    // how long enough players must be present before round 1; 0 means start at once
+	Intermission time.Duration    // pause between a match's end and the next map
+	MinPlayers   int              // players needed to count down the warmup; 0 means 1
 }
 
 // populate returns cfg with its defaults filled in and its Maps copied, or an
@@ -59,8 +60,8 @@ func (cfg Config) populate() (Config, error) {
 	}
 	seen := make(map[string]bool, len(cfg.Maps))
 	for _, name := range cfg.Maps {
-		if !wire.ValidName([]byte(name), wire.MaxMapLen) {
-			return bad("map %q is not a valid map name (1..%d bytes of UTF-8, no control characters, not blank)", name, wire.MaxMapLen)
+		if !wire.ValidName([]byte(name), gamemsg.MaxMapLen) {
+			return bad("map %q is not a valid map name (1..%d bytes of UTF-8, no control characters, not blank)", name, gamemsg.MaxMapLen)
 		}
 		if seen[name] {
 			return bad("map %q is listed twice", name)

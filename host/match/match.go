@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Announcer receives what a Match announces; the host broadcasts the payloads
@@ -22,21 +22,21 @@ import (
 // Match's methods, after its state is updated; an Announcer must not call back
 // into the Match. A ScoreUpdate's slice is the Announcer's to keep.
 type Announcer interface {
-	MatchStart(wire.MatchStart)        // at the start of every round
-	MatchEnd(wire.MatchEnd)            // once per match, after its last round or an admin end
-	ScoreUpdate(wire.ScoreUpdate)      // the whole scoreboard, sorted, on every change
+	MatchStart(gamemsg.MatchStart)     // at the start of every round
+	MatchEnd(gamemsg.MatchEnd)         // once per match, after its last round or an admin end
+	ScoreUpdate(gamemsg.ScoreUpdate)   // the whole scoreboard, sorted, on every change
 	MapChanged(name string, index int) // a map is loaded: on New and on every move in the rotation
 }
 
 // Status is a Match's state for GameStateSync and the admin console.
 type Status struct {
-	State         wire.MatchState
-	Mode          wire.GameMode
+	State         gamemsg.MatchState
+	Mode          gamemsg.GameMode
 	Map           string
-	MapIndex      int               // index of Map in Config.Maps
-	Round         int               // current round from 1, or the last one played; 0 before round 1
-	TimeRemaining time.Duration     // of the current phase (see Snapshot); 0 if it has no limit
-	Scores        []wire.ScoreEntry // by score, highest first, then by id
+	MapIndex      int                  // index of Map in Config.Maps
+	Round         int                  // current round from 1, or the last one played; 0 before round 1
+	TimeRemaining time.Duration        // of the current phase (see Snapshot); 0 if it has no limit
+	Scores        []gamemsg.ScoreEntry // by score, highest first, then by id
 	Players       int
 }
 
@@ -74,7 +74,7 @@ type Match struct {
 	rot   rotation
 	board scoreboard
 
-	state       wire.MatchState
+	state       gamemsg.MatchState
 	round       int
 	counting    bool      // warmup countdown running (enough players)
 	warmupSince time.Time // start of the countdown
@@ -107,20 +107,20 @@ func (m *Match) Tick(now time.Time) {
 // stops in Ended, which lasts until the next Tick.
 func (m *Match) step(now time.Time) bool {
 	switch m.state {
-	case wire.MatchWarmup:
+	case gamemsg.MatchWarmup:
 		if m.counting && now.Sub(m.warmupSince) >= m.cfg.Warmup {
 			m.startRound(1, now)
 			return true
 		}
-	case wire.MatchInProgress:
+	case gamemsg.MatchInProgress:
 		if m.cfg.TimeLimit > 0 && now.Sub(m.roundStart) >= m.cfg.TimeLimit {
-			m.endRound(wire.MatchEndTime, now)
-			return m.state == wire.MatchInProgress
+			m.endRound(gamemsg.MatchEndTime, now)
+			return m.state == gamemsg.MatchInProgress
 		}
-	case wire.MatchEnded:
-		m.state = wire.MatchIntermission
+	case gamemsg.MatchEnded:
+		m.state = gamemsg.MatchIntermission
 		return true
-	case wire.MatchIntermission:
+	case gamemsg.MatchIntermission:
 		if now.Sub(m.endedAt) >= m.cfg.Intermission {
 			m.load(m.rot.advance(), now)
 			return true
@@ -153,7 +153,7 @@ func (m *Match) PlayerLeft(id uint32, now time.Time) {
 // players and all-zero changes. A round ends at once when the player's points
 // in it reach ScoreLimit.
 func (m *Match) AddScore(id uint32, score, kills, deaths int32, now time.Time) {
-	if m.state != wire.MatchInProgress {
+	if m.state != gamemsg.MatchInProgress {
 		return
 	}
 	r, changed := m.board.add(id, score, kills, deaths)
@@ -162,7 +162,7 @@ func (m *Match) AddScore(id uint32, score, kills, deaths int32, now time.Time) {
 	}
 	m.announceScores()
 	if m.cfg.ScoreLimit > 0 && r.roundScore >= m.cfg.ScoreLimit {
-		m.endRound(wire.MatchEndScore, now)
+		m.endRound(gamemsg.MatchEndScore, now)
 	}
 }
 
@@ -170,8 +170,8 @@ func (m *Match) AddScore(id uint32, score, kills, deaths int32, now time.Time) {
 // endmatch); the intermission and the next map follow as after any end. In
 // any other state there is no match to end and it does nothing.
 func (m *Match) EndMatch(now time.Time) {
-	if m.state == wire.MatchInProgress {
-		m.endMatch(wire.MatchEndAdmin, now)
+	if m.state == gamemsg.MatchInProgress {
+		m.endMatch(gamemsg.MatchEndAdmin, now)
 	}
 }
 
@@ -226,11 +226,11 @@ func (m *Match) Phase(now time.Time) Status {
 		Players:  len(m.board.rows),
 	}
 	switch {
-	case m.state == wire.MatchWarmup && m.counting:
+	case m.state == gamemsg.MatchWarmup && m.counting:
 		s.TimeRemaining = m.cfg.Warmup - now.Sub(m.warmupSince)
-	case m.state == wire.MatchInProgress && m.cfg.TimeLimit > 0:
+	case m.state == gamemsg.MatchInProgress && m.cfg.TimeLimit > 0:
 		s.TimeRemaining = m.cfg.TimeLimit - now.Sub(m.roundStart)
-	case m.state == wire.MatchIntermission:
+	case m.state == gamemsg.MatchIntermission:
 		s.TimeRemaining = m.cfg.Intermission - now.Sub(m.endedAt)
 	}
 	s.TimeRemaining = max(s.TimeRemaining, 0)
@@ -239,11 +239,11 @@ func (m *Match) Phase(now time.Time) Status {
 
 // Scores returns a new slice of the scoreboard, by score, highest first, then
 // by id.
-func (m *Match) Scores() []wire.ScoreEntry { return m.board.sorted() }
+func (m *Match) Scores() []gamemsg.ScoreEntry { return m.board.sorted() }
 
 // load makes map i current, in Warmup with zero scores.
 func (m *Match) load(i int, now time.Time) {
-	m.state, m.round, m.counting = wire.MatchWarmup, 0, false
+	m.state, m.round, m.counting = gamemsg.MatchWarmup, 0, false
 	m.ann.MapChanged(m.cfg.Maps[i], i)
 	if m.board.reset() {
 		m.announceScores()
@@ -253,7 +253,7 @@ func (m *Match) load(i int, now time.Time) {
 
 // checkWarmup starts or stops the warmup countdown as players come and go.
 func (m *Match) checkWarmup(now time.Time) {
-	if m.state != wire.MatchWarmup {
+	if m.state != gamemsg.MatchWarmup {
 		return
 	}
 	enough := len(m.board.rows) >= m.cfg.MinPlayers
@@ -268,8 +268,8 @@ func (m *Match) startRound(r int, now time.Time) {
 		m.announceScores()
 	}
 	m.board.resetRound()
-	m.state, m.round, m.roundStart = wire.MatchInProgress, r, now
-	m.ann.MatchStart(wire.MatchStart{
+	m.state, m.round, m.roundStart = gamemsg.MatchInProgress, r, now
+	m.ann.MatchStart(gamemsg.MatchStart{
 		Map:        m.cfg.Maps[m.rot.current()],
 		Mode:       m.cfg.Mode,
 		TimeLimit:  float32(m.cfg.TimeLimit.Seconds()),
@@ -279,7 +279,7 @@ func (m *Match) startRound(r int, now time.Time) {
 }
 
 // endRound ends the current round; after the last one, the match.
-func (m *Match) endRound(reason wire.MatchEndReason, now time.Time) {
+func (m *Match) endRound(reason gamemsg.MatchEndReason, now time.Time) {
 	if m.round < m.cfg.RoundCount {
 		m.startRound(m.round+1, now)
 		return
@@ -287,12 +287,12 @@ func (m *Match) endRound(reason wire.MatchEndReason, now time.Time) {
 	m.endMatch(reason, now)
 }
 
-func (m *Match) endMatch(reason wire.MatchEndReason, now time.Time) {
-	m.state, m.endedAt = wire.MatchEnded, now
+func (m *Match) endMatch(reason gamemsg.MatchEndReason, now time.Time) {
+	m.state, m.endedAt = gamemsg.MatchEnded, now
 	winner, score := m.board.winner()
-	m.ann.MatchEnd(wire.MatchEnd{Reason: reason, Winner: winner, WinnerScore: score})
+	m.ann.MatchEnd(gamemsg.MatchEnd{Reason: reason, Winner: winner, WinnerScore: score})
 }
 
 func (m *Match) announceScores() {
-	m.ann.ScoreUpdate(wire.ScoreUpdate{Scores: m.board.sorted()})
+	m.ann.ScoreUpdate(gamemsg.ScoreUpdate{Scores: m.board.sorted()})
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -18,25 +18,25 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // recorder is an Announcer that keeps everything announced, in order.
 type recorder struct {
 	log    []string // one line per call, for order checks
-	starts []wire.MatchStart
-	ends   []wire.MatchEnd
-	scores []wire.ScoreUpdate
+	starts []gamemsg.MatchStart
+	ends   []gamemsg.MatchEnd
+	scores []gamemsg.ScoreUpdate
 	maps   []string
 }
 
 var _ Announcer = (*recorder)(nil)
 
-func (r *recorder) MatchStart(m wire.MatchStart) {
+func (r *recorder) MatchStart(m gamemsg.MatchStart) {
 	r.starts = append(r.starts, m)
 	r.log = append(r.log, fmt.Sprintf("start %s r%d", m.Map, m.Round))
 }
 
-func (r *recorder) MatchEnd(m wire.MatchEnd) {
+func (r *recorder) MatchEnd(m gamemsg.MatchEnd) {
 	r.ends = append(r.ends, m)
 	r.log = append(r.log, fmt.Sprintf("end %v %d %d", m.Reason, m.Winner, m.WinnerScore))
 }
 
-func (r *recorder) ScoreUpdate(m wire.ScoreUpdate) {
+func (r *recorder) ScoreUpdate(m gamemsg.ScoreUpdate) {
 	r.scores = append(r.scores, m)
 	r.log = append(r.log, "scores")
 }
@@ -46,7 +46,7 @@ func (r *recorder) MapChanged(name string, index int) {
 	r.log = append(r.log, fmt.Sprintf("map %s %d", name, index))
 }
 
-func (r *recorder) lastScores() []wire.ScoreEntry { return r.scores[len(r.scores)-1].Scores }
+func (r *recorder) lastScores() []gamemsg.ScoreEntry { return r.scores[len(r.scores)-1].Scores }
 
 // newMatch returns a Match with cfg's zero fields set to a quick test setup
 // (maps a, b, c; no warmup) and the players joined at t0.
@@ -71,13 +71,13 @@ func started(t *testing.T, cfg Config, players ...uint32) (*Match, *recorder) {
 	t.Helper()
 	m, r := newMatch(t, cfg, players...)
 	m.Tick(t0)
-	if st := m.Snapshot(t0).State; st != wire.MatchInProgress {
+	if st := m.Snapshot(t0).State; st != gamemsg.MatchInProgress {
 		t.Fatalf("state %v after the first Tick, want InProgress", st)
 	}
 	return m, r
 }
 
-func wantState(t *testing.T, m *Match, now time.Time, want wire.MatchState) {
+func wantState(t *testing.T, m *Match, now time.Time, want gamemsg.MatchState) {
 	t.Helper()
 	if got := m.Snapshot(now).State; got != want {
 		t.Fatalf("state %v, want %v", got, want)
@@ -94,18 +94,18 @@ func TestScoreLimitEndsMatch(t *testing.T) {
 		name       string
 		players    []uint32
 		adds       []score
-		want       wire.MatchEnd
-		wantScores []wire.ScoreEntry
+		want       gamemsg.MatchEnd
+		wantScores []gamemsg.ScoreEntry
 	}{
 		{"one leader", []uint32{1, 2, 3}, []score{{2, 5, 5, 0}, {1, 3, 3, 1}, {2, 5, 5, 2}},
-			wire.MatchEnd{Reason: wire.MatchEndScore, Winner: 2, WinnerScore: 10},
-			[]wire.ScoreEntry{{Client: 2, Score: 10, Kills: 10, Deaths: 2}, {Client: 1, Score: 3, Kills: 3, Deaths: 1}, {Client: 3}}},
+			gamemsg.MatchEnd{Reason: gamemsg.MatchEndScore, Winner: 2, WinnerScore: 10},
+			[]gamemsg.ScoreEntry{{Client: 2, Score: 10, Kills: 10, Deaths: 2}, {Client: 1, Score: 3, Kills: 3, Deaths: 1}, {Client: 3}}},
 		{"overshoot", []uint32{7}, []score{{7, 25, 1, 0}},
-			wire.MatchEnd{Reason: wire.MatchEndScore, Winner: 7, WinnerScore: 25},
-			[]wire.ScoreEntry{{Client: 7, Score: 25, Kills: 1}}},
+			gamemsg.MatchEnd{Reason: gamemsg.MatchEndScore, Winner: 7, WinnerScore: 25},
+			[]gamemsg.ScoreEntry{{Client: 7, Score: 25, Kills: 1}}},
 		{"negative scores do not end it", []uint32{4, 9}, []score{{4, -3, 0, 1}, {9, 10, 1, 0}},
-			wire.MatchEnd{Reason: wire.MatchEndScore, Winner: 9, WinnerScore: 10},
-			[]wire.ScoreEntry{{Client: 9, Score: 10, Kills: 1}, {Client: 4, Score: -3, Deaths: 1}}},
+			gamemsg.MatchEnd{Reason: gamemsg.MatchEndScore, Winner: 9, WinnerScore: 10},
+			[]gamemsg.ScoreEntry{{Client: 9, Score: 10, Kills: 1}, {Client: 4, Score: -3, Deaths: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, r := started(t, Config{ScoreLimit: 10, Intermission: 5 * time.Second}, tc.players...)
@@ -118,7 +118,7 @@ func TestScoreLimitEndsMatch(t *testing.T) {
 			if len(r.ends) != 1 || r.ends[0] != tc.want {
 				t.Fatalf("MatchEnd %+v, want [%+v]", r.ends, tc.want)
 			}
-			wantState(t, m, at(time.Second), wire.MatchEnded)
+			wantState(t, m, at(time.Second), gamemsg.MatchEnded)
 			if got := m.Scores(); !slices.Equal(got, tc.wantScores) {
 				t.Errorf("scores %+v, want %+v", got, tc.wantScores)
 			}
@@ -136,7 +136,7 @@ func TestWinnerTieAndNobody(t *testing.T) {
 		m.AddScore(9, 5, 0, 0, t0)
 		m.AddScore(6, 5, 0, 0, t0)
 		m.Tick(at(time.Minute))
-		if want := (wire.MatchEnd{Reason: wire.MatchEndTime, Winner: 6, WinnerScore: 5}); r.ends[0] != want {
+		if want := (gamemsg.MatchEnd{Reason: gamemsg.MatchEndTime, Winner: 6, WinnerScore: 5}); r.ends[0] != want {
 			t.Errorf("MatchEnd %+v, want %+v", r.ends[0], want)
 		}
 	})
@@ -145,7 +145,7 @@ func TestWinnerTieAndNobody(t *testing.T) {
 		m.AddScore(1, 5, 0, 0, t0)
 		m.PlayerLeft(1, t0)
 		m.Tick(at(time.Minute))
-		if want := (wire.MatchEnd{Reason: wire.MatchEndTime}); r.ends[0] != want {
+		if want := (gamemsg.MatchEnd{Reason: gamemsg.MatchEndTime}); r.ends[0] != want {
 			t.Errorf("MatchEnd %+v, want %+v", r.ends[0], want)
 		}
 	})
@@ -159,23 +159,23 @@ func TestTimeLimitEndsMatch(t *testing.T) {
 		t.Errorf("TimeRemaining %v, want 6m", got)
 	}
 	m.Tick(at(10*time.Minute - 1))
-	wantState(t, m, at(10*time.Minute-1), wire.MatchInProgress)
+	wantState(t, m, at(10*time.Minute-1), gamemsg.MatchInProgress)
 	m.Tick(at(10 * time.Minute))
-	if want := (wire.MatchEnd{Reason: wire.MatchEndTime, Winner: 2, WinnerScore: 60}); len(r.ends) != 1 || r.ends[0] != want {
+	if want := (gamemsg.MatchEnd{Reason: gamemsg.MatchEndTime, Winner: 2, WinnerScore: 60}); len(r.ends) != 1 || r.ends[0] != want {
 		t.Fatalf("MatchEnd %+v, want [%+v]", r.ends, want)
 	}
-	wantState(t, m, at(10*time.Minute), wire.MatchEnded)
-	if want := (wire.MatchStart{Map: "a", Mode: wire.ModeDeathmatch, TimeLimit: 600, ScoreLimit: 100, Round: 1}); r.starts[0] != want {
+	wantState(t, m, at(10*time.Minute), gamemsg.MatchEnded)
+	if want := (gamemsg.MatchStart{Map: "a", Mode: gamemsg.ModeDeathmatch, TimeLimit: 600, ScoreLimit: 100, Round: 1}); r.starts[0] != want {
 		t.Errorf("MatchStart %+v, want %+v", r.starts[0], want)
 	}
 	// Ended lasts one Tick, the intermission counts from the end.
 	m.Tick(at(10*time.Minute + 5*time.Second))
-	wantState(t, m, at(10*time.Minute+5*time.Second), wire.MatchIntermission)
+	wantState(t, m, at(10*time.Minute+5*time.Second), gamemsg.MatchIntermission)
 	if got := m.Snapshot(at(10*time.Minute + 5*time.Second)).TimeRemaining; got != 10*time.Second {
 		t.Errorf("intermission TimeRemaining %v, want 10s", got)
 	}
 	m.Tick(at(10*time.Minute + 15*time.Second))
-	wantState(t, m, at(10*time.Minute+15*time.Second), wire.MatchInProgress) // no warmup: b starts at once
+	wantState(t, m, at(10*time.Minute+15*time.Second), gamemsg.MatchInProgress) // no warmup: b starts at once
 	if s := m.Snapshot(at(10*time.Minute + 15*time.Second)); s.Map != "b" || s.MapIndex != 1 || s.Round != 1 {
 		t.Errorf("after the intermission: %+v", s)
 	}
@@ -191,7 +191,7 @@ func TestRoundCount(t *testing.T) {
 	// Round 2 ends on the score limit: player 2 scores 10 within it.
 	m.AddScore(2, 10, 10, 0, at(61*time.Second))
 	m.AddScore(1, 9, 9, 0, at(62*time.Second)) // 13 for the match, 9 in round 3: not the limit
-	if s := m.Snapshot(at(62 * time.Second)); s.Round != 3 || s.State != wire.MatchInProgress || s.TimeRemaining != 59*time.Second {
+	if s := m.Snapshot(at(62 * time.Second)); s.Round != 3 || s.State != gamemsg.MatchInProgress || s.TimeRemaining != 59*time.Second {
 		t.Fatalf("after two rounds: %+v", s)
 	}
 	m.Tick(at(121 * time.Second)) // round 3 ends on time: the match ends
@@ -203,7 +203,7 @@ func TestRoundCount(t *testing.T) {
 			t.Errorf("MatchStart %d: %+v", i, s)
 		}
 	}
-	wantState(t, m, at(121*time.Second), wire.MatchEnded)
+	wantState(t, m, at(121*time.Second), gamemsg.MatchEnded)
 }
 
 func TestRotationInOrder(t *testing.T) {
@@ -279,10 +279,10 @@ func TestChangeMap(t *testing.T) {
 		if err := m.ChangeMap("c", at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if want := (wire.MatchEnd{Reason: wire.MatchEndAdmin, Winner: 1, WinnerScore: 3}); len(r.ends) != 1 || r.ends[0] != want {
+		if want := (gamemsg.MatchEnd{Reason: gamemsg.MatchEndAdmin, Winner: 1, WinnerScore: 3}); len(r.ends) != 1 || r.ends[0] != want {
 			t.Errorf("MatchEnd %+v, want [%+v]", r.ends, want)
 		}
-		if s := m.Snapshot(at(time.Second)); s.State != wire.MatchWarmup || s.Map != "c" || s.MapIndex != 2 || s.Scores[0].Score != 0 {
+		if s := m.Snapshot(at(time.Second)); s.State != gamemsg.MatchWarmup || s.Map != "c" || s.MapIndex != 2 || s.Scores[0].Score != 0 {
 			t.Errorf("after map c: %+v", s)
 		}
 		m.NextMap(at(2 * time.Second))
@@ -299,7 +299,7 @@ func TestChangeMap(t *testing.T) {
 		if len(r.maps) != 1 || len(r.ends) != 0 {
 			t.Errorf("a failed ChangeMap announced: %v", r.log)
 		}
-		wantState(t, m, t0, wire.MatchInProgress)
+		wantState(t, m, t0, gamemsg.MatchInProgress)
 	})
 	t.Run("shuffled", func(t *testing.T) {
 		m, r := newMatch(t, Config{Maps: []string{"m0", "m1", "m2", "m3"}, Shuffle: true, Seed: 9})
@@ -321,16 +321,16 @@ func TestNextMapFromEachState(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		reach    setup
-		from     wire.MatchState
-		wantEnds []wire.MatchEnd
+		from     gamemsg.MatchState
+		wantEnds []gamemsg.MatchEnd
 	}{
-		{"warmup", func(*Match) {}, wire.MatchWarmup, nil},
-		{"in progress", func(m *Match) { m.Tick(t0) }, wire.MatchInProgress,
-			[]wire.MatchEnd{{Reason: wire.MatchEndAdmin, Winner: 1}}},
-		{"ended", func(m *Match) { m.Tick(t0); m.EndMatch(t0) }, wire.MatchEnded,
-			[]wire.MatchEnd{{Reason: wire.MatchEndAdmin, Winner: 1}}},
-		{"intermission", func(m *Match) { m.Tick(t0); m.EndMatch(t0); m.Tick(t0) }, wire.MatchIntermission,
-			[]wire.MatchEnd{{Reason: wire.MatchEndAdmin, Winner: 1}}},
+		{"warmup", func(*Match) {}, gamemsg.MatchWarmup, nil},
+		{"in progress", func(m *Match) { m.Tick(t0) }, gamemsg.MatchInProgress,
+			[]gamemsg.MatchEnd{{Reason: gamemsg.MatchEndAdmin, Winner: 1}}},
+		{"ended", func(m *Match) { m.Tick(t0); m.EndMatch(t0) }, gamemsg.MatchEnded,
+			[]gamemsg.MatchEnd{{Reason: gamemsg.MatchEndAdmin, Winner: 1}}},
+		{"intermission", func(m *Match) { m.Tick(t0); m.EndMatch(t0); m.Tick(t0) }, gamemsg.MatchIntermission,
+			[]gamemsg.MatchEnd{{Reason: gamemsg.MatchEndAdmin, Winner: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, r := newMatch(t, Config{Intermission: time.Minute, MinPlayers: 1}, 1)
@@ -340,7 +340,7 @@ func TestNextMapFromEachState(t *testing.T) {
 			if !slices.Equal(r.ends, tc.wantEnds) {
 				t.Errorf("MatchEnd %+v, want %+v", r.ends, tc.wantEnds)
 			}
-			if s := m.Snapshot(at(time.Second)); s.State != wire.MatchWarmup || s.Map != "b" || s.Round != 0 {
+			if s := m.Snapshot(at(time.Second)); s.State != gamemsg.MatchWarmup || s.Map != "b" || s.Round != 0 {
 				t.Errorf("after NextMap: %+v, want warmup on b", s)
 			}
 			if want := []string{"a", "b"}; !slices.Equal(r.maps, want) {
@@ -364,20 +364,20 @@ func TestEndMatch(t *testing.T) {
 	m.Tick(at(5 * time.Second))
 	m.AddScore(8, 2, 2, 0, at(6*time.Second))
 	m.EndMatch(at(time.Minute))
-	if want := (wire.MatchEnd{Reason: wire.MatchEndAdmin, Winner: 8, WinnerScore: 2}); len(r.ends) != 1 || r.ends[0] != want {
+	if want := (gamemsg.MatchEnd{Reason: gamemsg.MatchEndAdmin, Winner: 8, WinnerScore: 2}); len(r.ends) != 1 || r.ends[0] != want {
 		t.Fatalf("MatchEnd %+v, want [%+v]", r.ends, want)
 	}
-	wantState(t, m, at(time.Minute), wire.MatchEnded)
+	wantState(t, m, at(time.Minute), gamemsg.MatchEnded)
 	m.EndMatch(at(time.Minute)) // nothing left to end
 	if len(r.ends) != 1 {
 		t.Errorf("a second EndMatch announced again")
 	}
 	m.Tick(at(time.Minute + time.Second))
-	wantState(t, m, at(time.Minute+time.Second), wire.MatchIntermission)
+	wantState(t, m, at(time.Minute+time.Second), gamemsg.MatchIntermission)
 	m.Tick(at(time.Minute + 20*time.Second))
-	wantState(t, m, at(time.Minute+20*time.Second), wire.MatchWarmup)
+	wantState(t, m, at(time.Minute+20*time.Second), gamemsg.MatchWarmup)
 	m.Tick(at(time.Minute + 25*time.Second))
-	if s := m.Snapshot(at(time.Minute + 25*time.Second)); s.State != wire.MatchInProgress || s.Map != "b" {
+	if s := m.Snapshot(at(time.Minute + 25*time.Second)); s.State != gamemsg.MatchInProgress || s.Map != "b" {
 		t.Errorf("after intermission and warmup: %+v", s)
 	}
 
@@ -386,28 +386,28 @@ func TestEndMatch(t *testing.T) {
 	if len(r2.ends) != 0 {
 		t.Errorf("EndMatch in warmup announced %+v", r2.ends)
 	}
-	wantState(t, w, t0, wire.MatchWarmup)
+	wantState(t, w, t0, gamemsg.MatchWarmup)
 }
 
 func TestWarmupWaitsForMinPlayers(t *testing.T) {
 	m, r := newMatch(t, Config{Warmup: 10 * time.Second, MinPlayers: 2}, 1)
 	m.Tick(at(30 * time.Second))
-	wantState(t, m, at(30*time.Second), wire.MatchWarmup)
+	wantState(t, m, at(30*time.Second), gamemsg.MatchWarmup)
 	if got := m.Snapshot(at(30 * time.Second)).TimeRemaining; got != 0 {
 		t.Errorf("TimeRemaining %v while waiting for players, want 0", got)
 	}
 	m.PlayerJoined(2, at(30*time.Second)) // the countdown starts now
 	m.Tick(at(35 * time.Second))
-	if s := m.Snapshot(at(35 * time.Second)); s.State != wire.MatchWarmup || s.TimeRemaining != 5*time.Second {
+	if s := m.Snapshot(at(35 * time.Second)); s.State != gamemsg.MatchWarmup || s.TimeRemaining != 5*time.Second {
 		t.Errorf("mid-countdown: %+v", s)
 	}
 	m.PlayerLeft(2, at(36*time.Second)) // below MinPlayers: the countdown stops
 	m.PlayerJoined(3, at(38*time.Second))
 	m.Tick(at(45 * time.Second))
-	wantState(t, m, at(45*time.Second), wire.MatchWarmup)
+	wantState(t, m, at(45*time.Second), gamemsg.MatchWarmup)
 	m.AddScore(1, 5, 5, 0, at(45*time.Second)) // ignored in warmup
 	m.Tick(at(48 * time.Second))
-	wantState(t, m, at(48*time.Second), wire.MatchInProgress)
+	wantState(t, m, at(48*time.Second), gamemsg.MatchInProgress)
 	if len(r.starts) != 1 || m.Scores()[0].Score != 0 {
 		t.Errorf("starts %+v scores %+v", r.starts, m.Scores())
 	}
@@ -417,7 +417,7 @@ func TestScoreUpdateOnEveryChange(t *testing.T) {
 	m, r := started(t, Config{}, 5, 2)
 	n := len(r.scores)
 	adds := []score{{2, 1, 1, 0}, {5, 3, 1, 0}, {2, 0, 0, 1}, {5, -1, 0, 0}, {2, 0, 0, 0}, {99, 1, 1, 1}}
-	want := [][]wire.ScoreEntry{
+	want := [][]gamemsg.ScoreEntry{
 		{{Client: 2, Score: 1, Kills: 1}, {Client: 5}},
 		{{Client: 5, Score: 3, Kills: 1}, {Client: 2, Score: 1, Kills: 1}},
 		{{Client: 5, Score: 3, Kills: 1}, {Client: 2, Score: 1, Kills: 1, Deaths: 1}},
@@ -453,7 +453,7 @@ func TestPlayerLeftRemovesRow(t *testing.T) {
 	m.AddScore(1, 7, 7, 0, t0)
 	n := len(r.scores)
 	m.PlayerLeft(1, t0)
-	if len(r.scores) != n+1 || !slices.Equal(r.lastScores(), []wire.ScoreEntry{{Client: 2}}) {
+	if len(r.scores) != n+1 || !slices.Equal(r.lastScores(), []gamemsg.ScoreEntry{{Client: 2}}) {
 		t.Errorf("after leaving: %+v", r.scores[n:])
 	}
 	m.PlayerLeft(1, t0)
@@ -461,7 +461,7 @@ func TestPlayerLeftRemovesRow(t *testing.T) {
 		t.Error("leaving twice announced again")
 	}
 	m.PlayerJoined(1, t0)
-	if s := m.Snapshot(t0); s.Players != 2 || !slices.Equal(s.Scores, []wire.ScoreEntry{{Client: 1}, {Client: 2}}) {
+	if s := m.Snapshot(t0); s.Players != 2 || !slices.Equal(s.Scores, []gamemsg.ScoreEntry{{Client: 1}, {Client: 2}}) {
 		t.Errorf("after rejoining: %+v, want a fresh row", s)
 	}
 	m.PlayerJoined(1, t0)

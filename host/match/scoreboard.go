@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // scoreboard holds one row per present player. Its totals span a match (all
@@ -15,7 +15,7 @@ type scoreboard struct {
 }
 
 type row struct {
-	wire.ScoreEntry
+	gamemsg.ScoreEntry
 	roundScore int32
 }
 
@@ -26,7 +26,7 @@ func (b *scoreboard) join(id uint32) bool {
 	if _, ok := b.rows[id]; ok {
 		return false
 	}
-	b.rows[id] = &row{ScoreEntry: wire.ScoreEntry{Client: id}}
+	b.rows[id] = &row{ScoreEntry: gamemsg.ScoreEntry{Client: id}}
 	return true
 }
 
@@ -57,10 +57,10 @@ func (b *scoreboard) add(id uint32, score, kills, deaths int32) (*row, bool) {
 func (b *scoreboard) reset() bool {
 	changed := false
 	for _, r := range b.rows {
-		if r.ScoreEntry != (wire.ScoreEntry{Client: r.Client}) {
+		if r.ScoreEntry != (gamemsg.ScoreEntry{Client: r.Client}) {
 			changed = true
 		}
-		*r = row{ScoreEntry: wire.ScoreEntry{Client: r.Client}}
+		*r = row{ScoreEntry: gamemsg.ScoreEntry{Client: r.Client}}
 	}
 	return changed
 }
@@ -73,12 +73,12 @@ func (b *scoreboard) resetRound() {
 }
 
 // sorted returns a new slice of the rows by score, highest first, then by id.
-func (b *scoreboard) sorted() []wire.ScoreEntry {
-	out := make([]wire.ScoreEntry, 0, len(b.rows))
+func (b *scoreboard) sorted() []gamemsg.ScoreEntry {
+	out := make([]gamemsg.ScoreEntry, 0, len(b.rows))
 	for _, r := range b.rows {
 		out = append(out, r.ScoreEntry)
 	}
-	slices.SortFunc(out, func(x, y wire.ScoreEntry) int {
+	slices.SortFunc(out, func(x, y gamemsg.ScoreEntry) int {
 		switch {
 		case x.Score != y.Score:
 			if x.Score > y.Score {

@@ -8,6 +8,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // newWorldRig is a rig whose manager has a Replicator on its transport.
@@ -50,8 +51,8 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 	}
 	c := r.dial("alice", nil)
 	send := func(seq uint32) {
-		in := wire.ClientInput{InputSeq: seq, MoveForward: 1, DT: 0.01}
-		if err := c.Send(wire.TypeClientInput, wire.Unreliable, wire.AppendClientInput(nil, &in)); err != nil {
+		in := gamemsg.ClientInput{InputSeq: seq, MoveForward: 1, DT: 0.01}
+		if err := c.Send(gamemsg.TypeClientInput, wire.Unreliable, gamemsg.AppendClientInput(nil, &in)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,8 +75,8 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 	}
 	// A malformed input (pitch out of range) never reaches the module: the
 	// transport drops it.
-	bad := wire.AppendClientInput(nil, &wire.ClientInput{InputSeq: 9, LookPitch: 95, DT: 0.01})
-	c.Send(wire.TypeClientInput, wire.Unreliable, bad)
+	bad := gamemsg.AppendClientInput(nil, &gamemsg.ClientInput{InputSeq: 9, LookPitch: 95, DT: 0.01})
+	c.Send(gamemsg.TypeClientInput, wire.Unreliable, bad)
 	for range 20 {
 		r.step()
 	}
@@ -86,7 +87,7 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 
 func TestEntityTypesOwnedByModules(t *testing.T) {
 	r, world := newWorldRig(t)
-	typ := replicate.EntityType{ID: 5, Name: "crate", Fields: []wire.FieldSchema{{Name: "n", Kind: wire.KindInt32}}}
+	typ := replicate.EntityType{ID: 5, Name: "crate", Fields: []gamemsg.FieldSchema{{Name: "n", Kind: gamemsg.KindInt32}}}
 	var h module.Host
 	a := &module.Funcs{Manifest: module.Manifest{Name: "a", EntityTypes: []replicate.EntityType{typ}},
 		OnLoad: func(host module.Host) error { h = host; return nil }}
@@ -102,7 +103,7 @@ func TestEntityTypesOwnedByModules(t *testing.T) {
 	if err != nil || !h.EntityIDs().Contains(id) {
 		t.Fatalf("spawn: %d %v (ids %+v)", id, err, h.EntityIDs())
 	}
-	if err := h.Send(1, wire.TypeEntitySpawn, []byte{}); !errors.Is(err, module.ErrReplicated) {
+	if err := h.Send(1, gamemsg.TypeEntitySpawn, []byte{}); !errors.Is(err, module.ErrReplicated) {
 		t.Fatalf("sending EntitySpawn by hand: %v", err)
 	}
 	if err := r.mgr.Unload("a"); err != nil {

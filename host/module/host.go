@@ -9,6 +9,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // moduleHost is the Host handed to one module instance.
@@ -42,7 +43,7 @@ func (h *moduleHost) channelFor(t wire.MessageType, payload []byte) (wire.Channe
 		return 0, fmt.Errorf("send type %d (owned by %s): %w", t, owner, ErrNotYourType)
 	}
 	switch t {
-	case wire.TypeEntitySpawn, wire.TypeEntityStateUpdate, wire.TypeEntityDestroy, wire.TypeGameStateSync:
+	case gamemsg.TypeEntitySpawn, gamemsg.TypeEntityStateUpdate, gamemsg.TypeEntityDestroy, gamemsg.TypeGameStateSync:
 		return 0, fmt.Errorf("send %s: %w", t, ErrReplicated)
 	}
 	hdr := wire.Header{Type: t, Channel: s.Channel}
@@ -175,7 +176,7 @@ func (h *moduleHost) SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) 
 	return w.SetPosition(b, id, pos, teleport)
 }
 
-func (h *moduleHost) SetEntityFields(id uint32, values ...wire.FieldValue) error {
+func (h *moduleHost) SetEntityFields(id uint32, values ...gamemsg.FieldValue) error {
 	w, b, err := h.world()
 	if err != nil {
 		return err

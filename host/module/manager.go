@@ -14,6 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Defaults of Config.
@@ -187,7 +188,7 @@ func NewManager(cfg Config) *Manager {
 		m.registerAdmin()
 	}
 	m.inputs.Store(new([]*instance))
-	cfg.Transport.Handle(wire.TypeClientInput, m.receiveInput)
+	cfg.Transport.Handle(gamemsg.TypeClientInput, m.receiveInput)
 	return m
 }
 
@@ -334,7 +335,7 @@ func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
 	if len(subs) == 0 {
 		return
 	}
-	in, err := wire.ParseClientInput(payload)
+	in, err := gamemsg.ParseClientInput(payload)
 	if err != nil {
 		return // unreachable: the transport validated it
 	}
@@ -654,10 +655,10 @@ func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
 }
 
 // MatchStart, MatchEnd and MapChange forward match events to every module.
-func (m *Manager) MatchStart(ms wire.MatchStart) { m.late(Event{Kind: EventMatchStart, Match: ms}) }
+func (m *Manager) MatchStart(ms gamemsg.MatchStart) { m.late(Event{Kind: EventMatchStart, Match: ms}) }
 
 // MatchEnd forwards a MatchEnd.
-func (m *Manager) MatchEnd(me wire.MatchEnd) { m.late(Event{Kind: EventMatchEnd, MatchEnd: me}) }
+func (m *Manager) MatchEnd(me gamemsg.MatchEnd) { m.late(Event{Kind: EventMatchEnd, MatchEnd: me}) }
 
 // MapChange forwards a map change.
 func (m *Manager) MapChange(name string, index int) {

@@ -15,6 +15,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // rig is a real transport on 127.0.0.1 with a manager, driven by the test as
@@ -36,7 +37,7 @@ func newRig(t *testing.T, inbox int) *rig {
 func newRigWith(t *testing.T, set func(*module.Config)) *rig {
 	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func spec(f *module.Funcs) module.Spec {
 }
 
 func clientRegistry(t *testing.T, schemas ...wire.Schema) *wire.Registry {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range schemas {
 		if err := reg.Register("test", s); err != nil {
 			t.Fatal(err)
@@ -184,7 +185,7 @@ func TestIDCollisionNamesBothAndUnloadFreesTypes(t *testing.T) {
 	if _, err := r.mgr.Load(spec(b)); err != nil {
 		t.Fatalf("after unload the id is free: %v", err)
 	}
-	if s, owner, ok := r.srv.Registry().Lookup(wire.TypeChatMessage); !ok || owner != wire.BuiltinOwner || s.Channel != wire.Reliable {
+	if s, owner, ok := r.srv.Registry().Lookup(gamemsg.TypeChatMessage); !ok || owner != wire.BuiltinOwner || s.Channel != wire.Reliable {
 		t.Error("built-in schema touched")
 	}
 }

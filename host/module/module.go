@@ -31,6 +31,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Module is what both runtimes implement. Every method is called on the game
@@ -150,11 +151,11 @@ type Event struct {
 	Reason   wire.DisconnectReason // EventLeft
 	Type     wire.MessageType      // EventMessage
 	Payload  []byte                // EventMessage: a copy owned by the event
-	Match    wire.MatchStart       // EventMatchStart
-	MatchEnd wire.MatchEnd         // EventMatchEnd
+	Match    gamemsg.MatchStart    // EventMatchStart
+	MatchEnd gamemsg.MatchEnd      // EventMatchEnd
 	Map      string                // EventMapChange
 	MapIndex int                   // EventMapChange
-	Input    wire.ClientInput      // EventInput
+	Input    gamemsg.ClientInput   // EventInput
 }
 
 // ClientInfo is what a module may know about an admitted client.
@@ -172,8 +173,8 @@ type ClientInfo struct {
 type ServerInfo struct {
 	Name       string
 	Map        string
-	Mode       wire.GameMode
-	MatchState wire.MatchState
+	Mode       gamemsg.GameMode
+	MatchState gamemsg.MatchState
 	TickRate   int
 	Tick       uint64
 	Players    int
@@ -235,7 +236,7 @@ type Host interface {
 	// across.
 	SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error
 	// SetEntityFields writes field values; unchanged values are not sent.
-	SetEntityFields(id uint32, values ...wire.FieldValue) error
+	SetEntityFields(id uint32, values ...gamemsg.FieldValue) error
 	// SetEntityOwner gives an entity to a client (0: none): the owner sees
 	// its Private fields.
 	SetEntityOwner(id, client uint32) error

@@ -11,6 +11,7 @@ import (
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The module-path benchmarks measure messages/s from the transport's
@@ -53,7 +54,7 @@ func pluginEchoSpec(b *testing.B) module.Spec {
 
 // benchPath pushes batch messages per tick through the module path.
 func benchPath(b *testing.B, spec module.Spec, batch int) {
-	tr := &countingTransport{reg: wire.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
+	tr := &countingTransport{reg: gamemsg.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
 	mgr := module.NewManager(module.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
 	if _, err := mgr.Load(spec); err != nil {
 		b.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
-	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -77,8 +77,8 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 // entityTypeFromPB converts an entity type; the replicator checks the rest
 // when the module registers it.
 func entityTypeFromPB(p *pluginv1.EntityType) (replicate.EntityType, error) {
-	if p.GetId() > 0xFFFF || len(p.GetFields()) > wire.MaxFields {
-		return replicate.EntityType{}, fmt.Errorf("entity type %d (%q): id above 65535 or more than %d fields", p.GetId(), p.GetName(), wire.MaxFields)
+	if p.GetId() > 0xFFFF || len(p.GetFields()) > gamemsg.MaxFields {
+		return replicate.EntityType{}, fmt.Errorf("entity type %d (%q): id above 65535 or more than %d fields", p.GetId(), p.GetName(), gamemsg.MaxFields)
 	}
 	t := replicate.EntityType{
 		ID: uint16(p.GetId()), Name: p.GetName(), PositionField: p.GetPositionField(),
@@ -88,7 +88,7 @@ func entityTypeFromPB(p *pluginv1.EntityType) (replicate.EntityType, error) {
 		if f.GetKind() > 0xFF || f.GetVisibility() > 0xFF {
 			return replicate.EntityType{}, fmt.Errorf("entity type %d field %q: kind %d or visibility %d out of range", p.GetId(), f.GetName(), f.GetKind(), f.GetVisibility())
 		}
-		t.Fields = append(t.Fields, wire.FieldSchema{Name: f.GetName(), Kind: wire.FieldKind(f.GetKind()), Visibility: wire.Visibility(f.GetVisibility())})
+		t.Fields = append(t.Fields, gamemsg.FieldSchema{Name: f.GetName(), Kind: gamemsg.FieldKind(f.GetKind()), Visibility: gamemsg.Visibility(f.GetVisibility())})
 	}
 	return t, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Defaults of Config.
@@ -266,13 +267,13 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 		case module.EventMessage:
 			pe.Kind, pe.Type, pe.Payload = pluginv1.EventKind_EVENT_MESSAGE, uint32(ev.Type), ev.Payload
 		case module.EventMatchStart:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_START, wire.AppendMatchStart(nil, &ev.Match)
+			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_START, gamemsg.AppendMatchStart(nil, &ev.Match)
 		case module.EventMatchEnd:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_END, wire.AppendMatchEnd(nil, &ev.MatchEnd)
+			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_END, gamemsg.AppendMatchEnd(nil, &ev.MatchEnd)
 		case module.EventMapChange:
 			pe.Kind, pe.Map, pe.MapIndex = pluginv1.EventKind_EVENT_MAP_CHANGE, ev.Map, int32(ev.MapIndex)
 		case module.EventInput:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_INPUT, wire.AppendClientInput(nil, &ev.Input)
+			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_INPUT, gamemsg.AppendClientInput(nil, &ev.Input)
 		}
 	}
 	return m.evp
@@ -394,7 +395,7 @@ func (m *Module) apply(acts []*pluginv1.Action) {
 
 // applyEntity carries out one entity action.
 func applyEntity(h module.Host, a *pluginv1.Action) error {
-	var vals []wire.FieldValue
+	var vals []gamemsg.FieldValue
 	if len(a.GetFields()) > 0 {
 		var err error
 		if vals, err = pluginwire.ParseFieldValues(a.GetFields()); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +35,7 @@ func (noEntities) EntityIDs() replicate.IDRange                    { return repl
 func (noEntities) SpawnEntity(replicate.Spawn) (uint32, error)     { return 0, module.ErrNoWorld }
 func (noEntities) DestroyEntity(uint32) error                      { return module.ErrNoWorld }
 func (noEntities) SetEntityPosition(uint32, wire.Vec3, bool) error { return module.ErrNoWorld }
-func (noEntities) SetEntityFields(uint32, ...wire.FieldValue) error {
+func (noEntities) SetEntityFields(uint32, ...gamemsg.FieldValue) error {
 	return module.ErrNoWorld
 }
 func (noEntities) SetEntityOwner(uint32, uint32) error              { return module.ErrNoWorld }
@@ -55,7 +56,7 @@ type stubHost struct {
 }
 
 func newStubHost() *stubHost {
-	return &stubHost{reg: wire.NewRegistry(), clients: map[uint32]module.ClientInfo{}}
+	return &stubHost{reg: gamemsg.NewRegistry(), clients: map[uint32]module.ClientInfo{}}
 }
 
 func (h *stubHost) Send(c uint32, t wire.MessageType, p []byte) error {

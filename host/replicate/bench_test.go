@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // sealedOverhead is what the transport adds to a payload on the wire: the
@@ -59,7 +60,7 @@ func BenchmarkTick64x64(b *testing.B) {
 			e := r.byID[id]
 			r.SetPosition(blk, id, wire.Vec3{X: e.pos.X + 0.1, Y: 0, Z: e.pos.Z - 0.05}, false)
 			if (n+i)%10 == 0 {
-				r.SetFields(blk, id, wire.FieldValue{Index: fHealth, Kind: wire.KindInt32, Int: int32(n)})
+				r.SetFields(blk, id, gamemsg.FieldValue{Index: fHealth, Kind: gamemsg.KindInt32, Int: int32(n)})
 			}
 		}
 		r.Tick(now)

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // BenchmarkTick64x64Loopback is BenchmarkTick64x64 with the real transport:
@@ -24,10 +26,10 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 	var r *replicate.Replicator
 	gss := func(c uint32, dst []byte) []byte {
 		_, types := r.Schemas()
-		return wire.AppendGameStateSync(dst, &wire.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
+		return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
 	}
 	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, MaxClients: 64,
-		Logger: slog.New(slog.DiscardHandler), GameStateSync: gss})
+		Logger: slog.New(slog.DiscardHandler), Registry: gamemsg.NewRegistry(), Welcome: gamemsg.Welcome(gss)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,9 +40,9 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 		b.Fatal(err)
 	}
 	blk, _ := r.ReserveBlock()
-	typ := replicate.EntityType{ID: 1, Name: "player", PositionField: "pos", Fields: []wire.FieldSchema{
-		{Name: "pos", Kind: wire.KindVec3}, {Name: "hp", Kind: wire.KindInt32},
-		{Name: "ammo", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
+	typ := replicate.EntityType{ID: 1, Name: "player", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+		{Name: "pos", Kind: gamemsg.KindVec3}, {Name: "hp", Kind: gamemsg.KindInt32},
+		{Name: "ammo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 	}}
 	if err := r.SetTypes(blk, "bench", []replicate.EntityType{typ}); err != nil {
 		b.Fatal(err)
@@ -49,7 +51,7 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 	var ids []uint32
 	for range 64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Pin: srv.Pin(), Name: "bot"})
+		c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Pin: srv.Pin(), Name: "bot"})
 		cancel()
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +77,7 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 			info, _ := r.Entity(id)
 			r.SetPosition(blk, id, wire.Vec3{X: info.Position.X + 0.1, Z: info.Position.Z - 0.05}, false)
 			if (n+i)%10 == 0 {
-				r.SetFields(blk, id, wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: int32(n)})
+				r.SetFields(blk, id, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: int32(n)})
 			}
 		}
 		r.Tick(now)

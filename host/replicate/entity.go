@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Spawn describes a new entity.
@@ -24,7 +25,7 @@ type Spawn struct {
 	// (a flag, a scoreboard): use it for entities without a position.
 	Global bool
 	// Fields are initial values; the others start at zero.
-	Fields []wire.FieldValue
+	Fields []gamemsg.FieldValue
 }
 
 // EntityInfo is what the server knows of an entity.
@@ -49,7 +50,7 @@ type entity struct {
 	data       []byte // the field values, encoded, at t.offset
 	// stamp[i] is the tick of field i's latest change; lastChange is the
 	// largest stamp.
-	stamp      [wire.MaxFields]uint64
+	stamp      [gamemsg.MaxFields]uint64
 	lastChange uint64
 }
 
@@ -162,7 +163,7 @@ func (r *Replicator) SetPosition(b Block, id uint32, pos wire.Vec3, teleport boo
 // SetFields writes field values (Index and the member of Kind, which must
 // be the field's kind). A field whose value does not change is not sent.
 // All of them or none: an invalid value changes nothing.
-func (r *Replicator) SetFields(b Block, id uint32, vals ...wire.FieldValue) error {
+func (r *Replicator) SetFields(b Block, id uint32, vals ...gamemsg.FieldValue) error {
 	e, err := r.entity(b, id)
 	if err != nil {
 		return err
@@ -204,12 +205,12 @@ func (r *Replicator) Entity(id uint32) (EntityInfo, bool) {
 }
 
 // Fields returns a live entity's field values, one per field of its type.
-func (r *Replicator) Fields(id uint32) ([]wire.FieldValue, bool) {
+func (r *Replicator) Fields(id uint32) ([]gamemsg.FieldValue, bool) {
 	e, ok := r.byID[id]
 	if !ok {
 		return nil, false
 	}
-	vals, err := wire.DecodeFields(&wire.EntityTypeSchema{Fields: e.t.Fields}, e.t.all(), e.t.all(), e.data)
+	vals, err := gamemsg.DecodeFields(&gamemsg.EntityTypeSchema{Fields: e.t.Fields}, e.t.all(), e.t.all(), e.data)
 	if err != nil {
 		return nil, false // unreachable: the data was encoded by set
 	}
@@ -236,7 +237,7 @@ func (e *entity) setPos(p wire.Vec3, tick uint64) {
 }
 
 // set validates every value, then writes them.
-func (e *entity) set(vals []wire.FieldValue, tick uint64) error {
+func (e *entity) set(vals []gamemsg.FieldValue, tick uint64) error {
 	for i := range vals {
 		v := &vals[i]
 		switch {
@@ -244,8 +245,8 @@ func (e *entity) set(vals []wire.FieldValue, tick uint64) error {
 			return fmt.Errorf("%w: field index %d; type %q has %d fields", ErrBadField, v.Index, e.t.Name, len(e.t.Fields))
 		case v.Kind != e.t.Fields[v.Index].Kind:
 			return fmt.Errorf("%w: field %q is a %s, not a %s", ErrBadField, e.t.Fields[v.Index].Name, e.t.Fields[v.Index].Kind, v.Kind)
-		case v.Kind == wire.KindFloat && (math.IsNaN(float64(v.Float)) || math.IsInf(float64(v.Float), 0)),
-			v.Kind == wire.KindVec3 && !v.Vec.IsFinite():
+		case v.Kind == gamemsg.KindFloat && (math.IsNaN(float64(v.Float)) || math.IsInf(float64(v.Float), 0)),
+			v.Kind == gamemsg.KindVec3 && !v.Vec.IsFinite():
 			return fmt.Errorf("%w: field %q is not finite", ErrBadField, e.t.Fields[v.Index].Name)
 		}
 	}
@@ -254,18 +255,18 @@ func (e *entity) set(vals []wire.FieldValue, tick uint64) error {
 		v := &vals[i]
 		w := v.Kind.Width()
 		switch v.Kind {
-		case wire.KindBool:
+		case gamemsg.KindBool:
 			b[0] = 0
 			if v.Bool {
 				b[0] = 1
 			}
-		case wire.KindInt32:
+		case gamemsg.KindInt32:
 			binary.LittleEndian.PutUint32(b[:], uint32(v.Int))
-		case wire.KindUint32:
+		case gamemsg.KindUint32:
 			binary.LittleEndian.PutUint32(b[:], v.Uint)
-		case wire.KindFloat:
+		case gamemsg.KindFloat:
 			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v.Float))
-		case wire.KindVec3:
+		case gamemsg.KindVec3:
 			putVec(b[:], v.Vec)
 		}
 		if v.Index == e.t.pos {

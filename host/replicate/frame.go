@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // serve sends the clients whose frame is due at tick r.tick (all of them
@@ -78,7 +79,7 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 	if cur := r.schemas.Load().version; v.types != cur {
 		if r.cfg.GameStateSync != nil {
 			r.buf = r.cfg.GameStateSync(v.id, r.buf[:0])
-			if !r.send(v, wire.TypeGameStateSync, wire.ReliableOrdered) {
+			if !r.send(v, gamemsg.TypeGameStateSync, wire.ReliableOrdered) {
 				return // nothing of the new types before the client has them
 			}
 			r.stats.Syncs++
@@ -133,7 +134,7 @@ func (r *Replicator) sendSpawn(v *viewer, e *entity, vis uint64) bool {
 	b = binary.LittleEndian.AppendUint16(b, e.t.ID)
 	b = binary.LittleEndian.AppendUint32(b, e.owner)
 	r.buf = e.appendFields(b, vis)
-	if !r.send(v, wire.TypeEntitySpawn, wire.ReliableOrdered) {
+	if !r.send(v, gamemsg.TypeEntitySpawn, wire.ReliableOrdered) {
 		return false
 	}
 	r.stats.Spawns++
@@ -144,14 +145,14 @@ func (r *Replicator) sendUpdate(v *viewer, e *entity, mask uint64) {
 	b := binary.LittleEndian.AppendUint32(r.buf[:0], e.id)
 	b = binary.LittleEndian.AppendUint64(b, mask)
 	r.buf = e.appendFields(b, mask)
-	if r.send(v, wire.TypeEntityStateUpdate, wire.Unreliable) {
+	if r.send(v, gamemsg.TypeEntityStateUpdate, wire.Unreliable) {
 		r.stats.Updates++
 	}
 }
 
 func (r *Replicator) sendDestroy(v *viewer, id uint32) {
 	r.buf = binary.LittleEndian.AppendUint32(r.buf[:0], id)
-	if r.send(v, wire.TypeEntityDestroy, wire.ReliableOrdered) {
+	if r.send(v, gamemsg.TypeEntityDestroy, wire.ReliableOrdered) {
 		r.stats.Destroys++
 	}
 }

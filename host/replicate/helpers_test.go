@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -27,7 +28,7 @@ type fakeNet struct {
 	loss    float64
 	rng     *rand.Rand
 	gone    map[uint32]bool // clients that left: ErrNoSuchClient
-	types   func() []wire.EntityTypeSchema
+	types   func() []gamemsg.EntityTypeSchema
 	dropped int
 }
 
@@ -63,12 +64,12 @@ const playerType = 7
 func playerSchema() EntityType {
 	return EntityType{
 		ID: playerType, Name: "player", PositionField: "pos",
-		Fields: []wire.FieldSchema{
-			{Name: "pos", Kind: wire.KindVec3, Visibility: wire.VisibilityPublic},
-			{Name: "health", Kind: wire.KindInt32, Visibility: wire.VisibilityPublic},
-			{Name: "ammo", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
-			{Name: "plan", Kind: wire.KindBool, Visibility: wire.VisibilityParty},
-			{Name: "aim", Kind: wire.KindFloat, Visibility: wire.VisibilitySpectator},
+		Fields: []gamemsg.FieldSchema{
+			{Name: "pos", Kind: gamemsg.KindVec3, Visibility: gamemsg.VisibilityPublic},
+			{Name: "health", Kind: gamemsg.KindInt32, Visibility: gamemsg.VisibilityPublic},
+			{Name: "ammo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
+			{Name: "plan", Kind: gamemsg.KindBool, Visibility: gamemsg.VisibilityParty},
+			{Name: "aim", Kind: gamemsg.KindFloat, Visibility: gamemsg.VisibilitySpectator},
 		},
 		Box: lagcomp.AABB{Min: wire.Vec3{X: -0.5, Y: 0, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}},
 	}
@@ -93,7 +94,7 @@ func newWorld(t testing.TB, cfg Config) *world {
 	var r *Replicator
 	cfg.GameStateSync = func(client uint32, dst []byte) []byte {
 		_, types := r.Schemas()
-		return wire.AppendGameStateSync(dst, &wire.GameStateSync{ClientID: client, TickRate: 20, ReplicationRate: 20, Types: types})
+		return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{ClientID: client, TickRate: 20, ReplicationRate: 20, Types: types})
 	}
 	r, err := New(cfg)
 	if err != nil {
@@ -133,7 +134,7 @@ func (w *world) spawn(s Spawn) uint32 {
 	return id
 }
 
-func (w *world) set(id uint32, vals ...wire.FieldValue) {
+func (w *world) set(id uint32, vals ...gamemsg.FieldValue) {
 	w.t.Helper()
 	if err := w.r.SetFields(w.b, id, vals...); err != nil {
 		w.t.Fatal(err)
@@ -152,7 +153,7 @@ func (w *world) move(id uint32, x, y, z float32) {
 // against them, updates against the spawn's mask.
 type view struct {
 	t        testing.TB
-	types    map[uint16]wire.EntityTypeSchema
+	types    map[uint16]gamemsg.EntityTypeSchema
 	entities map[uint32]*seen
 	log      []string
 }
@@ -161,18 +162,18 @@ type seen struct {
 	typ     uint16
 	owner   uint32
 	visible uint64
-	vals    map[int]wire.FieldValue
+	vals    map[int]gamemsg.FieldValue
 }
 
 func newView(t testing.TB) *view {
-	return &view{t: t, types: map[uint16]wire.EntityTypeSchema{}, entities: map[uint32]*seen{}}
+	return &view{t: t, types: map[uint16]gamemsg.EntityTypeSchema{}, entities: map[uint32]*seen{}}
 }
 
 func (v *view) apply(m msg) {
 	v.t.Helper()
 	switch m.typ {
-	case wire.TypeGameStateSync:
-		gs, err := wire.ParseGameStateSync(m.payload)
+	case gamemsg.TypeGameStateSync:
+		gs, err := gamemsg.ParseGameStateSync(m.payload)
 		if err != nil {
 			v.t.Fatalf("GameStateSync: %v", err)
 		}
@@ -181,8 +182,8 @@ func (v *view) apply(m msg) {
 			v.types[s.TypeID] = s
 		}
 		v.log = append(v.log, "sync")
-	case wire.TypeEntitySpawn:
-		sp, err := wire.ParseEntitySpawn(m.payload)
+	case gamemsg.TypeEntitySpawn:
+		sp, err := gamemsg.ParseEntitySpawn(m.payload)
 		if err != nil {
 			v.t.Fatalf("EntitySpawn: %v", err)
 		}
@@ -190,17 +191,17 @@ func (v *view) apply(m msg) {
 		if !ok {
 			v.t.Fatalf("EntitySpawn of type %d the client has no schema for", sp.TypeID)
 		}
-		_, vals, err := wire.ParseEntitySpawnFields(m.payload, &s)
+		_, vals, err := gamemsg.ParseEntitySpawnFields(m.payload, &s)
 		if err != nil {
 			v.t.Fatalf("EntitySpawn fields: %v", err)
 		}
-		e := &seen{typ: sp.TypeID, owner: sp.Owner, visible: sp.FieldsMask, vals: map[int]wire.FieldValue{}}
+		e := &seen{typ: sp.TypeID, owner: sp.Owner, visible: sp.FieldsMask, vals: map[int]gamemsg.FieldValue{}}
 		for _, fv := range vals {
 			e.vals[fv.Index] = fv
 		}
 		v.entities[sp.EntityID] = e
 		v.log = append(v.log, fmt.Sprintf("spawn %d", sp.EntityID))
-	case wire.TypeEntityStateUpdate:
+	case gamemsg.TypeEntityStateUpdate:
 		id := binary.LittleEndian.Uint32(m.payload)
 		e, ok := v.entities[id]
 		if !ok {
@@ -208,7 +209,7 @@ func (v *view) apply(m msg) {
 			return
 		}
 		s := v.types[e.typ]
-		up, vals, err := wire.ParseEntityStateUpdateFields(m.payload, &s, e.visible)
+		up, vals, err := gamemsg.ParseEntityStateUpdateFields(m.payload, &s, e.visible)
 		if err != nil {
 			v.t.Fatalf("EntityStateUpdate: %v", err)
 		}
@@ -219,8 +220,8 @@ func (v *view) apply(m msg) {
 			e.vals[fv.Index] = fv
 		}
 		v.log = append(v.log, fmt.Sprintf("update %d %#x", id, up.DirtyMask))
-	case wire.TypeEntityDestroy:
-		d, err := wire.ParseEntityDestroy(m.payload)
+	case gamemsg.TypeEntityDestroy:
+		d, err := gamemsg.ParseEntityDestroy(m.payload)
 		if err != nil {
 			v.t.Fatalf("EntityDestroy: %v", err)
 		}
@@ -242,15 +243,15 @@ func (v *view) deliver(ms []msg, id uint32) []string {
 	return v.log[n:]
 }
 
-func i32(i int, x int32) wire.FieldValue {
-	return wire.FieldValue{Index: i, Kind: wire.KindInt32, Int: x}
+func i32(i int, x int32) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: i, Kind: gamemsg.KindInt32, Int: x}
 }
-func u32(i int, x uint32) wire.FieldValue {
-	return wire.FieldValue{Index: i, Kind: wire.KindUint32, Uint: x}
+func u32(i int, x uint32) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: i, Kind: gamemsg.KindUint32, Uint: x}
 }
-func flt(i int, x float32) wire.FieldValue {
-	return wire.FieldValue{Index: i, Kind: wire.KindFloat, Float: x}
+func flt(i int, x float32) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: i, Kind: gamemsg.KindFloat, Float: x}
 }
-func bl(i int, x bool) wire.FieldValue {
-	return wire.FieldValue{Index: i, Kind: wire.KindBool, Bool: x}
+func bl(i int, x bool) gamemsg.FieldValue {
+	return gamemsg.FieldValue{Index: i, Kind: gamemsg.KindBool, Bool: x}
 }

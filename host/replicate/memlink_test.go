@@ -15,6 +15,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The whole path under loss: a Replicator sending through a real
@@ -35,26 +36,27 @@ func TestConvergesOverLossyLink(t *testing.T) {
 		_, priv, _ := ed25519.GenerateKey(rand.Reader)
 		var r *replicate.Replicator
 		srv, err := netstack.NewServer(netstack.ServerConfig{Conn: srvConn, Identity: priv, Logger: slog.New(slog.DiscardHandler),
-			GameStateSync: func(c uint32, dst []byte) []byte {
+			Registry: gamemsg.NewRegistry(),
+			Welcome: gamemsg.Welcome(func(c uint32, dst []byte) []byte {
 				_, types := r.Schemas()
-				return wire.AppendGameStateSync(dst, &wire.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
-			}})
+				return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
+			})})
 		if err != nil {
 			t.Fatal(err)
 		}
 		r, err = replicate.New(replicate.Config{TickRate: 60, Rate: 20, InterestRadius: 1000, Send: srv.Send,
 			GameStateSync: func(c uint32, dst []byte) []byte {
 				_, types := r.Schemas()
-				return wire.AppendGameStateSync(dst, &wire.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
+				return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{ClientID: c, TickRate: 60, ReplicationRate: 20, Types: types})
 			}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		blk, _ := r.ReserveBlock()
-		typ := replicate.EntityType{ID: 1, Name: "ship", PositionField: "pos", Fields: []wire.FieldSchema{
-			{Name: "pos", Kind: wire.KindVec3},
-			{Name: "hull", Kind: wire.KindInt32},
-			{Name: "cargo", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
+		typ := replicate.EntityType{ID: 1, Name: "ship", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+			{Name: "pos", Kind: gamemsg.KindVec3},
+			{Name: "hull", Kind: gamemsg.KindInt32},
+			{Name: "cargo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 		}}
 		if err := r.SetTypes(blk, "test", []replicate.EntityType{typ}); err != nil {
 			t.Fatal(err)
@@ -71,7 +73,7 @@ func TestConvergesOverLossyLink(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			cli, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srvConn.AddrPort(), Pin: srv.Pin(), Conn: conn, Name: "p"})
+			cli, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srvConn.AddrPort(), Pin: srv.Pin(), Conn: conn, Name: "p"})
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -117,8 +119,8 @@ func TestConvergesOverLossyLink(t *testing.T) {
 						r.SetPosition(blk, id, wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}, false)
 					}
 					if rng.IntN(10) == 0 {
-						r.SetFields(blk, id, wire.FieldValue{Index: 1, Kind: wire.KindInt32, Int: rng.Int32N(100)},
-							wire.FieldValue{Index: 2, Kind: wire.KindUint32, Uint: rng.Uint32N(1000)})
+						r.SetFields(blk, id, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: rng.Int32N(100)},
+							gamemsg.FieldValue{Index: 2, Kind: gamemsg.KindUint32, Uint: rng.Uint32N(1000)})
 					}
 				}
 			}

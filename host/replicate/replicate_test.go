@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestPrivateFieldOnlyToOwner(t *testing.T) {
@@ -35,7 +36,7 @@ func TestPrivateFieldOnlyToOwner(t *testing.T) {
 		w.set(id, u32(fAmmo, uint32(29-tick)))
 		w.r.Tick(time.Duration(tick) * time.Second / 20)
 		for _, m := range w.net.take() {
-			if m.client == 2 && m.typ == wire.TypeEntityStateUpdate {
+			if m.client == 2 && m.typ == gamemsg.TypeEntityStateUpdate {
 				t.Fatalf("client 2 got an update of an entity whose only change is private: %x", m.payload)
 			}
 			owner.deliver([]msg{m}, 1)
@@ -214,11 +215,11 @@ func TestTypesOwnedAndCleared(t *testing.T) {
 	}
 	for _, bad := range []EntityType{
 		{ID: 9, Name: ""},
-		{ID: 9, Name: "x", Fields: []wire.FieldSchema{{Name: "a", Kind: 9}}},
-		{ID: 9, Name: "x", Fields: []wire.FieldSchema{{Name: "a"}, {Name: "a"}}},
-		{ID: 9, Name: "x", PositionField: "a", Fields: []wire.FieldSchema{{Name: "a", Kind: wire.KindFloat}}},
+		{ID: 9, Name: "x", Fields: []gamemsg.FieldSchema{{Name: "a", Kind: 9}}},
+		{ID: 9, Name: "x", Fields: []gamemsg.FieldSchema{{Name: "a"}, {Name: "a"}}},
+		{ID: 9, Name: "x", PositionField: "a", Fields: []gamemsg.FieldSchema{{Name: "a", Kind: gamemsg.KindFloat}}},
 		{ID: 9, Name: "x", PositionField: "nope"},
-		{ID: 9, Name: "x", Fields: make([]wire.FieldSchema, 65)},
+		{ID: 9, Name: "x", Fields: make([]gamemsg.FieldSchema, 65)},
 	} {
 		if err := w.r.SetTypes(other, "other", []EntityType{bad}); !errors.Is(err, ErrBadType) {
 			t.Errorf("%+v: %v", bad, err)
@@ -268,7 +269,7 @@ func TestSpawnIDs(t *testing.T) {
 	if _, err := w.r.Spawn(w.b, Spawn{Type: playerType, ID: 5}); !errors.Is(err, ErrNotYours) {
 		t.Fatal(err)
 	}
-	if err := w.r.SetFields(w.b, a, wire.FieldValue{Index: fHealth, Kind: wire.KindFloat}); !errors.Is(err, ErrBadField) {
+	if err := w.r.SetFields(w.b, a, gamemsg.FieldValue{Index: fHealth, Kind: gamemsg.KindFloat}); !errors.Is(err, ErrBadField) {
 		t.Fatal(err)
 	}
 	if err := w.r.SetFields(w.b, a, i32(fHealth, 1), i32(99, 1)); !errors.Is(err, ErrBadField) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -14,8 +15,8 @@ import (
 // GameStateSync carries them to clients) and what the server needs besides.
 type EntityType struct {
 	ID     uint16
-	Name   string             // a valid name of at most 32 bytes (§1)
-	Fields []wire.FieldSchema // at most 64; Fields[i] is bit i of the masks
+	Name   string                // a valid name of at most 32 bytes (§1)
+	Fields []gamemsg.FieldSchema // at most 64; Fields[i] is bit i of the masks
 	// PositionField names a vec3 field that mirrors the entity's position:
 	// SetPosition writes it too. "" means the position is not replicated
 	// (the server still uses it for interest and lag compensation).
@@ -39,9 +40,9 @@ type typeInfo struct {
 	EntityType
 	block  Block
 	owner  string
-	offset [wire.MaxFields]uint16 // byte offset of each field in an entity's data
-	size   int                    // bytes of one entity's data
-	pos    int                    // index of PositionField, -1 for none
+	offset [gamemsg.MaxFields]uint16 // byte offset of each field in an entity's data
+	size   int                       // bytes of one entity's data
+	pos    int                       // index of PositionField, -1 for none
 	hasBox bool
 	// Masks of the fields of each visibility.
 	public, private, party, spectator uint64
@@ -49,7 +50,7 @@ type typeInfo struct {
 
 // gssFixedMax is the largest GameStateSync without types: the fixed fields
 // and the longest server name, motd and map (§9.2).
-const gssFixedMax = 4 + 4 + 2 + 2 + (2 + wire.MaxServerNameLen) + (2 + wire.MaxMOTDLen) + (2 + wire.MaxMapLen) + 1 + 1 + 4 + 2
+const gssFixedMax = 4 + 4 + 2 + 2 + (2 + gamemsg.MaxServerNameLen) + (2 + gamemsg.MaxMOTDLen) + (2 + gamemsg.MaxMapLen) + 1 + 1 + 4 + 2
 
 // schemaLen is the encoded size of one EntityTypeSchema.
 func schemaLen(t *EntityType) int {
@@ -68,8 +69,8 @@ func newTypeInfo(t EntityType, b Block, owner string) (*typeInfo, error) {
 	if !wire.ValidName([]byte(t.Name), wire.MaxNameLen) {
 		return nil, bad("the name must be 1..%d bytes of UTF-8 without control characters", wire.MaxNameLen)
 	}
-	if len(t.Fields) > wire.MaxFields {
-		return nil, bad("%d fields; at most %d", len(t.Fields), wire.MaxFields)
+	if len(t.Fields) > gamemsg.MaxFields {
+		return nil, bad("%d fields; at most %d", len(t.Fields), gamemsg.MaxFields)
 	}
 	ti := &typeInfo{block: b, owner: owner, pos: -1}
 	ti.EntityType = t
@@ -83,24 +84,24 @@ func newTypeInfo(t EntityType, b Block, owner string) (*typeInfo, error) {
 			return nil, bad("field %q: unknown kind %d", f.Name, f.Kind)
 		case !f.Visibility.Valid():
 			return nil, bad("field %q: unknown visibility %d", f.Name, f.Visibility)
-		case slices.ContainsFunc(ti.Fields[:i], func(o wire.FieldSchema) bool { return o.Name == f.Name }):
+		case slices.ContainsFunc(ti.Fields[:i], func(o gamemsg.FieldSchema) bool { return o.Name == f.Name }):
 			return nil, bad("field %q is declared twice", f.Name)
 		}
 		ti.offset[i] = uint16(off)
 		off += f.Kind.Width()
 		bit := uint64(1) << i
 		switch f.Visibility {
-		case wire.VisibilityPublic:
+		case gamemsg.VisibilityPublic:
 			ti.public |= bit
-		case wire.VisibilityPrivate:
+		case gamemsg.VisibilityPrivate:
 			ti.private |= bit
-		case wire.VisibilityParty:
+		case gamemsg.VisibilityParty:
 			ti.party |= bit
-		case wire.VisibilitySpectator:
+		case gamemsg.VisibilitySpectator:
 			ti.spectator |= bit
 		}
 		if f.Name == t.PositionField {
-			if f.Kind != wire.KindVec3 {
+			if f.Kind != gamemsg.KindVec3 {
 				return nil, bad("position field %q is a %s; it must be a vec3", f.Name, f.Kind)
 			}
 			ti.pos = i
@@ -119,13 +120,13 @@ func newTypeInfo(t EntityType, b Block, owner string) (*typeInfo, error) {
 }
 
 // schema is the type as GameStateSync carries it.
-func (t *typeInfo) schema() wire.EntityTypeSchema {
-	return wire.EntityTypeSchema{TypeID: t.ID, Name: t.Name, Fields: t.Fields}
+func (t *typeInfo) schema() gamemsg.EntityTypeSchema {
+	return gamemsg.EntityTypeSchema{TypeID: t.ID, Name: t.Name, Fields: t.Fields}
 }
 
 // all is the mask of every field of the type.
 func (t *typeInfo) all() uint64 {
-	if len(t.Fields) == wire.MaxFields {
+	if len(t.Fields) == gamemsg.MaxFields {
 		return ^uint64(0)
 	}
 	return uint64(1)<<uint(len(t.Fields)) - 1
@@ -144,7 +145,7 @@ func (t *typeInfo) dataLen(mask uint64) int {
 // GameStateSync, published for the network goroutines.
 type schemaSet struct {
 	version uint64
-	types   []wire.EntityTypeSchema // by type id
+	types   []gamemsg.EntityTypeSchema // by type id
 }
 
 // SetTypes replaces the entity types of block b (owned by module owner) with
@@ -207,7 +208,7 @@ func (r *Replicator) publishSchemas() {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	set := &schemaSet{version: r.schemas.Load().version + 1, types: make([]wire.EntityTypeSchema, len(ids))}
+	set := &schemaSet{version: r.schemas.Load().version + 1, types: make([]gamemsg.EntityTypeSchema, len(ids))}
 	for i, id := range ids {
 		set.types[i] = r.types[id].schema()
 	}
@@ -218,7 +219,7 @@ func (r *Replicator) publishSchemas() {
 // version; a client that was sent an older version gets a fresh
 // GameStateSync at the next replication frame. Safe from any goroutine; the
 // slice must not be modified.
-func (r *Replicator) Schemas() (version uint64, types []wire.EntityTypeSchema) {
+func (r *Replicator) Schemas() (version uint64, types []gamemsg.EntityTypeSchema) {
 	s := r.schemas.Load()
 	return s.version, s.types
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Handshake constants. The cookie is not a secret: it only tells a plugin
@@ -113,9 +114,9 @@ type Description struct {
 
 // EntityType is an entity type in a Description.
 type EntityType struct {
-	ID     uint16             `json:"id"`
-	Name   string             `json:"name"`
-	Fields []wire.FieldSchema `json:"fields"`
+	ID     uint16                `json:"id"`
+	Name   string                `json:"name"`
+	Fields []gamemsg.FieldSchema `json:"fields"`
 }
 
 // Command is a console command in a Description.

@@ -7,6 +7,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
@@ -56,13 +57,13 @@ var PlayerBox = lagcomp.AABB{
 
 // PlayerType is the body's entity type, as the manifest declares it.
 func PlayerType() plugin.EntityType {
-	f := make([]wire.FieldSchema, playerFields)
-	f[FieldPos] = wire.FieldSchema{Name: "pos", Kind: wire.KindVec3, Visibility: wire.VisibilityPublic}
-	f[FieldYaw] = wire.FieldSchema{Name: "yaw", Kind: wire.KindFloat, Visibility: wire.VisibilityPublic}
-	f[FieldPitch] = wire.FieldSchema{Name: "pitch", Kind: wire.KindFloat, Visibility: wire.VisibilityPublic}
-	f[FieldTeam] = wire.FieldSchema{Name: "team", Kind: wire.KindUint32, Visibility: wire.VisibilityPublic}
-	f[FieldCrouching] = wire.FieldSchema{Name: "crouching", Kind: wire.KindBool, Visibility: wire.VisibilityPublic}
-	f[FieldHealth] = wire.FieldSchema{Name: "health", Kind: wire.KindInt32, Visibility: wire.VisibilityParty}
+	f := make([]gamemsg.FieldSchema, playerFields)
+	f[FieldPos] = gamemsg.FieldSchema{Name: "pos", Kind: gamemsg.KindVec3, Visibility: gamemsg.VisibilityPublic}
+	f[FieldYaw] = gamemsg.FieldSchema{Name: "yaw", Kind: gamemsg.KindFloat, Visibility: gamemsg.VisibilityPublic}
+	f[FieldPitch] = gamemsg.FieldSchema{Name: "pitch", Kind: gamemsg.KindFloat, Visibility: gamemsg.VisibilityPublic}
+	f[FieldTeam] = gamemsg.FieldSchema{Name: "team", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPublic}
+	f[FieldCrouching] = gamemsg.FieldSchema{Name: "crouching", Kind: gamemsg.KindBool, Visibility: gamemsg.VisibilityPublic}
+	f[FieldHealth] = gamemsg.FieldSchema{Name: "health", Kind: gamemsg.KindInt32, Visibility: gamemsg.VisibilityParty}
 	return plugin.EntityType{ID: PlayerEntityType, Name: PlayerEntityName, Fields: f, PositionField: "pos", Box: PlayerBox}
 }
 
@@ -84,9 +85,9 @@ type bodies struct {
 	h        plugin.Host
 	teams    bool
 	byClient map[uint32]*body
-	byEntity map[uint32]uint32 // entity → client
-	free     []*body           // bodies of the dead, for the next spawns
-	vals     []wire.FieldValue // scratch
+	byEntity map[uint32]uint32    // entity → client
+	free     []*body              // bodies of the dead, for the next spawns
+	vals     []gamemsg.FieldValue // scratch
 }
 
 func newBodies(h plugin.Host, teams bool) *bodies {
@@ -124,11 +125,11 @@ func (b *bodies) spawned(p game.PlayerView) uint32 {
 	}
 	*bd = body{pos: s.Position, yaw: s.Yaw, pitch: s.Pitch, team: p.Team, crouch: s.Crouching, health: p.Health}
 	b.vals = append(b.vals[:0],
-		wire.FieldValue{Index: FieldYaw, Kind: wire.KindFloat, Float: s.Yaw},
-		wire.FieldValue{Index: FieldPitch, Kind: wire.KindFloat, Float: s.Pitch},
-		wire.FieldValue{Index: FieldTeam, Kind: wire.KindUint32, Uint: uint32(p.Team)},
-		wire.FieldValue{Index: FieldCrouching, Kind: wire.KindBool, Bool: s.Crouching},
-		wire.FieldValue{Index: FieldHealth, Kind: wire.KindInt32, Int: int32(p.Health)})
+		gamemsg.FieldValue{Index: FieldYaw, Kind: gamemsg.KindFloat, Float: s.Yaw},
+		gamemsg.FieldValue{Index: FieldPitch, Kind: gamemsg.KindFloat, Float: s.Pitch},
+		gamemsg.FieldValue{Index: FieldTeam, Kind: gamemsg.KindUint32, Uint: uint32(p.Team)},
+		gamemsg.FieldValue{Index: FieldCrouching, Kind: gamemsg.KindBool, Bool: s.Crouching},
+		gamemsg.FieldValue{Index: FieldHealth, Kind: gamemsg.KindInt32, Int: int32(p.Health)})
 	id, err := b.h.SpawnEntity(plugin.Spawn{Type: PlayerEntityType, Owner: p.ID, Party: b.party(p.Team),
 		Position: s.Position, Fields: b.vals})
 	if err != nil {
@@ -164,19 +165,19 @@ func (b *bodies) update(bd *body, p game.PlayerView) error {
 	s := p.State
 	b.vals = b.vals[:0]
 	if s.Yaw != bd.yaw {
-		b.vals = append(b.vals, wire.FieldValue{Index: FieldYaw, Kind: wire.KindFloat, Float: s.Yaw})
+		b.vals = append(b.vals, gamemsg.FieldValue{Index: FieldYaw, Kind: gamemsg.KindFloat, Float: s.Yaw})
 	}
 	if s.Pitch != bd.pitch {
-		b.vals = append(b.vals, wire.FieldValue{Index: FieldPitch, Kind: wire.KindFloat, Float: s.Pitch})
+		b.vals = append(b.vals, gamemsg.FieldValue{Index: FieldPitch, Kind: gamemsg.KindFloat, Float: s.Pitch})
 	}
 	if p.Team != bd.team {
-		b.vals = append(b.vals, wire.FieldValue{Index: FieldTeam, Kind: wire.KindUint32, Uint: uint32(p.Team)})
+		b.vals = append(b.vals, gamemsg.FieldValue{Index: FieldTeam, Kind: gamemsg.KindUint32, Uint: uint32(p.Team)})
 	}
 	if s.Crouching != bd.crouch {
-		b.vals = append(b.vals, wire.FieldValue{Index: FieldCrouching, Kind: wire.KindBool, Bool: s.Crouching})
+		b.vals = append(b.vals, gamemsg.FieldValue{Index: FieldCrouching, Kind: gamemsg.KindBool, Bool: s.Crouching})
 	}
 	if p.Health != bd.health {
-		b.vals = append(b.vals, wire.FieldValue{Index: FieldHealth, Kind: wire.KindInt32, Int: int32(p.Health)})
+		b.vals = append(b.vals, gamemsg.FieldValue{Index: FieldHealth, Kind: gamemsg.KindInt32, Int: int32(p.Health)})
 	}
 	bd.pos, bd.yaw, bd.pitch, bd.team, bd.crouch, bd.health = s.Position, s.Yaw, s.Pitch, p.Team, s.Crouching, p.Health
 	if len(b.vals) == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestPlayerType: the manifest declares the body type with a hitbox and
@@ -25,7 +26,7 @@ func TestPlayerType(t *testing.T) {
 	if got := New().Manifest().EntityTypes; len(got) != 1 || got[0].ID != PlayerEntityType || got[0].Name != PlayerEntityName {
 		t.Fatalf("manifest entity types %+v", got)
 	}
-	want := map[int]wire.Visibility{FieldPos: wire.VisibilityPublic, FieldTeam: wire.VisibilityPublic, FieldHealth: wire.VisibilityParty}
+	want := map[int]gamemsg.Visibility{FieldPos: gamemsg.VisibilityPublic, FieldTeam: gamemsg.VisibilityPublic, FieldHealth: gamemsg.VisibilityParty}
 	for i, v := range want {
 		if pt.Fields[i].Visibility != v {
 			t.Errorf("field %s: %s, want %s", pt.Fields[i].Name, pt.Fields[i].Visibility, v)
@@ -34,14 +35,14 @@ func TestPlayerType(t *testing.T) {
 }
 
 // respawns returns the PlayerRespawns in msgs sent to client to.
-func respawns(t *testing.T, msgs []msg, to uint32) []wire.PlayerRespawn {
+func respawns(t *testing.T, msgs []msg, to uint32) []gamemsg.PlayerRespawn {
 	t.Helper()
-	var out []wire.PlayerRespawn
-	for _, x := range of(msgs, wire.TypePlayerRespawn) {
+	var out []gamemsg.PlayerRespawn
+	for _, x := range of(msgs, gamemsg.TypePlayerRespawn) {
 		if x.to != to {
 			continue
 		}
-		r, err := wire.ParsePlayerRespawn(x.payload)
+		r, err := gamemsg.ParsePlayerRespawn(x.payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func respawns(t *testing.T, msgs []msg, to uint32) []wire.PlayerRespawn {
 // with it, destroyed at its death and when it leaves; PlayerRespawn
 // carries the body's id.
 func TestBodies(t *testing.T) {
-	h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"arena", "warehouse"}, ScoreLimit: 3, TimeLimit: time.Hour})
+	h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"arena", "warehouse"}, ScoreLimit: 3, TimeLimit: time.Hour})
 	var got []msg
 	h.onSend = func(to uint32, mt wire.MessageType, p []byte) { got = append(got, msg{to, mt, slices.Clone(p)}) }
 	cfg := DefaultConfig()
@@ -74,7 +75,7 @@ func TestBodies(t *testing.T) {
 		if !ok || len(r) != 2 {
 			t.Fatalf("client %d: body %v, respawns %+v", id, ok, r)
 		}
-		i := slices.IndexFunc(r, func(r wire.PlayerRespawn) bool { return r.Client == id })
+		i := slices.IndexFunc(r, func(r gamemsg.PlayerRespawn) bool { return r.Client == id })
 		p, _ := m.Game().Player(id)
 		if i < 0 || r[i].EntityID != b.id || b.pos != p.State.Position || b.party != 0 ||
 			b.fields[FieldHealth].Int != 100 || b.fields[FieldTeam].Uint != 0 || b.fields[FieldYaw].Float != p.State.Yaw {
@@ -88,7 +89,7 @@ func TestBodies(t *testing.T) {
 	// Moving moves the body, and only what changed is handed to the SDK.
 	alice, _ := h.body(1)
 	before := alice.pos
-	m.OnInput(h.clients[1], wire.ClientInput{InputSeq: 1, MoveForward: 1, LookYaw: 45, DT: 1.0 / 60})
+	m.OnInput(h.clients[1], gamemsg.ClientInput{InputSeq: 1, MoveForward: 1, LookYaw: 45, DT: 1.0 / 60})
 	step(h, m)
 	p, _ := m.Game().Player(1)
 	if alice.pos == before || alice.pos != p.State.Position || alice.fields[FieldYaw].Float != 45 {
@@ -142,7 +143,7 @@ func TestBodies(t *testing.T) {
 // TestBodiesInTeams: a body's party is its team, and so is its owner's
 // view party, so that teammates see each other's health (Party).
 func TestBodiesInTeams(t *testing.T) {
-	m, h, _ := loaded(t, wire.ModeTeamDeathmatch)
+	m, h, _ := loaded(t, gamemsg.ModeTeamDeathmatch)
 	e := h.ents()
 	for _, id := range []uint32{1, 2} {
 		p, _ := m.Game().Player(id)
@@ -174,7 +175,7 @@ func TestBodiesInTeams(t *testing.T) {
 func fire(h *fakeHost, m *Module, shooter uint32, seq uint32, aim wire.Vec3) {
 	a, _ := m.Game().Player(shooter)
 	yaw, pitch, _ := game.AimAngles(game.Eye(a.State, m.Game().World().Params()), aim)
-	m.OnInput(h.clients[shooter], wire.ClientInput{InputSeq: seq, LookYaw: yaw, LookPitch: pitch, Buttons: wire.ButtonFire, DT: 1.0 / 60})
+	m.OnInput(h.clients[shooter], gamemsg.ClientInput{InputSeq: seq, LookYaw: yaw, LookPitch: pitch, Buttons: gamemsg.ButtonFire, DT: 1.0 / 60})
 }
 
 // TestShotsLagCompensated: shots are validated by Host.Raycast, rewound by
@@ -182,7 +183,7 @@ func fire(h *fakeHost, m *Module, shooter uint32, seq uint32, aim wire.Vec3) {
 // hits, aiming where it is now misses, a ping beyond the window is
 // refused.
 func TestShotsLagCompensated(t *testing.T) {
-	m, h, got := loaded(t, wire.ModeDeathmatch)
+	m, h, got := loaded(t, gamemsg.ModeDeathmatch)
 	const ping = 300 * time.Millisecond // the shot rewinds 150 ms: 9 ticks
 	c := h.clients[1]
 	c.Ping = ping
@@ -193,7 +194,7 @@ func TestShotsLagCompensated(t *testing.T) {
 	seq := uint32(100)
 	strafe := func() {
 		seq++
-		m.OnInput(h.clients[2], wire.ClientInput{InputSeq: seq, MoveForward: 1, DT: 1.0 / 60})
+		m.OnInput(h.clients[2], gamemsg.ClientInput{InputSeq: seq, MoveForward: 1, DT: 1.0 / 60})
 	}
 	for range 60 {
 		strafe()
@@ -254,7 +255,7 @@ func TestWallsStopShots(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "wall.toml"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"wall"}, ScoreLimit: 3, TimeLimit: time.Hour})
+	h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"wall"}, ScoreLimit: 3, TimeLimit: time.Hour})
 	var got []msg
 	h.onSend = func(to uint32, mt wire.MessageType, p []byte) { got = append(got, msg{to, mt, slices.Clone(p)}) }
 	cfg := DefaultConfig()

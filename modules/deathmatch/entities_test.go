@@ -8,6 +8,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -28,7 +29,7 @@ type fakeEntities struct {
 type fakeEntity struct {
 	id, owner, party uint32
 	pos              wire.Vec3
-	fields           [playerFields]wire.FieldValue
+	fields           [playerFields]gamemsg.FieldValue
 	teleported       bool
 }
 
@@ -58,7 +59,7 @@ func (h *fakeHost) SpawnEntity(s plugin.Spawn) (uint32, error) {
 	en := &fakeEntity{id: e.next, owner: s.Owner, party: s.Party, pos: s.Position, teleported: true}
 	e.next++
 	for i, f := range PlayerType().Fields {
-		en.fields[i] = wire.FieldValue{Index: i, Kind: f.Kind}
+		en.fields[i] = gamemsg.FieldValue{Index: i, Kind: f.Kind}
 	}
 	en.fields[FieldPos].Vec = s.Position
 	if err := en.set(s.Fields); err != nil {
@@ -69,7 +70,7 @@ func (h *fakeHost) SpawnEntity(s plugin.Spawn) (uint32, error) {
 	return en.id, nil
 }
 
-func (en *fakeEntity) set(vals []wire.FieldValue) error {
+func (en *fakeEntity) set(vals []gamemsg.FieldValue) error {
 	for _, v := range vals {
 		if v.Index < 0 || v.Index >= playerFields || v.Kind != en.fields[v.Index].Kind {
 			return fmt.Errorf("fake host: field %+v", v)
@@ -109,7 +110,7 @@ func (h *fakeHost) SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) er
 	return nil
 }
 
-func (h *fakeHost) SetEntityFields(id uint32, values ...wire.FieldValue) error {
+func (h *fakeHost) SetEntityFields(id uint32, values ...gamemsg.FieldValue) error {
 	en, err := h.entity(id)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // fakeHost is the server as the module sees it through the SDK, in
@@ -36,21 +37,21 @@ type fakeHost struct {
 	faults       []error
 	expectFaults bool // else a fault fails the test
 
-	starts     []wire.MatchStart
-	ends       []wire.MatchEnd
-	endScores  [][]wire.ScoreEntry // the scoreboard as announced last before each MatchEnd
+	starts     []gamemsg.MatchStart
+	ends       []gamemsg.MatchEnd
+	endScores  [][]gamemsg.ScoreEntry // the scoreboard as announced last before each MatchEnd
 	mapChanges []string
-	lastScores []wire.ScoreEntry
+	lastScores []gamemsg.ScoreEntry
 	scoreCalls int
 }
 
 var _ plugin.Host = (*fakeHost)(nil)
 var _ match.Announcer = (*fakeHost)(nil)
 
-func newFakeHost(tb testing.TB, mode wire.GameMode, cfg match.Config) *fakeHost {
+func newFakeHost(tb testing.TB, mode gamemsg.GameMode, cfg match.Config) *fakeHost {
 	tb.Helper()
 	h := &fakeHost{
-		tb: tb, now: time.Unix(1_700_000_000, 0), clients: make(map[uint32]plugin.Client), reg: wire.NewRegistry(),
+		tb: tb, now: time.Unix(1_700_000_000, 0), clients: make(map[uint32]plugin.Client), reg: gamemsg.NewRegistry(),
 		server: plugin.ServerInfo{Name: "sim", Mode: mode, TickRate: 60, MaxPlayers: 256, DataDir: tb.TempDir()},
 	}
 	for _, s := range schemas {
@@ -77,18 +78,18 @@ func (h *fakeHost) sync() {
 
 // Announcer.
 
-func (h *fakeHost) MatchStart(ms wire.MatchStart) {
+func (h *fakeHost) MatchStart(ms gamemsg.MatchStart) {
 	h.starts = append(h.starts, ms)
 	h.pending = append(h.pending, func(m plugin.Module) { m.OnMatchStart(ms) })
 }
 
-func (h *fakeHost) MatchEnd(me wire.MatchEnd) {
+func (h *fakeHost) MatchEnd(me gamemsg.MatchEnd) {
 	h.ends = append(h.ends, me)
 	h.endScores = append(h.endScores, h.lastScores)
 	h.pending = append(h.pending, func(m plugin.Module) { m.OnMatchEnd(me) })
 }
 
-func (h *fakeHost) ScoreUpdate(su wire.ScoreUpdate) { h.lastScores = su.Scores }
+func (h *fakeHost) ScoreUpdate(su gamemsg.ScoreUpdate) { h.lastScores = su.Scores }
 
 func (h *fakeHost) MapChanged(name string, index int) {
 	h.mapChanges = append(h.mapChanges, name)

@@ -12,18 +12,18 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // matchLog is what the observing bot (bot1) saw of the match: every
 // client gets the broadcasts, on one ordered channel.
 type matchLog struct {
 	mu     sync.Mutex
-	starts []wire.MatchStart
-	ends   []wire.MatchEnd
-	board  []wire.ScoreEntry // the last ScoreUpdate before the first MatchEnd
-	frags  []deathmatch.Frag // between the first and the second MatchStart
-	bad    []string          // messages that did not parse
+	starts []gamemsg.MatchStart
+	ends   []gamemsg.MatchEnd
+	board  []gamemsg.ScoreEntry // the last ScoreUpdate before the first MatchEnd
+	frags  []deathmatch.Frag    // between the first and the second MatchStart
+	bad    []string             // messages that did not parse
 }
 
 func (l *matchLog) observe(m netstack.Message) {
@@ -31,19 +31,19 @@ func (l *matchLog) observe(m netstack.Message) {
 	defer l.mu.Unlock()
 	var err error
 	switch m.Header.Type {
-	case wire.TypeMatchStart:
-		var ms wire.MatchStart
-		if ms, err = wire.ParseMatchStart(m.Payload); err == nil {
+	case gamemsg.TypeMatchStart:
+		var ms gamemsg.MatchStart
+		if ms, err = gamemsg.ParseMatchStart(m.Payload); err == nil {
 			l.starts = append(l.starts, ms)
 		}
-	case wire.TypeMatchEnd:
-		var me wire.MatchEnd
-		if me, err = wire.ParseMatchEnd(m.Payload); err == nil {
+	case gamemsg.TypeMatchEnd:
+		var me gamemsg.MatchEnd
+		if me, err = gamemsg.ParseMatchEnd(m.Payload); err == nil {
 			l.ends = append(l.ends, me)
 		}
-	case wire.TypeScoreUpdate:
-		var su wire.ScoreUpdate
-		if su, err = wire.ParseScoreUpdate(m.Payload); err == nil && len(l.starts) == 1 && len(l.ends) == 0 {
+	case gamemsg.TypeScoreUpdate:
+		var su gamemsg.ScoreUpdate
+		if su, err = gamemsg.ParseScoreUpdate(m.Payload); err == nil && len(l.starts) == 1 && len(l.ends) == 0 {
 			l.board = su.Scores
 		}
 	case deathmatch.TypeFrag:
@@ -102,7 +102,7 @@ func TestMatchOnRealServer(t *testing.T) {
 	if log.starts[0].Map != "arena" || log.starts[0].Round != 1 || log.starts[0].ScoreLimit != scoreLimit {
 		t.Fatalf("first MatchStart %+v", log.starts[0])
 	}
-	if end.Reason != wire.MatchEndScore || end.WinnerScore < scoreLimit || len(log.board) != n ||
+	if end.Reason != gamemsg.MatchEndScore || end.WinnerScore < scoreLimit || len(log.board) != n ||
 		log.board[0].Client != end.Winner || log.board[0].Score != end.WinnerScore {
 		t.Fatalf("MatchEnd %+v, last scoreboard %+v", end, log.board)
 	}
@@ -132,7 +132,7 @@ func TestMatchOnRealServer(t *testing.T) {
 
 // checkScoreboard compares the host's scoreboard at the match's end with
 // the Frags: every kill that counted was announced, and nothing else.
-func checkScoreboard(t *testing.T, board []wire.ScoreEntry, frags []deathmatch.Frag) {
+func checkScoreboard(t *testing.T, board []gamemsg.ScoreEntry, frags []deathmatch.Frag) {
 	t.Helper()
 	type counts struct{ kills, deaths, penalties int }
 	want := map[uint32]*counts{}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
-	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestSimulatedMatch plays whole matches in process — bots, the module, the
@@ -21,29 +21,29 @@ func TestSimulatedMatch(t *testing.T) {
 		sc            simConfig
 		teamKills     int // -1: any
 		wantNextMap   string
-		wantReason    wire.MatchEndReason
+		wantReason    gamemsg.MatchEndReason
 		maxSimMinutes int
 	}{
 		{
 			name: "free-for-all",
-			sc: simConfig{bots: 8, mode: wire.ModeDeathmatch, seed: 1,
+			sc: simConfig{bots: 8, mode: gamemsg.ModeDeathmatch, seed: 1,
 				match: match.Config{ScoreLimit: 10, TimeLimit: 10 * time.Minute, Intermission: 2 * time.Second}},
-			wantNextMap: "warehouse", wantReason: wire.MatchEndScore, maxSimMinutes: 10,
+			wantNextMap: "warehouse", wantReason: gamemsg.MatchEndScore, maxSimMinutes: 10,
 		},
 		{
 			name: "team deathmatch with friendly fire",
-			sc: simConfig{bots: 8, mode: wire.ModeTeamDeathmatch, seed: 2,
+			sc: simConfig{bots: 8, mode: gamemsg.ModeTeamDeathmatch, seed: 2,
 				match: match.Config{ScoreLimit: 8, TimeLimit: 10 * time.Minute, Intermission: time.Second,
 					Maps: []string{"warehouse", "courtyard", "arena"}},
 				cfg: func(c *Config) { c.FriendlyFire = true }},
-			teamKills: -1, wantNextMap: "courtyard", wantReason: wire.MatchEndScore, maxSimMinutes: 10,
+			teamKills: -1, wantNextMap: "courtyard", wantReason: gamemsg.MatchEndScore, maxSimMinutes: 10,
 		},
 		{
 			name: "time limit",
-			sc: simConfig{bots: 4, mode: wire.ModeDeathmatch, seed: 3,
+			sc: simConfig{bots: 4, mode: gamemsg.ModeDeathmatch, seed: 3,
 				match: match.Config{ScoreLimit: 1000, TimeLimit: 40 * time.Second, Warmup: time.Second,
 					Maps: []string{"courtyard", "arena"}}},
-			wantNextMap: "arena", wantReason: wire.MatchEndTime, maxSimMinutes: 1,
+			wantNextMap: "arena", wantReason: gamemsg.MatchEndTime, maxSimMinutes: 1,
 		},
 	}
 	for _, c := range cases {
@@ -69,7 +69,7 @@ func TestSimulatedMatch(t *testing.T) {
 			if board[0].Client != end.Winner || board[0].Score != end.WinnerScore {
 				t.Fatalf("MatchEnd %+v but the scoreboard leads with %+v", end, board[0])
 			}
-			if c.wantReason == wire.MatchEndScore && end.WinnerScore < c.sc.match.ScoreLimit {
+			if c.wantReason == gamemsg.MatchEndScore && end.WinnerScore < c.sc.match.ScoreLimit {
 				t.Fatalf("ended by score at %d, below the limit %d", end.WinnerScore, c.sc.match.ScoreLimit)
 			}
 			if len(h.starts) != 1 || h.starts[0].Round != 1 {
@@ -98,10 +98,10 @@ func TestSimulatedMatch(t *testing.T) {
 					t.Fatalf("bot %d predicts on %q", p.ID, b.mapName)
 				}
 			}
-			if s.sent[wire.TypeInputAck] == 0 || s.sent[wire.TypePlayerRespawn] < len(s.frags) {
+			if s.sent[gamemsg.TypeInputAck] == 0 || s.sent[gamemsg.TypePlayerRespawn] < len(s.frags) {
 				t.Fatalf("sent %v", s.sent)
 			}
-			if c.sc.mode == wire.ModeTeamDeathmatch && s.sent[TypeTeam] < c.sc.bots*c.sc.bots {
+			if c.sc.mode == gamemsg.ModeTeamDeathmatch && s.sent[TypeTeam] < c.sc.bots*c.sc.bots {
 				t.Fatalf("%d Team messages for %d bots", s.sent[TypeTeam], c.sc.bots)
 			}
 		})
@@ -118,7 +118,7 @@ func (s *sim) maxCorrection() float32 {
 
 // TestSimulatedMatchDeterministic: the same seeds play the same match.
 func TestSimulatedMatchDeterministic(t *testing.T) {
-	run := func() ([]Frag, []wire.ScoreEntry) {
+	run := func() ([]Frag, []gamemsg.ScoreEntry) {
 		s := newSim(t, simConfig{bots: 6, seed: 9, match: match.Config{ScoreLimit: 1000, TimeLimit: time.Hour}})
 		for range 20 * 60 {
 			s.step()
@@ -159,9 +159,9 @@ func BenchmarkTick64(b *testing.B) {
 	b.Run("server", func(b *testing.B) {
 		// Record the inputs of a run, then replay them on fresh copies of
 		// the same match.
-		inputs := make([][]wire.ClientInput, ticks)
+		inputs := make([][]gamemsg.ClientInput, ticks)
 		rec := newSim(b, cfg)
-		rec.record = func(tick int, _ uint32, in wire.ClientInput) {
+		rec.record = func(tick int, _ uint32, in gamemsg.ClientInput) {
 			if tick < ticks {
 				inputs[tick] = append(inputs[tick], in)
 			}
@@ -188,7 +188,7 @@ func BenchmarkTick64(b *testing.B) {
 }
 
 // replay runs one tick with recorded inputs instead of the bots.
-func (s *sim) replay(inputs []wire.ClientInput) {
+func (s *sim) replay(inputs []gamemsg.ClientInput) {
 	s.host.beginTick()
 	for i, in := range inputs {
 		s.mod.OnInput(s.host.clients[uint32(i+1)], in)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The module's own message types (UserDefined, §10), all server → client
@@ -44,7 +45,7 @@ var schemas = []wire.Schema{
 	{ID: TypeTeam, Name: "Team", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
 		MinLen: 5, MaxLen: 5, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
 	{ID: TypeMap, Name: "Map", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
-		MinLen: 3, MaxLen: 2 + wire.MaxMapLen, StringFieldOffset: 0, RequiresAdmitted: true},
+		MinLen: 3, MaxLen: 2 + gamemsg.MaxMapLen, StringFieldOffset: 0, RequiresAdmitted: true},
 }
 
 // Frag is the payload of TypeFrag.
@@ -121,7 +122,7 @@ func ParseMap(p []byte) (string, error) {
 	if err := r.Finish(); err != nil {
 		return "", err
 	}
-	if !wire.ValidName([]byte(name), wire.MaxMapLen) {
+	if !wire.ValidName([]byte(name), gamemsg.MaxMapLen) {
 		return "", fmt.Errorf("deathmatch: Map: %q is not a valid map name", name)
 	}
 	return name, nil

@@ -41,6 +41,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Name and Version of the module.
@@ -134,7 +135,7 @@ func (m *Module) Load(h plugin.Host) error {
 		return err
 	}
 	cur, _ := m.catalog.Get(si.Map)
-	teams := si.Mode == wire.ModeTeamDeathmatch
+	teams := si.Mode == gamemsg.ModeTeamDeathmatch
 	m.bodies = newBodies(h, teams)
 	m.rc = &hostRaycaster{h: h, b: m.bodies}
 	seed := m.opts.Seed
@@ -145,11 +146,11 @@ func (m *Module) Load(h plugin.Host) error {
 	if err != nil {
 		return err
 	}
-	if si.MatchState == wire.MatchInProgress {
+	if si.MatchState == gamemsg.MatchInProgress {
 		// A restart in the middle of a match: play on. The game's counts
 		// start from zero and it does not know the round's limits, but the
 		// host's scoreboard, which is what players see, is whole.
-		m.game.StartRound(wire.MatchStart{Round: 1})
+		m.game.StartRound(gamemsg.MatchStart{Round: 1})
 	}
 	m.ackDue = make(map[uint32]bool)
 	h.Log().Info("deathmatch loaded", "map", cur.Name, "maps", m.catalog.Origin(),
@@ -193,7 +194,7 @@ func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 // subscribes to them); the InputAck goes at the end of the tick. Refused
 // inputs are counted (dm_status), not faults: stale and surplus inputs are
 // normal on an unreliable channel.
-func (m *Module) OnInput(c plugin.Client, in wire.ClientInput) {
+func (m *Module) OnInput(c plugin.Client, in gamemsg.ClientInput) {
 	switch err := m.game.Input(c.ID, in); {
 	case err == nil:
 		m.ackDue[c.ID] = true
@@ -230,8 +231,8 @@ func (m *Module) apply(e *game.Event) {
 	case game.EventSpawn:
 		p, _ := m.game.Player(e.Player)
 		entity := m.bodies.spawned(p)
-		r := wire.PlayerRespawn{Client: e.Player, EntityID: entity, Position: e.Position, Yaw: e.Yaw}
-		m.broadcast(wire.TypePlayerRespawn, wire.AppendPlayerRespawn(m.buf[:0], &r))
+		r := gamemsg.PlayerRespawn{Client: e.Player, EntityID: entity, Position: e.Position, Yaw: e.Yaw}
+		m.broadcast(gamemsg.TypePlayerRespawn, gamemsg.AppendPlayerRespawn(m.buf[:0], &r))
 		m.ackDue[e.Player] = true
 	case game.EventDamage:
 		payload := AppendHit(m.buf[:0], Hit{Attacker: e.Other, Victim: e.Player,
@@ -284,7 +285,7 @@ func (m *Module) sendAcks() {
 			continue
 		}
 		ack := p.State.Ack(p.LastInput)
-		m.send(id, wire.TypeInputAck, wire.AppendInputAck(m.buf[:0], &ack))
+		m.send(id, gamemsg.TypeInputAck, gamemsg.AppendInputAck(m.buf[:0], &ack))
 	}
 }
 
@@ -305,10 +306,10 @@ func (m *Module) broadcast(t wire.MessageType, payload []byte) {
 // OnMatchStart starts a round (round 1 clears the game's counts, as the
 // host clears its scoreboard; the round's limits stop the game's counting
 // when they stop the host's).
-func (m *Module) OnMatchStart(ms wire.MatchStart) { m.game.StartRound(ms) }
+func (m *Module) OnMatchStart(ms gamemsg.MatchStart) { m.game.StartRound(ms) }
 
 // OnMatchEnd stops scoring until the next round.
-func (m *Module) OnMatchEnd(wire.MatchEnd) { m.game.EndMatch() }
+func (m *Module) OnMatchEnd(gamemsg.MatchEnd) { m.game.EndMatch() }
 
 // OnMapChange loads the rotation's next map and tells everybody (Map). A
 // map the module does not have is a fault, and play goes on on the current

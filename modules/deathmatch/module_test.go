@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // msg is a message the fake host delivered.
@@ -40,7 +41,7 @@ func openMaps(t *testing.T) string {
 // loaded returns a module loaded on a fake host (open maps, a live round
 // with score limit 3) with clients 1 and 2 (alice and bob) admitted and
 // spawned, and the messages it sends from then on.
-func loaded(t *testing.T, mode wire.GameMode) (*Module, *fakeHost, *[]msg) {
+func loaded(t *testing.T, mode gamemsg.GameMode) (*Module, *fakeHost, *[]msg) {
 	t.Helper()
 	h := newFakeHost(t, mode, match.Config{Maps: []string{"arena", "warehouse"}, ScoreLimit: 3, TimeLimit: time.Hour})
 	var got []msg
@@ -81,7 +82,7 @@ func TestManifest(t *testing.T) {
 	if !man.Inputs || man.Name != "deathmatch" || man.Version == "" || len(man.Messages) != 4 || len(man.Commands) != 3 {
 		t.Fatalf("manifest %+v", man)
 	}
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range man.Messages {
 		if err := reg.Register(man.Name, s); err != nil {
 			t.Fatal(err)
@@ -154,7 +155,7 @@ func TestConfigFile(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"courtyard"}})
+		h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"courtyard"}})
 		m := New().(*Module)
 		if err := m.Load(h); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestLoad(t *testing.T) {
 		}
 	})
 	t.Run("team mode from the server", func(t *testing.T) {
-		h := newFakeHost(t, wire.ModeTeamDeathmatch, match.Config{Maps: []string{"arena"}})
+		h := newFakeHost(t, gamemsg.ModeTeamDeathmatch, match.Config{Maps: []string{"arena"}})
 		m := New().(*Module)
 		if err := m.Load(h); err != nil {
 			t.Fatal(err)
@@ -174,7 +175,7 @@ func TestLoad(t *testing.T) {
 		}
 	})
 	t.Run("config file and maps dir", func(t *testing.T) {
-		h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"box"}})
+		h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"box"}})
 		maps := t.TempDir()
 		box := "name = \"box\"\n[bounds]\nmin = [-5, 0, -5]\nmax = [5, 3, 5]\n[[spawn]]\nposition = [0, 0, 0]\n"
 		if err := os.WriteFile(filepath.Join(maps, "box.toml"), []byte(box), 0o644); err != nil {
@@ -203,7 +204,7 @@ func TestLoad(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: c.maps})
+				h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: c.maps})
 				if c.conf != "" {
 					if err := os.WriteFile(filepath.Join(h.server.DataDir, ConfigFile), []byte(c.conf), 0o644); err != nil {
 						t.Fatal(err)
@@ -217,10 +218,10 @@ func TestLoad(t *testing.T) {
 		}
 	})
 	t.Run("restart mid-match", func(t *testing.T) {
-		h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"arena"}})
+		h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"arena"}})
 		h.match.PlayerJoined(1, h.now)
 		h.beginTick()
-		if h.server.MatchState != wire.MatchInProgress {
+		if h.server.MatchState != gamemsg.MatchInProgress {
 			t.Fatalf("match state %v", h.server.MatchState)
 		}
 		m := New().(*Module)
@@ -236,7 +237,7 @@ func TestLoad(t *testing.T) {
 func strconvQuote(s string) string { return `"` + strings.ReplaceAll(s, `\`, `\\`) + `"` }
 
 func TestSpawnAndInputAck(t *testing.T) {
-	h := newFakeHost(t, wire.ModeDeathmatch, match.Config{Maps: []string{"arena"}})
+	h := newFakeHost(t, gamemsg.ModeDeathmatch, match.Config{Maps: []string{"arena"}})
 	var got []msg
 	h.onSend = func(to uint32, mt wire.MessageType, p []byte) { got = append(got, msg{to, mt, slices.Clone(p)}) }
 	m := NewWith(Options{Seed: 1})
@@ -252,25 +253,25 @@ func TestSpawnAndInputAck(t *testing.T) {
 	}
 	got = nil
 	step(h, m)
-	resp := of(got, wire.TypePlayerRespawn)
-	if len(resp) != 1 || len(of(got, wire.TypeInputAck)) != 0 {
+	resp := of(got, gamemsg.TypePlayerRespawn)
+	if len(resp) != 1 || len(of(got, gamemsg.TypeInputAck)) != 0 {
 		t.Fatalf("sent %+v: want one PlayerRespawn and no ack before any input", got)
 	}
-	r, err := wire.ParsePlayerRespawn(resp[0].payload)
+	r, err := gamemsg.ParsePlayerRespawn(resp[0].payload)
 	p, _ := m.Game().Player(1)
 	if err != nil || r.Client != 1 || r.EntityID == 0 || r.Position != p.State.Position || r.Yaw != p.State.Yaw {
 		t.Fatalf("PlayerRespawn %+v %v, player %+v", r, err, p)
 	}
 	got = nil
-	in := wire.ClientInput{InputSeq: 5, MoveForward: 1, LookYaw: 30, DT: 1.0 / 60}
+	in := gamemsg.ClientInput{InputSeq: 5, MoveForward: 1, LookYaw: 30, DT: 1.0 / 60}
 	m.OnInput(h.clients[1], in)
 	m.OnInput(h.clients[1], in) // stale: counted, not acked twice
 	step(h, m)
-	acks := of(got, wire.TypeInputAck)
+	acks := of(got, gamemsg.TypeInputAck)
 	if len(acks) != 1 || acks[0].to != 1 {
 		t.Fatalf("acks %+v", acks)
 	}
-	ack, _ := wire.ParseInputAck(acks[0].payload)
+	ack, _ := gamemsg.ParseInputAck(acks[0].payload)
 	p, _ = m.Game().Player(1)
 	if ack != p.State.Ack(5) {
 		t.Fatalf("ack %+v, want the game's state %+v", ack, p.State)
@@ -302,14 +303,14 @@ func shootUntilKill(t *testing.T, h *fakeHost, m *Module, shooter, victim uint32
 		chest.Y += 0.9
 		yaw, pitch, _ := game.AimAngles(game.Eye(a.State, m.Game().World().Params()), chest)
 		seq++
-		m.OnInput(h.clients[shooter], wire.ClientInput{InputSeq: seq, LookYaw: yaw, LookPitch: pitch, Buttons: wire.ButtonFire, DT: 1.0 / 60})
+		m.OnInput(h.clients[shooter], gamemsg.ClientInput{InputSeq: seq, LookYaw: yaw, LookPitch: pitch, Buttons: gamemsg.ButtonFire, DT: 1.0 / 60})
 		step(h, m)
 	}
 	t.Fatal("no kill in 10 s of shooting")
 }
 
 func TestKillScoresAndMessages(t *testing.T) {
-	m, h, got := loaded(t, wire.ModeDeathmatch)
+	m, h, got := loaded(t, gamemsg.ModeDeathmatch)
 	if m.Game().Phase() != game.PhaseLive {
 		t.Fatalf("phase %v", m.Game().Phase())
 	}
@@ -330,7 +331,7 @@ func TestKillScoresAndMessages(t *testing.T) {
 		t.Fatalf("frag %+v", f)
 	}
 	board := h.match.Scores()
-	if len(board) != 2 || board[0] != (wire.ScoreEntry{Client: 1, Score: 1, Kills: 1}) || board[1] != (wire.ScoreEntry{Client: 2, Deaths: 1}) {
+	if len(board) != 2 || board[0] != (gamemsg.ScoreEntry{Client: 1, Score: 1, Kills: 1}) || board[1] != (gamemsg.ScoreEntry{Client: 2, Deaths: 1}) {
 		t.Fatalf("host scoreboard %+v", board)
 	}
 	if h.scoreCalls != 2 {
@@ -341,7 +342,7 @@ func TestKillScoresAndMessages(t *testing.T) {
 		t.Fatalf("dm_kill: %q %v", out, err)
 	}
 	step(h, m)
-	if board := h.match.Scores(); board[0] != (wire.ScoreEntry{Client: 1, Score: 0, Kills: 1, Deaths: 1}) {
+	if board := h.match.Scores(); board[0] != (gamemsg.ScoreEntry{Client: 1, Score: 0, Kills: 1, Deaths: 1}) {
 		t.Fatalf("after the suicide %+v", board)
 	}
 	if f, _ := ParseFrag(of(*got, TypeFrag)[2].payload); f != (Frag{Killer: 1, Victim: 1, Flags: FragSuicide}) {
@@ -350,7 +351,7 @@ func TestKillScoresAndMessages(t *testing.T) {
 }
 
 func TestTeamMessages(t *testing.T) {
-	h := newFakeHost(t, wire.ModeTeamDeathmatch, match.Config{Maps: []string{"warehouse"}})
+	h := newFakeHost(t, gamemsg.ModeTeamDeathmatch, match.Config{Maps: []string{"warehouse"}})
 	var got []msg
 	h.onSend = func(to uint32, mt wire.MessageType, p []byte) { got = append(got, msg{to, mt, slices.Clone(p)}) }
 	m := NewWith(Options{Seed: 1})
@@ -390,7 +391,7 @@ func TestTeamMessages(t *testing.T) {
 }
 
 func TestMapChangeAndCommands(t *testing.T) {
-	m, h, _ := loaded(t, wire.ModeDeathmatch)
+	m, h, _ := loaded(t, gamemsg.ModeDeathmatch)
 	out, err := m.Command("dm_status", nil)
 	if err != nil || !strings.Contains(out, "map arena, live, free-for-all") || !strings.Contains(out, "alice") ||
 		!strings.Contains(out, "bob") || !strings.Contains(out, "inputs refused: 0 stale") {
@@ -420,7 +421,7 @@ func TestMapChangeAndCommands(t *testing.T) {
 	if len(h.faults) != 1 || !strings.Contains(h.faults[0].Error(), `map "quake" is not in`) || m.Game().Map().Name != "warehouse" {
 		t.Fatalf("faults %v, map %s", h.faults, m.Game().Map().Name)
 	}
-	m.OnMatchEnd(wire.MatchEnd{})
+	m.OnMatchEnd(gamemsg.MatchEnd{})
 	if m.Game().Phase() != game.PhaseOver {
 		t.Fatal(m.Game().Phase())
 	}

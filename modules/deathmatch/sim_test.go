@@ -12,6 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -32,7 +33,7 @@ type sim struct {
 
 	sent   map[wire.MessageType]int
 	frags  []Frag
-	record func(tick int, id uint32, in wire.ClientInput) // optional
+	record func(tick int, id uint32, in gamemsg.ClientInput) // optional
 }
 
 type simBot struct {
@@ -47,7 +48,7 @@ type simBot struct {
 
 type simConfig struct {
 	bots  int
-	mode  wire.GameMode
+	mode  gamemsg.GameMode
 	match match.Config
 	seed  uint64
 	cfg   func(*Config) // module config changes
@@ -101,8 +102,8 @@ func (s *sim) deliver(client uint32, t wire.MessageType, payload []byte) {
 	s.sent[t]++
 	b := s.byID[client]
 	switch t {
-	case wire.TypeInputAck:
-		ack, err := wire.ParseInputAck(payload)
+	case gamemsg.TypeInputAck:
+		ack, err := gamemsg.ParseInputAck(payload)
 		if err != nil {
 			s.tb.Fatalf("InputAck: %v", err)
 		}
@@ -114,8 +115,8 @@ func (s *sim) deliver(client uint32, t wire.MessageType, payload []byte) {
 			}
 			b.corr = max(b.corr, b.pred.LastCorrection())
 		}
-	case wire.TypePlayerRespawn:
-		r, err := wire.ParsePlayerRespawn(payload)
+	case gamemsg.TypePlayerRespawn:
+		r, err := gamemsg.ParsePlayerRespawn(payload)
 		if err != nil {
 			s.tb.Fatalf("PlayerRespawn: %v", err)
 		}
@@ -135,7 +136,7 @@ func (s *sim) deliver(client uint32, t wire.MessageType, payload []byte) {
 
 // respawn restarts a bot's prediction at its spawn, on a new map if the
 // map changed (a client learns it from MatchStart or GameStateSync).
-func (s *sim) respawn(b *simBot, r wire.PlayerRespawn) {
+func (s *sim) respawn(b *simBot, r gamemsg.PlayerRespawn) {
 	st := movement.State{Position: r.Position, Yaw: r.Yaw}
 	m := s.currentMap()
 	if b.pred == nil || b.mapName != m.Name {
@@ -203,7 +204,7 @@ func (s *sim) runUntil(limit int, done func() bool) bool {
 
 // checkScores compares the host's scoreboard at the match's end with the
 // game's own counts, and the counts with each other.
-func (s *sim) checkScores(board []wire.ScoreEntry, players []game.PlayerView, wantSuicides, wantTeamKills int) {
+func (s *sim) checkScores(board []gamemsg.ScoreEntry, players []game.PlayerView, wantSuicides, wantTeamKills int) {
 	s.tb.Helper()
 	if len(board) != len(players) {
 		s.tb.Fatalf("host scoreboard has %d rows, the game %d players", len(board), len(players))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
@@ -20,6 +21,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestMain(m *testing.M) {
@@ -86,13 +88,13 @@ type player struct {
 
 func dial(t testing.TB, srv *server, name string) *player {
 	t.Helper()
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(reg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}
@@ -213,11 +215,11 @@ type raw struct{ c *netstack.Client }
 
 func rawPlayer(t testing.TB, srv *server, name string) *raw {
 	t.Helper()
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	must(t, mmoclient.RegisterTypes(reg))
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
 	must(t, err)
 	t.Cleanup(func() { c.Close() })
 	return &raw{c: c}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func discard(*wire.Header, []byte) {}
 
 // sendCycle is one steady-state sending step: Send, Poll (transmit), OnAck.
 func sendCycle(e *Endpoint, payload []byte, i int, now time.Time) {
-	e.Send(wire.TypeEntityRPC, wire.ReliableOrdered, payload, now)
+	e.Send(gamemsg.TypeEntityRPC, wire.ReliableOrdered, payload, now)
 	e.Poll(now, discard)
 	e.OnAck(Ack{Ack: uint32(i), Bits: ^uint32(0), DelayMS: 1}, now)
 }
@@ -43,7 +44,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 
 	rcv := New(Config{}, t0)
-	h := &wire.Header{Type: wire.TypeEntitySpawn, Channel: wire.ReliableOrdered}
+	h := &wire.Header{Type: gamemsg.TypeEntitySpawn, Channel: wire.ReliableOrdered}
 	j := 0
 	step := func() { receiveCycle(rcv, h, payload, j, at(time.Duration(j)*ms)); j++ }
 	for range 100 {
@@ -72,7 +73,7 @@ func BenchmarkSendPollAck(b *testing.B) {
 func BenchmarkReceiveOrderedReordered(b *testing.B) {
 	e := New(Config{}, t0)
 	payload := make([]byte, 300)
-	h := &wire.Header{Type: wire.TypeEntitySpawn, Channel: wire.ReliableOrdered}
+	h := &wire.Header{Type: gamemsg.TypeEntitySpawn, Channel: wire.ReliableOrdered}
 	i := 0
 	for b.Loop() {
 		receiveCycle(e, h, payload, i, at(time.Duration(i)*ms))
@@ -86,7 +87,7 @@ func BenchmarkReceiveOrderedReordered(b *testing.B) {
 func BenchmarkReceiveReliable(b *testing.B) {
 	e := New(Config{}, t0)
 	payload := make([]byte, 300)
-	h := &wire.Header{Type: wire.TypeEntityRPC, Channel: wire.Reliable}
+	h := &wire.Header{Type: gamemsg.TypeEntityRPC, Channel: wire.Reliable}
 	i := 1
 	for b.Loop() {
 		h.Sequence = uint32(i)
@@ -105,7 +106,7 @@ func BenchmarkRetransmitFullWindow(b *testing.B) {
 	e := New(Config{ConnectionTimeout: 1 << 62, MaxRetransmissions: 1 << 30}, t0)
 	payload := make([]byte, 300)
 	for range MaxInFlightLimit {
-		e.Send(wire.TypeEntityRPC, wire.Reliable, payload, t0)
+		e.Send(gamemsg.TypeEntityRPC, wire.Reliable, payload, t0)
 	}
 	e.Poll(t0, discard)
 	now := t0

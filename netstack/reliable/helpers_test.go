@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // t0 is the virtual epoch of the unit tests; at(d) is d after it.
@@ -69,7 +70,7 @@ func seqs(pkts []packet) []uint32 {
 
 func mustSend(t *testing.T, e *Endpoint, ch wire.Channel, payload string, d time.Duration) {
 	t.Helper()
-	if err := e.Send(wire.TypeEntityRPC, ch, []byte(payload), at(d)); err != nil {
+	if err := e.Send(gamemsg.TypeEntityRPC, ch, []byte(payload), at(d)); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 }
@@ -80,11 +81,11 @@ type delivery struct{ got []packet }
 func (d *delivery) fn(h *wire.Header, p []byte) { d.got = append(d.got, packet{*h, bytes.Clone(p)}) }
 
 func reliableHdr(seq uint32) *wire.Header {
-	return &wire.Header{Type: wire.TypeEntityRPC, Channel: wire.Reliable, Sequence: seq}
+	return &wire.Header{Type: gamemsg.TypeEntityRPC, Channel: wire.Reliable, Sequence: seq}
 }
 
 func orderedHdr(seq, os uint32) *wire.Header {
-	return &wire.Header{Type: wire.TypeEntitySpawn, Channel: wire.ReliableOrdered, Sequence: seq, OrderedSequence: os}
+	return &wire.Header{Type: gamemsg.TypeEntitySpawn, Channel: wire.ReliableOrdered, Sequence: seq, OrderedSequence: os}
 }
 
 func equalU32(a, b []uint32) bool {

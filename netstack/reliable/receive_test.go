@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestDuplicateAckedAtOnceNotDelivered(t *testing.T) {
@@ -311,7 +312,7 @@ func TestInvalidAndUnreliable(t *testing.T) {
 	if !e.NextDeadline().IsZero() {
 		t.Error("invalid packets scheduled an ack")
 	}
-	u := &wire.Header{Type: wire.TypeClientInput, Channel: wire.Unreliable, Sequence: 7}
+	u := &wire.Header{Type: gamemsg.TypeClientInput, Channel: wire.Unreliable, Sequence: 7}
 	if !e.Receive(u, []byte("in"), t0, d.fn) || !e.Receive(u, []byte("in"), t0, d.fn) || len(d.got) != 2 {
 		t.Error("unreliable packets are passed through, repeats included")
 	}

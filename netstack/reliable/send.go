@@ -221,6 +221,15 @@ func (e *Endpoint) OnAck(a Ack, now time.Time) {
 	e.slide(t)
 }
 
+// Acknowledged reports whether reliable sequence s was sent and has been
+// acknowledged by the peer.
+func (e *Endpoint) Acknowledged(s uint32) bool {
+	if s-e.oldest >= e.firstUnsent-e.oldest { // not in the window
+		return int32(e.oldest-s) > 0 && s != 0 // below it: acked and slid past
+	}
+	return e.slot(s).state == outAcked
+}
+
 // sentSlot returns the slot of s if s was transmitted and is not yet acked.
 func (e *Endpoint) sentSlot(s uint32) *outPacket {
 	if s-e.oldest >= e.firstUnsent-e.oldest { // also catches s < oldest (wraps)

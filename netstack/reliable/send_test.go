@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const ms = time.Millisecond
@@ -112,7 +113,7 @@ func TestBackoffSchedule(t *testing.T) {
 	if err := e.Poll(at(now), (&recorder{}).emit); !errors.Is(err, ErrDeliveryFailed) {
 		t.Fatalf("Poll after the 10th retransmission's wait: %v, want ErrDeliveryFailed", err)
 	}
-	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, nil, at(now)); !errors.Is(err, ErrDeliveryFailed) {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Reliable, nil, at(now)); !errors.Is(err, ErrDeliveryFailed) {
 		t.Errorf("Send on a failed endpoint: %v", err)
 	}
 	if !e.NextDeadline().IsZero() {
@@ -153,7 +154,7 @@ func TestInFlightThenQueueThenFull(t *testing.T) {
 			t.Fatalf("after %d sends: inflight %d queued %d", i+1, s.InFlight, s.Queued)
 		}
 	}
-	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, []byte("m"), t0); !errors.Is(err, ErrSendQueueFull) {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Reliable, []byte("m"), t0); !errors.Is(err, ErrSendQueueFull) {
 		t.Fatalf("8th Send: %v, want ErrSendQueueFull", err)
 	}
 	if got := seqs(poll(t, e, 0)); !equalU32(got, []uint32{1, 2, 3, 4}) {
@@ -241,21 +242,21 @@ func TestSequenceNumbering(t *testing.T) {
 
 func TestSendErrorsAndCopy(t *testing.T) {
 	e := New(Config{}, t0)
-	if err := e.Send(wire.TypeEntityRPC, wire.Unreliable, nil, t0); !errors.Is(err, ErrNotReliableChannel) {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Unreliable, nil, t0); !errors.Is(err, ErrNotReliableChannel) {
 		t.Errorf("unreliable Send: %v", err)
 	}
-	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, make([]byte, wire.MaxPayload+1), t0); !errors.Is(err, ErrPayloadTooLarge) {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Reliable, make([]byte, wire.MaxPayload+1), t0); !errors.Is(err, ErrPayloadTooLarge) {
 		t.Errorf("oversized Send: %v", err)
 	}
 	buf := []byte("hello")
-	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, buf, t0); err != nil {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Reliable, buf, t0); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "XXXXX")
 	if got := poll(t, e, 0); string(got[0].p) != "hello" {
 		t.Errorf("payload aliased the caller's buffer: %q", got[0].p)
 	}
-	if err := e.Send(wire.TypeEntityRPC, wire.ReliableOrdered, make([]byte, wire.MaxPayload), t0); err != nil {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.ReliableOrdered, make([]byte, wire.MaxPayload), t0); err != nil {
 		t.Errorf("MAX_PAYLOAD Send: %v", err)
 	}
 	e.Close()
@@ -268,12 +269,12 @@ func TestSequenceExhaustion(t *testing.T) {
 	e := New(Config{}, t0)
 	e.nextSeq, e.oldest, e.firstUnsent = math.MaxUint32-1, math.MaxUint32-1, math.MaxUint32-1
 	mustSend(t, e, wire.Reliable, "last", 0)
-	if err := e.Send(wire.TypeEntityRPC, wire.Reliable, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
+	if err := e.Send(gamemsg.TypeEntityRPC, wire.Reliable, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
 		t.Errorf("Send past the last sequence: %v", err)
 	}
 	e = New(Config{}, t0)
 	e.nextOrdered = math.MaxUint32
-	if err := e.Send(wire.TypeEntitySpawn, wire.ReliableOrdered, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
+	if err := e.Send(gamemsg.TypeEntitySpawn, wire.ReliableOrdered, nil, t0); !errors.Is(err, ErrSequenceExhausted) {
 		t.Errorf("ordered Send past the last sequence: %v", err)
 	}
 	mustSend(t, e, wire.Reliable, "still fine", 0)

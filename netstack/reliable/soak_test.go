@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // soakMessages is how many messages each side sends on each reliable channel.
@@ -218,14 +219,14 @@ func (p *soakPeer) feed(now time.Time) {
 			break
 		}
 		msg := makeMessage(p.rng, uint32(p.sentCount[ch]), ch)
-		if err := p.ep.Send(wire.TypeEntityRPC, ch, msg, now); err != nil {
+		if err := p.ep.Send(gamemsg.TypeEntityRPC, ch, msg, now); err != nil {
 			p.t.Errorf("%s: Send: %v", p.name, err) // Poll reports the failure
 			return
 		}
 		p.sentCount[ch]++
 	}
 	if !now.Before(p.noiseAt) {
-		h := wire.Header{Type: wire.TypeEntityStateUpdate, Channel: wire.Unreliable, Sequence: p.ep.NextUnreliableSequence()}
+		h := wire.Header{Type: gamemsg.TypeEntityStateUpdate, Channel: wire.Unreliable, Sequence: p.ep.NextUnreliableSequence()}
 		noise := make([]byte, 1+p.rng.IntN(200))
 		p.emit(&h, noise)
 		p.noiseAt = now.Add(20 * time.Millisecond)

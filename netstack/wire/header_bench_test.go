@@ -7,7 +7,7 @@ import "testing"
 func BenchmarkHeaderCodec(b *testing.B) {
 	payload := make([]byte, 300)
 	buf := make([]byte, 0, OrderedHeaderSize+len(payload))
-	h := Header{Type: TypeEntitySpawn, Channel: ReliableOrdered, SenderID: 7, Sequence: 42, Timestamp: 1.5, OrderedSequence: 9}
+	h := Header{Type: 7, Channel: ReliableOrdered, SenderID: 7, Sequence: 42, Timestamp: 1.5, OrderedSequence: 9}
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendPacket(buf[:0], &h, payload)
@@ -22,7 +22,7 @@ func BenchmarkHeaderCodec(b *testing.B) {
 func TestHeaderCodecAllocs(t *testing.T) {
 	payload := make([]byte, 300)
 	buf := make([]byte, 0, OrderedHeaderSize+len(payload))
-	h := Header{Type: TypeEntitySpawn, Channel: ReliableOrdered, Sequence: 1, OrderedSequence: 1}
+	h := Header{Type: 7, Channel: ReliableOrdered, Sequence: 1, OrderedSequence: 1}
 	if n := testing.AllocsPerRun(100, func() {
 		buf = AppendPacket(buf[:0], &h, payload)
 		_, _, _ = ParsePacket(buf)

@@ -33,29 +33,19 @@ type Schema struct {
 	RequiresAdmitted bool
 }
 
-// builtins is the table of §4 for sealed packets, indexed by type. Type 1 is
-// the sealed ClientFinished; ConnectAccepted and ConnectRejected are listed
-// with their plain-frame rules for Lookup, but Validate refuses them sealed.
+// builtins is the table of §4 for the transport's own types, indexed by
+// type. Type 1 is the sealed ClientFinished; ConnectAccepted and
+// ConnectRejected are listed with their plain-frame rules for Lookup, but
+// Validate refuses them sealed. The game messages (types 7..18) are defined
+// by the layer above (sim/msg) with DefineBuiltin: the transport knows
+// nothing of games.
 var builtins = [...]Schema{
-	TypeConnect:           {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false},
-	TypeConnectAccepted:   {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false},
-	TypeConnectRejected:   {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false},
-	TypeDisconnect:        {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true},
-	TypeHeartbeat:         {TypeHeartbeat, "Heartbeat", BothDirections, Unreliable, 8, 8, NoStringFields, true},
-	TypeAck:               {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true},
-	TypeEntitySpawn:       {TypeEntitySpawn, "EntitySpawn", ServerToClient, ReliableOrdered, entitySpawnFixedLen, MaxPayload, NoStringFields, true},
-	TypeEntityDestroy:     {TypeEntityDestroy, "EntityDestroy", ServerToClient, ReliableOrdered, 4, 4, NoStringFields, true},
-	TypeEntityStateUpdate: {TypeEntityStateUpdate, "EntityStateUpdate", ServerToClient, Unreliable, entityUpdateFixedLen, MaxPayload, NoStringFields, true},
-	TypeEntityRPC:         {TypeEntityRPC, "EntityRPC", BothDirections, Reliable, 6, MaxPayload, NoStringFields, true},
-	TypeClientInput:       {TypeClientInput, "ClientInput", ClientToServer, Unreliable, 29, 29, NoStringFields, true},
-	TypeInputAck:          {TypeInputAck, "InputAck", ServerToClient, Unreliable, 37, 37, NoStringFields, true},
-	TypeChatMessage:       {TypeChatMessage, "ChatMessage", BothDirections, Reliable, 5, 2 + MaxNameLen + 2 + MaxChatTextLen, 0, true},
-	TypeGameStateSync:     {TypeGameStateSync, "GameStateSync", ServerToClient, ReliableOrdered, 26, MaxPayload, 12, true},
-	TypeMatchStart:        {TypeMatchStart, "MatchStart", ServerToClient, ReliableOrdered, 12, 12 + MaxMapLen, 0, true},
-	TypeMatchEnd:          {TypeMatchEnd, "MatchEnd", ServerToClient, ReliableOrdered, 9, 9, NoStringFields, true},
-	TypePlayerRespawn:     {TypePlayerRespawn, "PlayerRespawn", ServerToClient, ReliableOrdered, 24, 24, NoStringFields, true},
-	// 2 + 16·n: n = 4090 is the largest count within MAX_PAYLOAD.
-	TypeScoreUpdate: {TypeScoreUpdate, "ScoreUpdate", ServerToClient, ReliableOrdered, 2, 2 + 16*((MaxPayload-2)/16), NoStringFields, true},
+	TypeConnect:         {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false},
+	TypeConnectAccepted: {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false},
+	TypeConnectRejected: {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false},
+	TypeDisconnect:      {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true},
+	TypeHeartbeat:       {TypeHeartbeat, "Heartbeat", BothDirections, Unreliable, 8, 8, NoStringFields, true},
+	TypeAck:             {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true},
 }
 
 // Errors of Registry.Register; the returned error wraps one of them and names
@@ -66,10 +56,13 @@ var (
 	ErrBadSchema  = errors.New("wire: invalid message schema")
 )
 
-// moduleType is a registered schema with the module that owns it.
+// moduleType is a registered schema with the module that owns it. A
+// built-in type defined with DefineBuiltin has owner BuiltinOwner and its
+// structural check.
 type moduleType struct {
 	schema Schema
 	owner  string
+	check  func(travel Direction, payload []byte) error
 }
 
 // Registry is the message-type table: the built-ins of §4 plus the UserDefined
@@ -131,6 +124,16 @@ func checkSchema(owner string, s *Schema) error {
 	case s.ID < FirstUserDefined:
 		return fmt.Errorf("%w: module %q cannot register type %d (%q): module types start at %d",
 			ErrReservedID, owner, s.ID, s.Name, FirstUserDefined)
+	}
+	return checkRules(owner, s)
+}
+
+// checkRules checks a schema's direction, channel and size rules.
+func checkRules(owner string, s *Schema) error {
+	bad := func(why string, args ...any) error {
+		return fmt.Errorf("%w: module %q, type %d (%q): %s", ErrBadSchema, owner, s.ID, s.Name, fmt.Sprintf(why, args...))
+	}
+	switch {
 	case s.Name == "":
 		return bad("the type has no name")
 	case s.Direction != ClientToServer && s.Direction != ServerToClient && s.Direction != BothDirections:
@@ -147,10 +150,47 @@ func checkSchema(owner string, s *Schema) error {
 	return nil
 }
 
+// DefineBuiltin adds a built-in type below FirstUserDefined that the
+// transport does not know itself (the game messages of sim/msg), with the
+// allocation-free structural check of its payload, which Validate runs
+// after the size rule (travel is the direction the receiver listens in).
+// It fails for an id of the transport's own table, an id already defined,
+// an id of FirstUserDefined or above, or a schema that breaks the rules of
+// Register. Built-in types are never removed.
+func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload []byte) error) error {
+	switch {
+	case s.ID == 0 || s.ID >= FirstUserDefined:
+		return fmt.Errorf("%w: built-in type %d (%q): built-in ids are 1..%d", ErrBadSchema, s.ID, s.Name, FirstUserDefined-1)
+	case int(s.ID) < len(builtins):
+		return fmt.Errorf("%w: type %d is the transport's own %s", ErrTypeTaken, s.ID, builtins[s.ID].Name)
+	case check == nil:
+		return fmt.Errorf("%w: built-in type %d (%q) has no payload check", ErrBadSchema, s.ID, s.Name)
+	}
+	if err := checkRules(BuiltinOwner, &s); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.types()
+	if prev, ok := old[s.ID]; ok {
+		return fmt.Errorf("%w: built-in type %d is already defined (as %q)", ErrTypeTaken, s.ID, prev.schema.Name)
+	}
+	next := make(map[MessageType]moduleType, len(old)+1)
+	for id, t := range old {
+		next[id] = t
+	}
+	next[s.ID] = moduleType{schema: s, owner: BuiltinOwner, check: check}
+	r.snap.Store(&next)
+	return nil
+}
+
 // UnregisterOwner removes every type owner registered and returns their ids in
 // ascending order (none: nil). A module's types go when it unloads, crashes or
 // reloads (§10). Built-in types are never removed.
 func (r *Registry) UnregisterOwner(owner string) []MessageType {
+	if owner == BuiltinOwner {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.types()
@@ -185,10 +225,7 @@ func (r *Registry) types() map[MessageType]moduleType {
 // Lookup returns the schema of t and its owner (BuiltinOwner for the types of
 // §4). For type 1 it returns the sealed ClientFinished rule.
 func (r *Registry) Lookup(t MessageType) (s Schema, owner string, ok bool) {
-	if t < FirstUserDefined {
-		if t == 0 || int(t) >= len(builtins) {
-			return Schema{}, "", false
-		}
+	if t > 0 && int(t) < len(builtins) {
 		return builtins[t], BuiltinOwner, true
 	}
 	mt, ok := r.types()[t]

@@ -12,14 +12,10 @@ import (
 
 // Length limits of the strings of §4, §5.4 and §9, in bytes.
 const (
-	MaxNameLen       = 32  // player, chat sender, entity type and field names
-	MaxNameFieldLen  = 64  // ClientFinished's name field (the rule allows 32)
-	MaxTicketLen     = 256 // ClientFinished ticket
-	MaxDetailLen     = 256 // Disconnect and ConnectRejected detail
-	MaxChatTextLen   = 256 // ChatMessage text
-	MaxServerNameLen = 64  // GameStateSync server_name
-	MaxMOTDLen       = 256 // GameStateSync motd
-	MaxMapLen        = 64  // GameStateSync and MatchStart map
+	MaxNameLen      = 32  // player, chat sender, entity type and field names
+	MaxNameFieldLen = 64  // ClientFinished's name field (the rule allows 32)
+	MaxTicketLen    = 256 // ClientFinished ticket
+	MaxDetailLen    = 256 // Disconnect and ConnectRejected detail
 )
 
 // ValidUTF8NoNUL reports whether b is valid UTF-8 without a NUL byte: the rule
@@ -51,25 +47,6 @@ func ValidName(b []byte, maxLen int) bool {
 		b = b[size:]
 	}
 	return !allSpace
-}
-
-// ValidChatText reports whether b is valid chat text (§4): 1..256 bytes of
-// UTF-8 with no control character. Unlike a name, text may be all white space.
-func ValidChatText(b []byte) bool {
-	if len(b) == 0 || len(b) > MaxChatTextLen {
-		return false
-	}
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			return false
-		}
-		if isControl(r) {
-			return false
-		}
-		b = b[size:]
-	}
-	return true
 }
 
 // isControl reports whether r is in Unicode category Cc. The spec names the

@@ -71,40 +71,12 @@ func TestValidName(t *testing.T) {
 	}
 }
 
-func TestValidChatText(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want bool
-	}{
-		{"simple", "gg", true},
-		{"spaces only are text", "   ", true},
-		{"256 bytes", strings.Repeat("a", 256), true},
-		{"unicode", "gg wp 👍", true},
-		{"empty", "", false},
-		{"257 bytes", strings.Repeat("a", 257), false},
-		{"newline", "gg\nwp", false},
-		{"tab", "\t", false},
-		{"NUL", "\x00", false},
-		{"C1 control", "a\u0080", false},
-		{"invalid utf8", "\xc3", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ValidChatText([]byte(tc.in)); got != tc.want {
-				t.Errorf("ValidChatText(%q) = %v, want %v", tc.in, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestScreenAllocations(t *testing.T) {
 	name := []byte("Zoë the 🎮 player")
 	text := []byte("hello there, ünïcode text")
 	allocs := testing.AllocsPerRun(100, func() {
 		_ = ValidUTF8NoNUL(text)
 		_ = ValidName(name, MaxNameLen)
-		_ = ValidChatText(text)
 	})
 	if allocs != 0 {
 		t.Fatalf("screening allocates %v times per run, want 0", allocs)

@@ -26,20 +26,18 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 		return ErrWrongDirection // a receiver always knows which way it listens
 	}
 	var s Schema
+	var check func(Direction, []byte) error
 	switch {
 	case h.Type == TypeConnectAccepted || h.Type == TypeConnectRejected:
 		return errPlainOnly
-	case h.Type < FirstUserDefined:
-		if h.Type == 0 || int(h.Type) >= len(builtins) {
-			return ErrUnknownType
-		}
+	case h.Type > 0 && int(h.Type) < len(builtins):
 		s = builtins[h.Type]
 	default:
 		mt, ok := r.types()[h.Type]
 		if !ok {
 			return ErrUnknownType
 		}
-		s = mt.schema
+		s, check = mt.schema, mt.check
 	}
 	if s.Direction&travel == 0 {
 		return ErrWrongDirection
@@ -50,15 +48,18 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 	if n := uint64(len(payload)); n < uint64(s.MinLen) || n > uint64(s.MaxLen) {
 		return ErrBadSize
 	}
-	if h.Type < FirstUserDefined {
-		return validateBuiltin(travel, h.Type, payload)
+	switch {
+	case int(h.Type) < len(builtins):
+		return validateBuiltin(h.Type, payload)
+	case check != nil:
+		return check(travel, payload)
 	}
 	return screenString(s.StringFieldOffset, payload)
 }
 
 // validateBuiltin runs the allocation-free structural check of a built-in
 // payload whose size already passed the table.
-func validateBuiltin(travel Direction, t MessageType, p []byte) error {
+func validateBuiltin(t MessageType, p []byte) error {
 	var err error
 	switch t {
 	case TypeConnect:
@@ -69,30 +70,6 @@ func validateBuiltin(travel Direction, t MessageType, p []byte) error {
 		_, err = ParseHeartbeat(p)
 	case TypeAck:
 		_, err = ParseAck(p)
-	case TypeEntitySpawn:
-		_, _, err = scanEntitySpawn(p)
-	case TypeEntityDestroy:
-		_, err = ParseEntityDestroy(p)
-	case TypeEntityStateUpdate:
-		_, _, err = scanEntityStateUpdate(p)
-	case TypeEntityRPC:
-		// entity_id, rpc and module-defined args: any 6 or more bytes.
-	case TypeClientInput:
-		_, err = ParseClientInput(p)
-	case TypeInputAck:
-		_, err = ParseInputAck(p)
-	case TypeChatMessage:
-		_, _, err = scanChat(p, travel == ClientToServer)
-	case TypeGameStateSync:
-		err = scanGameStateSync(p)
-	case TypeMatchStart:
-		_, _, err = scanMatchStart(p)
-	case TypeMatchEnd:
-		_, err = ParseMatchEnd(p)
-	case TypePlayerRespawn:
-		_, err = ParsePlayerRespawn(p)
-	case TypeScoreUpdate:
-		_, err = scanScoreUpdate(p)
 	default:
 		err = ErrUnknownType
 	}

@@ -46,18 +46,19 @@ func TestSampleOrderedHeaderVector(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParsePacket: %v", err)
 	}
-	want := Header{Type: TypeEntityDestroy, Channel: ReliableOrdered, Sequence: 5, Timestamp: 2.25, OrderedSequence: 2}
+	want := Header{Type: 8, // EntityDestroy, a game type of sim/gamemsg
+		Channel: ReliableOrdered, Sequence: 5, Timestamp: 2.25, OrderedSequence: 2}
 	if h != want {
 		t.Fatalf("header = %+v, want %+v", h, want)
 	}
-	if got := string(AppendPacket(nil, &want, AppendEntityDestroy(nil, &EntityDestroy{EntityID: 42}))); got != string(packet) {
+	if got := string(AppendPacket(nil, &want, []byte{42, 0, 0, 0})); got != string(packet) {
 		t.Fatalf("AppendPacket = % x", got)
 	}
 	if string(packet[:OrderedHeaderSize]) != string(unhex(t, headerHex)) {
 		t.Fatal("header bytes differ")
 	}
-	if err := NewRegistry().Validate(ServerToClient, &h, payload); err != nil {
-		t.Fatalf("Validate: %v", err)
+	if string(payload) != "\x2a\x00\x00\x00" {
+		t.Fatalf("payload = % x", payload)
 	}
 }
 

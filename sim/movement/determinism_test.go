@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // trace runs n random inputs from a fixed seed and returns a digest of every
@@ -24,7 +25,7 @@ func trace(t *testing.T, n int) string {
 		s = mustStep(t, w, s, randomInput(r, uint32(i)))
 		assertSane(t, w, s)
 		a := s.Ack(uint32(i))
-		buf = wire.AppendInputAck(buf[:0], &a)
+		buf = gamemsg.AppendInputAck(buf[:0], &a)
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -115,8 +116,8 @@ func FuzzStep(f *testing.F) {
 		}
 		return b
 	}
-	f.Add(seed(0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 90, 0, 1.0/60), uint8(wire.ButtonJump), true, false)
-	f.Add(seed(1e30, -1e30, 5, 3e38, -3e38, 0, 1e38, -1e38, -1, 1, -1e38, 89, 0.25), uint8(wire.ButtonCrouch|wire.ButtonSprint), false, true)
+	f.Add(seed(0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 90, 0, 1.0/60), uint8(gamemsg.ButtonJump), true, false)
+	f.Add(seed(1e30, -1e30, 5, 3e38, -3e38, 0, 1e38, -1e38, -1, 1, -1e38, 89, 0.25), uint8(gamemsg.ButtonCrouch|gamemsg.ButtonSprint), false, true)
 	f.Add(seed(float32(math.NaN()), 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0), uint8(0xff), true, true)
 	w, err := NewWorld(Params{}, arenaBounds, arenaObstacles)
 	if err != nil {
@@ -133,7 +134,7 @@ func FuzzStep(f *testing.F) {
 			Position: wire.Vec3{X: v[0], Y: v[1], Z: v[2]}, Velocity: wire.Vec3{X: v[3], Y: v[4], Z: v[5]},
 			Yaw: v[6], Pitch: v[7], Grounded: grounded, Crouching: crouching,
 		}
-		in := wire.ClientInput{MoveForward: v[8], MoveRight: v[9], LookYaw: v[10], LookPitch: v[11], DT: v[12], Buttons: wire.Buttons(buttons)}
+		in := gamemsg.ClientInput{MoveForward: v[8], MoveRight: v[9], LookYaw: v[10], LookPitch: v[11], DT: v[12], Buttons: gamemsg.Buttons(buttons)}
 		n, err := w.Step(s, in)
 		if err != nil {
 			if n != s && s.IsFinite() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // arena is a 40×20×40 map with a floor at y=0, a wall, a low ceiling and a
@@ -29,12 +30,12 @@ func newArena(t testing.TB, p Params) *World {
 }
 
 // input returns a valid ClientInput.
-func input(fwd, right, yaw float32, b wire.Buttons) wire.ClientInput {
-	return wire.ClientInput{MoveForward: fwd, MoveRight: right, LookYaw: yaw, Buttons: b, DT: 1.0 / 60}
+func input(fwd, right, yaw float32, b gamemsg.Buttons) gamemsg.ClientInput {
+	return gamemsg.ClientInput{MoveForward: fwd, MoveRight: right, LookYaw: yaw, Buttons: b, DT: 1.0 / 60}
 }
 
 // mustStep steps and fails the test on an error.
-func mustStep(t testing.TB, w *World, s State, in wire.ClientInput) State {
+func mustStep(t testing.TB, w *World, s State, in gamemsg.ClientInput) State {
 	t.Helper()
 	n, err := w.Step(s, in)
 	if err != nil {
@@ -44,7 +45,7 @@ func mustStep(t testing.TB, w *World, s State, in wire.ClientInput) State {
 }
 
 // run applies in n times.
-func run(t testing.TB, w *World, s State, in wire.ClientInput, n int) State {
+func run(t testing.TB, w *World, s State, in gamemsg.ClientInput, n int) State {
 	t.Helper()
 	for range n {
 		s = mustStep(t, w, s, in)
@@ -53,7 +54,7 @@ func run(t testing.TB, w *World, s State, in wire.ClientInput, n int) State {
 }
 
 // randomInput draws a valid input, biased towards the extremes and buttons.
-func randomInput(r *rand.Rand, seq uint32) wire.ClientInput {
+func randomInput(r *rand.Rand, seq uint32) gamemsg.ClientInput {
 	axis := func() float32 {
 		switch r.IntN(4) {
 		case 0:
@@ -65,13 +66,13 @@ func randomInput(r *rand.Rand, seq uint32) wire.ClientInput {
 		}
 		return r.Float32()*2 - 1
 	}
-	return wire.ClientInput{
+	return gamemsg.ClientInput{
 		InputSeq:    seq,
 		MoveForward: axis(),
 		MoveRight:   axis(),
 		LookYaw:     r.Float32()*1440 - 720,
 		LookPitch:   r.Float32()*178 - 89,
-		Buttons:     wire.Buttons(r.IntN(32)) &^ wire.ButtonFire,
+		Buttons:     gamemsg.Buttons(r.IntN(32)) &^ gamemsg.ButtonFire,
 		DT:          1.0 / 60,
 		ClientTime:  float32(seq) / 60,
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestWalkDirectionsAndTopSpeed(t *testing.T) {
@@ -52,15 +53,15 @@ func TestDiagonalIsNotFaster(t *testing.T) {
 
 func TestSprintAndCrouchSpeeds(t *testing.T) {
 	w := newArena(t, Params{})
-	s := run(t, w, State{Grounded: true}, input(1, 0, 0, wire.ButtonSprint), 120)
+	s := run(t, w, State{Grounded: true}, input(1, 0, 0, gamemsg.ButtonSprint), 120)
 	if sp := horizontalSpeed(s.Velocity); !near(sp, DefaultSprintSpeed, 1e-3) || !s.Sprinting {
 		t.Fatalf("sprint: speed %v sprinting %v", sp, s.Sprinting)
 	}
-	s = run(t, w, State{Grounded: true}, input(1, 0, 0, wire.ButtonCrouch|wire.ButtonSprint), 120)
+	s = run(t, w, State{Grounded: true}, input(1, 0, 0, gamemsg.ButtonCrouch|gamemsg.ButtonSprint), 120)
 	if sp := horizontalSpeed(s.Velocity); !near(sp, DefaultCrouchSpeed, 1e-3) || !s.Crouching || s.Sprinting {
 		t.Fatalf("crouch: speed %v crouching %v sprinting %v", sp, s.Crouching, s.Sprinting)
 	}
-	if s = mustStep(t, w, State{Grounded: true}, input(0, 0, 0, wire.ButtonSprint)); s.Sprinting {
+	if s = mustStep(t, w, State{Grounded: true}, input(0, 0, 0, gamemsg.ButtonSprint)); s.Sprinting {
 		t.Fatal("sprinting while standing still")
 	}
 }
@@ -86,7 +87,7 @@ func TestFallLandJump(t *testing.T) {
 		t.Fatalf("after %d steps: %+v, want landed at y=0 after ~60 steps", steps, s)
 	}
 	// Jump: apex v²/2g = 49/40 = 1.225, airborne 2v/g = 0.7 s = 42 steps.
-	s = mustStep(t, w, s, input(0, 0, 0, wire.ButtonJump))
+	s = mustStep(t, w, s, input(0, 0, 0, gamemsg.ButtonJump))
 	apex := float64(s.Position.Y)
 	steps = 1
 	for ; !s.Grounded && steps < 600; steps++ {
@@ -164,7 +165,7 @@ func TestCrouchUnderLowCeiling(t *testing.T) {
 
 func TestBoundsAreWalls(t *testing.T) {
 	w := newArena(t, Params{})
-	s := run(t, w, State{Position: wire.Vec3{Z: 15}, Grounded: true}, input(1, 0, 0, wire.ButtonSprint), 120)
+	s := run(t, w, State{Position: wire.Vec3{Z: 15}, Grounded: true}, input(1, 0, 0, gamemsg.ButtonSprint), 120)
 	if !near(float64(s.Position.Z), 20-DefaultHalfWidth, 1e-5) || s.Velocity.Z != 0 {
 		t.Fatalf("not stopped by the bounds: %+v", s)
 	}
@@ -185,9 +186,9 @@ func TestHugeValuesStayFiniteAndInBounds(t *testing.T) {
 		{Position: wire.Vec3{X: 1e30}, Velocity: wire.Vec3{Z: 1e30}, Yaw: big, Pitch: -big},
 		{Position: wire.Vec3{X: math.SmallestNonzeroFloat32}, Velocity: wire.Vec3{Y: -math.SmallestNonzeroFloat32}},
 	}
-	inputs := []wire.ClientInput{
-		input(1, 1, big, wire.ButtonJump|wire.ButtonSprint),
-		input(-1, -1, -big, wire.ButtonCrouch),
+	inputs := []gamemsg.ClientInput{
+		input(1, 1, big, gamemsg.ButtonJump|gamemsg.ButtonSprint),
+		input(-1, -1, -big, gamemsg.ButtonCrouch),
 		input(math.SmallestNonzeroFloat32, 0, 1e-45, 0),
 	}
 	for _, s := range states {
@@ -222,10 +223,10 @@ func assertSane(t testing.TB, w *World, s State) {
 
 func TestAckRoundTripIsLossless(t *testing.T) {
 	w := newArena(t, Params{})
-	s := run(t, w, State{Position: wire.Vec3{X: 1.1, Y: 3.3, Z: -2.7}}, input(0.3, -0.7, 33.3, wire.ButtonCrouch|wire.ButtonSprint), 7)
+	s := run(t, w, State{Position: wire.Vec3{X: 1.1, Y: 3.3, Z: -2.7}}, input(0.3, -0.7, 33.3, gamemsg.ButtonCrouch|gamemsg.ButtonSprint), 7)
 	s.Sprinting = true // every flag must survive
 	a := s.Ack(42)
-	parsed, err := wire.ParseInputAck(wire.AppendInputAck(nil, &a))
+	parsed, err := gamemsg.ParseInputAck(gamemsg.AppendInputAck(nil, &a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestPlayerBox(t *testing.T) {
 func TestStepAllocatesNothing(t *testing.T) {
 	w := newArena(t, Params{})
 	s := State{Grounded: true}
-	in := input(1, 0.5, 30, wire.ButtonSprint)
+	in := input(1, 0.5, 30, gamemsg.ButtonSprint)
 	if n := testing.AllocsPerRun(1000, func() { s, _ = w.Step(s, in) }); n != 0 {
 		t.Fatalf("Step allocates %v times", n)
 	}
@@ -258,7 +259,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 func BenchmarkStep(b *testing.B) {
 	w := newArena(b, Params{})
 	s := State{Grounded: true}
-	in := input(1, 0.5, 30, wire.ButtonSprint)
+	in := input(1, 0.5, 30, gamemsg.ButtonSprint)
 	b.ReportAllocs()
 	for b.Loop() {
 		s, _ = w.Step(s, in)

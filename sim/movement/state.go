@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // State is one player's movement state: exactly the fields of InputAck (§9.1),
@@ -20,31 +21,31 @@ type State struct {
 }
 
 // StateFromAck returns the authoritative State an InputAck carries.
-func StateFromAck(a wire.InputAck) State {
+func StateFromAck(a gamemsg.InputAck) State {
 	return State{
 		Position:  a.Position,
 		Velocity:  a.Velocity,
 		Yaw:       a.Yaw,
 		Pitch:     a.Pitch,
-		Grounded:  a.Flags&wire.FlagGrounded != 0,
-		Crouching: a.Flags&wire.FlagCrouching != 0,
-		Sprinting: a.Flags&wire.FlagSprinting != 0,
+		Grounded:  a.Flags&gamemsg.FlagGrounded != 0,
+		Crouching: a.Flags&gamemsg.FlagCrouching != 0,
+		Sprinting: a.Flags&gamemsg.FlagSprinting != 0,
 	}
 }
 
 // Ack returns the InputAck that reports s as the state after input seq.
-func (s State) Ack(seq uint32) wire.InputAck {
-	var f wire.InputFlags
+func (s State) Ack(seq uint32) gamemsg.InputAck {
+	var f gamemsg.InputFlags
 	if s.Grounded {
-		f |= wire.FlagGrounded
+		f |= gamemsg.FlagGrounded
 	}
 	if s.Crouching {
-		f |= wire.FlagCrouching
+		f |= gamemsg.FlagCrouching
 	}
 	if s.Sprinting {
-		f |= wire.FlagSprinting
+		f |= gamemsg.FlagSprinting
 	}
-	return wire.InputAck{
+	return gamemsg.InputAck{
 		LastInputSeq: seq, Position: s.Position, Velocity: s.Velocity,
 		Yaw: s.Yaw, Pitch: s.Pitch, Flags: f,
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Errors Step and NewWorld return; match them with errors.Is.
@@ -13,7 +13,7 @@ var (
 	// reads "Out-of-range or non-finite → malformed" and leaves no room for
 	// clamping, so the input is refused, never clamped: Step returns the State
 	// unchanged, and a server treats it as it treats a malformed packet.
-	// wire.ParseClientInput already refuses every such input; this check
+	// gamemsg.ParseClientInput already refuses every such input; this check
 	// guards inputs built in-process (bots, tests, a Go module).
 	ErrInvalidInput = errors.New("movement: malformed ClientInput (§9.1)")
 	// ErrInvalidState: the State given to Step has a NaN or infinite field.
@@ -26,14 +26,14 @@ var (
 )
 
 // knownButtons are the button bits §9.1 defines; bits 5-7 must be zero.
-const knownButtons = wire.ButtonJump | wire.ButtonFire | wire.ButtonReload | wire.ButtonSprint | wire.ButtonCrouch
+const knownButtons = gamemsg.ButtonJump | gamemsg.ButtonFire | gamemsg.ButtonReload | gamemsg.ButtonSprint | gamemsg.ButtonCrouch
 
 // ValidateInput applies §9.1 to in: move_forward and move_right in [-1, 1],
 // look_pitch in [-89, 89], 0 < dt ≤ 0.25, every float finite, button bits
 // 5-7 zero. It returns an error wrapping ErrInvalidInput that names the first
 // offending field, or nil. InputSeq and ClientTime's value are not checked
 // (any finite client_time is valid).
-func ValidateInput(in wire.ClientInput) error {
+func ValidateInput(in gamemsg.ClientInput) error {
 	bad := func(field string, v float32) error {
 		return fmt.Errorf("%w: %s = %v", ErrInvalidInput, field, v)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func TestValidateInput(t *testing.T) {
@@ -13,29 +14,29 @@ func TestValidateInput(t *testing.T) {
 	ok := input(0, 0, 0, 0)
 	cases := []struct {
 		name   string
-		mutate func(*wire.ClientInput)
+		mutate func(*gamemsg.ClientInput)
 		valid  bool
 	}{
-		{"zero move", func(*wire.ClientInput) {}, true},
-		{"axes at the limits", func(in *wire.ClientInput) { in.MoveForward, in.MoveRight = -1, 1 }, true},
-		{"pitch at the limits", func(in *wire.ClientInput) { in.LookPitch = -89 }, true},
-		{"dt at 0.25", func(in *wire.ClientInput) { in.DT = 0.25 }, true},
-		{"huge finite yaw", func(in *wire.ClientInput) { in.LookYaw = math.MaxFloat32 }, true},
-		{"all known buttons", func(in *wire.ClientInput) { in.Buttons = knownButtons }, true},
-		{"forward above 1", func(in *wire.ClientInput) { in.MoveForward = 1.0001 }, false},
-		{"right below -1", func(in *wire.ClientInput) { in.MoveRight = -1.5 }, false},
-		{"forward NaN", func(in *wire.ClientInput) { in.MoveForward = nan }, false},
-		{"right -Inf", func(in *wire.ClientInput) { in.MoveRight = -inf }, false},
-		{"yaw NaN", func(in *wire.ClientInput) { in.LookYaw = nan }, false},
-		{"yaw Inf", func(in *wire.ClientInput) { in.LookYaw = inf }, false},
-		{"pitch 90", func(in *wire.ClientInput) { in.LookPitch = 90 }, false},
-		{"pitch NaN", func(in *wire.ClientInput) { in.LookPitch = nan }, false},
-		{"dt zero", func(in *wire.ClientInput) { in.DT = 0 }, false},
-		{"dt negative", func(in *wire.ClientInput) { in.DT = -0.01 }, false},
-		{"dt above 0.25", func(in *wire.ClientInput) { in.DT = 0.2501 }, false},
-		{"dt Inf", func(in *wire.ClientInput) { in.DT = inf }, false},
-		{"client time NaN", func(in *wire.ClientInput) { in.ClientTime = nan }, false},
-		{"reserved button bit", func(in *wire.ClientInput) { in.Buttons = 1 << 5 }, false},
+		{"zero move", func(*gamemsg.ClientInput) {}, true},
+		{"axes at the limits", func(in *gamemsg.ClientInput) { in.MoveForward, in.MoveRight = -1, 1 }, true},
+		{"pitch at the limits", func(in *gamemsg.ClientInput) { in.LookPitch = -89 }, true},
+		{"dt at 0.25", func(in *gamemsg.ClientInput) { in.DT = 0.25 }, true},
+		{"huge finite yaw", func(in *gamemsg.ClientInput) { in.LookYaw = math.MaxFloat32 }, true},
+		{"all known buttons", func(in *gamemsg.ClientInput) { in.Buttons = knownButtons }, true},
+		{"forward above 1", func(in *gamemsg.ClientInput) { in.MoveForward = 1.0001 }, false},
+		{"right below -1", func(in *gamemsg.ClientInput) { in.MoveRight = -1.5 }, false},
+		{"forward NaN", func(in *gamemsg.ClientInput) { in.MoveForward = nan }, false},
+		{"right -Inf", func(in *gamemsg.ClientInput) { in.MoveRight = -inf }, false},
+		{"yaw NaN", func(in *gamemsg.ClientInput) { in.LookYaw = nan }, false},
+		{"yaw Inf", func(in *gamemsg.ClientInput) { in.LookYaw = inf }, false},
+		{"pitch 90", func(in *gamemsg.ClientInput) { in.LookPitch = 90 }, false},
+		{"pitch NaN", func(in *gamemsg.ClientInput) { in.LookPitch = nan }, false},
+		{"dt zero", func(in *gamemsg.ClientInput) { in.DT = 0 }, false},
+		{"dt negative", func(in *gamemsg.ClientInput) { in.DT = -0.01 }, false},
+		{"dt above 0.25", func(in *gamemsg.ClientInput) { in.DT = 0.2501 }, false},
+		{"dt Inf", func(in *gamemsg.ClientInput) { in.DT = inf }, false},
+		{"client time NaN", func(in *gamemsg.ClientInput) { in.ClientTime = nan }, false},
+		{"reserved button bit", func(in *gamemsg.ClientInput) { in.Buttons = 1 << 5 }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,7 +50,7 @@ func TestValidateInput(t *testing.T) {
 				t.Fatalf("error %v does not wrap ErrInvalidInput", err)
 			}
 			// The wire parser and this check must agree on every input.
-			_, perr := wire.ParseClientInput(wire.AppendClientInput(nil, &in))
+			_, perr := gamemsg.ParseClientInput(gamemsg.AppendClientInput(nil, &in))
 			if (perr == nil) != (err == nil) {
 				t.Fatalf("ParseClientInput = %v but ValidateInput = %v", perr, err)
 			}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // MaxCoordinate bounds every coordinate of a World (bounds and obstacles):
@@ -99,7 +99,7 @@ func (b box64) wire() Box { return Box{b.min.wire(), b.max.wire()} }
 // A malformed input (ErrInvalidInput) or a non-finite s (ErrInvalidState) is
 // refused: Step returns s unchanged with the error. Otherwise the result is
 // finite, inside the bounds, and a pure function of (World, s, in).
-func (w *World) Step(s State, in wire.ClientInput) (State, error) {
+func (w *World) Step(s State, in gamemsg.ClientInput) (State, error) {
 	if err := ValidateInput(in); err != nil {
 		return s, err
 	}
@@ -112,7 +112,7 @@ func (w *World) Step(s State, in wire.ClientInput) (State, error) {
 	next := State{Yaw: normalizeYaw(in.LookYaw), Pitch: in.LookPitch}
 
 	// Letting go of crouch under a low ceiling keeps the player crouched.
-	next.Crouching = in.Buttons&wire.ButtonCrouch != 0 ||
+	next.Crouching = in.Buttons&gamemsg.ButtonCrouch != 0 ||
 		(s.Crouching && !w.fits(w.playerBox(pos, p.Height)))
 
 	wish, wishLen := wishDir(next.Yaw, float64(in.MoveForward), float64(in.MoveRight))
@@ -120,14 +120,14 @@ func (w *World) Step(s State, in wire.ClientInput) (State, error) {
 	switch {
 	case next.Crouching:
 		speed = p.CrouchSpeed
-	case in.Buttons&wire.ButtonSprint != 0 && wishLen > 0:
+	case in.Buttons&gamemsg.ButtonSprint != 0 && wishLen > 0:
 		speed = p.SprintSpeed
 		next.Sprinting = true
 	}
 	wishSpeed := float64(speed * min(wishLen, 1))
 
 	grounded := s.Grounded
-	if grounded && in.Buttons&wire.ButtonJump != 0 {
+	if grounded && in.Buttons&gamemsg.ButtonJump != 0 {
 		vel[1] = p.JumpSpeed
 		grounded = false
 	}

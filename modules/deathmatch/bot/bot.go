@@ -23,6 +23,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -166,13 +167,13 @@ func (b *Brain) Target() (uint32, bool) { return b.target, b.hasTarget }
 // nearest one it can see (line of sight on the map, within range). The
 // input's InputSeq is left 0 for the caller (a predict.Predictor numbers
 // inputs); its ClientTime counts the Brain's ticks.
-func (b *Brain) Think(self movement.State, enemies []Enemy) wire.ClientInput {
+func (b *Brain) Think(self movement.State, enemies []Enemy) gamemsg.ClientInput {
 	b.ticks++
 	if !b.started || dist2(self.Position, b.last) > 9 { // first call or a respawn
 		b.restart(self)
 	}
 	b.last = self.Position
-	in := wire.ClientInput{DT: b.dt, ClientTime: float32(float64(b.ticks) / float64(b.cfg.TickRate))}
+	in := gamemsg.ClientInput{DT: b.dt, ClientTime: float32(float64(b.ticks) / float64(b.cfg.TickRate))}
 	eye := game.Eye(self, b.params)
 	if e, d, ok := b.pickTarget(eye, enemies); ok {
 		b.fight(&in, self, eye, e, d)
@@ -234,7 +235,7 @@ func (b *Brain) pickTarget(eye wire.Vec3, enemies []Enemy) (Enemy, float32, bool
 func chest(feet wire.Vec3) wire.Vec3 { return wire.Vec3{X: feet.X, Y: feet.Y + ChestHeight, Z: feet.Z} }
 
 // fight aims at e, fires when aligned and strafes.
-func (b *Brain) fight(in *wire.ClientInput, self movement.State, eye wire.Vec3, e Enemy, d float32) {
+func (b *Brain) fight(in *gamemsg.ClientInput, self movement.State, eye wire.Vec3, e Enemy, d float32) {
 	if !b.hasTarget || b.target != e.ID {
 		b.target, b.hasTarget = e.ID, true
 		b.errFor = 0
@@ -249,7 +250,7 @@ func (b *Brain) fight(in *wire.ClientInput, self movement.State, eye wire.Vec3, 
 	pitch = min(max(pitch+b.errPitch, -89), 89)
 	b.turn(yaw, pitch)
 	if abs(angleDiff(b.yaw, yaw)) <= b.cfg.AimTolerance && abs(b.pitch-pitch) <= b.cfg.AimTolerance {
-		in.Buttons |= wire.ButtonFire
+		in.Buttons |= gamemsg.ButtonFire
 	}
 	if b.strafeFor--; b.strafeFor <= 0 {
 		b.strafeFor = 30 + b.rng.IntN(60)
@@ -276,7 +277,7 @@ func (b *Brain) fight(in *wire.ClientInput, self movement.State, eye wire.Vec3, 
 }
 
 // wander walks towards the current waypoint, around obstacles.
-func (b *Brain) wander(in *wire.ClientInput, self movement.State) {
+func (b *Brain) wander(in *gamemsg.ClientInput, self movement.State) {
 	goal := b.waypoints[b.goal]
 	if flatDist2(self.Position, goal) < 1.5*1.5 {
 		b.nextGoal()
@@ -294,7 +295,7 @@ func (b *Brain) wander(in *wire.ClientInput, self movement.State) {
 	}
 	if b.blocked(self, b.yaw) {
 		if b.jumpable(self, b.yaw) && self.Grounded {
-			in.Buttons |= wire.ButtonJump
+			in.Buttons |= gamemsg.ButtonJump
 		} else if b.avoidFor == 0 {
 			b.avoid = 70
 			if b.rng.IntN(2) == 0 {
@@ -307,14 +308,14 @@ func (b *Brain) wander(in *wire.ClientInput, self movement.State) {
 }
 
 // checkStuck gives up a waypoint the bot has not got closer to for a while.
-func (b *Brain) checkStuck(in *wire.ClientInput, self movement.State) {
+func (b *Brain) checkStuck(in *gamemsg.ClientInput, self movement.State) {
 	if b.stuckTicks++; b.stuckTicks < 45 {
 		return
 	}
 	if flatDist2(self.Position, b.stuckFrom) < 0.5*0.5 {
 		b.nextGoal()
 		if self.Grounded {
-			in.Buttons |= wire.ButtonJump
+			in.Buttons |= gamemsg.ButtonJump
 		}
 		b.avoid, b.avoidFor = float32(b.rng.IntN(2)*2-1)*90, 30
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -53,14 +54,14 @@ func TestConfig(t *testing.T) {
 
 // walk runs a bot on m for n ticks against enemies standing still, stepping
 // its own movement with the server's code, and returns its inputs.
-func walk(t testing.TB, b *Brain, m *maps.Map, start movement.State, enemies []Enemy, n int) ([]wire.ClientInput, movement.State) {
+func walk(t testing.TB, b *Brain, m *maps.Map, start movement.State, enemies []Enemy, n int) ([]gamemsg.ClientInput, movement.State) {
 	t.Helper()
 	w, err := m.World(movement.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := start
-	var ins []wire.ClientInput
+	var ins []gamemsg.ClientInput
 	for range n {
 		in := b.Think(s, enemies)
 		in.InputSeq = uint32(len(ins) + 1)
@@ -150,7 +151,7 @@ func TestAimsAndFires(t *testing.T) {
 		if id, ok := b.Target(); !ok || id != 2 {
 			t.Fatalf("tick %d: target %d %v, want 2", i, id, ok)
 		}
-		if in.Buttons&wire.ButtonFire != 0 {
+		if in.Buttons&gamemsg.ButtonFire != 0 {
 			if fired == 0 {
 				firstFire = i
 			}
@@ -170,7 +171,7 @@ func TestAimsAndFires(t *testing.T) {
 	b2 := newBrain(t, Config{Seed: 2, Map: m})
 	for range 30 {
 		in := b2.Think(self, []Enemy{hidden, far})
-		if in.Buttons&wire.ButtonFire != 0 {
+		if in.Buttons&gamemsg.ButtonFire != 0 {
 			t.Fatal("fired at nobody")
 		}
 		if _, ok := b2.Target(); ok {

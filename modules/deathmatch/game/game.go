@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
-	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
@@ -270,7 +270,7 @@ func (g *Game) emit(e Event) { g.events = append(g.events, e) }
 // match does (a player's points in the round reach ScoreLimit, or
 // TimeLimit has passed since this call), so that the two scoreboards agree
 // even for kills in the same tick as the end.
-func (g *Game) StartRound(ms wire.MatchStart) {
+func (g *Game) StartRound(ms gamemsg.MatchStart) {
 	g.phase = PhaseLive
 	g.roundStart = g.tick
 	g.scoreLimit = int(ms.ScoreLimit)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -106,8 +107,8 @@ func TestInputRules(t *testing.T) {
 	g, _ := newGame(t, Config{})
 	join(t, g, 1)
 	start, _ := g.Player(1)
-	walk := func(seq uint32) wire.ClientInput {
-		return wire.ClientInput{InputSeq: seq, MoveForward: 1, LookYaw: 0, DT: 1.0 / 60}
+	walk := func(seq uint32) gamemsg.ClientInput {
+		return gamemsg.ClientInput{InputSeq: seq, MoveForward: 1, LookYaw: 0, DT: 1.0 / 60}
 	}
 	t.Run("moves one step per input", func(t *testing.T) {
 		mustInput(t, g, 1, walk(1))
@@ -168,7 +169,7 @@ func duelists(t *testing.T, cfg Config) (*Game, seqs) {
 	t.Helper()
 	g, _ := newGame(t, cfg)
 	join(t, g, 1, 2)
-	g.StartRound(wire.MatchStart{Round: 1})
+	g.StartRound(gamemsg.MatchStart{Round: 1})
 	g.Tick()
 	place(t, g, 1, wire.Vec3{X: -5})
 	place(t, g, 2, wire.Vec3{X: 5})
@@ -182,7 +183,7 @@ func TestHitscan(t *testing.T) {
 		g, s := duelists(t, Config{})
 		var evs []Event
 		for range 4 * 15 {
-			mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+			mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 			g.Tick()
 			evs = g.DrainEvents(evs)
 		}
@@ -212,7 +213,7 @@ func TestHitscan(t *testing.T) {
 		g, s := duelists(t, Config{MaxHealth: 10000})
 		var evs []Event
 		for range 60 {
-			mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+			mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 			g.Tick()
 			evs = g.DrainEvents(evs)
 		}
@@ -222,7 +223,7 @@ func TestHitscan(t *testing.T) {
 	})
 	t.Run("out of range", func(t *testing.T) {
 		g, s := duelists(t, Config{Weapon: Weapon{Name: "knife", Damage: 50, FireInterval: time.Second, Range: 9}})
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 		evs := g.DrainEvents(nil)
 		if len(evs) != 1 || evs[0].Kind != EventShot || evs[0].Other != 0 {
 			t.Fatalf("events %+v", evs)
@@ -233,7 +234,7 @@ func TestHitscan(t *testing.T) {
 		place(t, g, 1, wire.Vec3{X: -5, Z: 10})
 		place(t, g, 2, wire.Vec3{X: 5, Z: 10})
 		g.Tick()
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 		evs := g.DrainEvents(nil)
 		if len(evs) != 1 || evs[0].Other != 0 || evs[0].Position.X > -1 || evs[0].Position.X < -1.01 {
 			t.Fatalf("events %+v: want a shot stopped at the wall's face x = -1", evs)
@@ -241,7 +242,7 @@ func TestHitscan(t *testing.T) {
 	})
 	t.Run("missing", func(t *testing.T) {
 		g, s := duelists(t, Config{})
-		in := s.aimInput(g, 1, 2, wire.ButtonFire)
+		in := s.aimInput(g, 1, 2, gamemsg.ButtonFire)
 		in.LookYaw += 30
 		mustInput(t, g, 1, in)
 		if evs := g.DrainEvents(nil); len(evs) != 1 || evs[0].Other != 0 {
@@ -251,7 +252,7 @@ func TestHitscan(t *testing.T) {
 	t.Run("no damage outside a round", func(t *testing.T) {
 		g, s := duelists(t, Config{})
 		g.EndMatch()
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 		if evs := g.DrainEvents(nil); len(evs) != 1 || evs[0].Kind != EventShot || evs[0].Other != 2 {
 			t.Fatalf("events %+v: want one shot that hits without damage", evs)
 		}
@@ -262,7 +263,7 @@ func TestHitscan(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, _ := g.Player(2)
-		in := s.aimInput(g, 2, 1, wire.ButtonFire)
+		in := s.aimInput(g, 2, 1, gamemsg.ButtonFire)
 		in.MoveForward = 1
 		mustInput(t, g, 2, in)
 		after, _ := g.Player(2)
@@ -280,7 +281,7 @@ func TestTeamsAndFriendlyFire(t *testing.T) {
 	setup := func(t *testing.T, ff bool) (*Game, seqs) {
 		g, _ := newGame(t, Config{Teams: true, FriendlyFire: ff})
 		join(t, g, 1, 2, 3)
-		g.StartRound(wire.MatchStart{Round: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 1})
 		g.Tick()
 		place(t, g, 1, wire.Vec3{X: -5})
 		place(t, g, 3, wire.Vec3{X: 5})
@@ -300,7 +301,7 @@ func TestTeamsAndFriendlyFire(t *testing.T) {
 	})
 	t.Run("off", func(t *testing.T) {
 		g, s := setup(t, false)
-		mustInput(t, g, 1, s.aimInput(g, 1, 3, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 3, gamemsg.ButtonFire))
 		if evs := g.DrainEvents(nil); len(evs) != 1 || evs[0].Other != 3 {
 			t.Fatalf("events %+v: want a hit without damage", evs)
 		}
@@ -309,7 +310,7 @@ func TestTeamsAndFriendlyFire(t *testing.T) {
 		g, s := setup(t, true)
 		var evs []Event
 		for range 4 * 15 {
-			mustInput(t, g, 1, s.aimInput(g, 1, 3, wire.ButtonFire))
+			mustInput(t, g, 1, s.aimInput(g, 1, 3, gamemsg.ButtonFire))
 			g.Tick()
 			evs = g.DrainEvents(evs)
 		}
@@ -332,7 +333,7 @@ func TestRespawn(t *testing.T) {
 	place(t, g, 1, wire.Vec3{X: 9, Z: -1}) // next to spawn 2 (10, 0, 0)
 	g.Tick()
 	for range 4 * 15 {
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 		if p, _ := g.Player(2); !p.Alive {
 			break
 		}
@@ -406,7 +407,7 @@ func TestSuicide(t *testing.T) {
 	if p, _ := g.Player(1); !p.Alive || p.Deaths != 0 {
 		t.Fatalf("warmup suicide: %+v", p)
 	}
-	g.StartRound(wire.MatchStart{Round: 1})
+	g.StartRound(gamemsg.MatchStart{Round: 1})
 	g.Tick()
 	g.DrainEvents(nil)
 	if err := g.Suicide(1); err != nil {
@@ -439,7 +440,7 @@ func TestAutoBalance(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 	// A dead player is moved before a more recent living one.
-	g.StartRound(wire.MatchStart{Round: 1})
+	g.StartRound(gamemsg.MatchStart{Round: 1})
 	g.Tick()
 	join(t, g, 7, 8) // 7 → red? counts: red 1 3, blue 5 6: 7 red, 8 blue
 	g.Leave(5)
@@ -467,7 +468,7 @@ func TestAutoBalance(t *testing.T) {
 func TestMatchFlow(t *testing.T) {
 	g, s := duelists(t, Config{})
 	for range 15 {
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire))
 		g.Tick()
 	}
 	if p, _ := g.Player(1); p.Score != 0 {
@@ -477,7 +478,7 @@ func TestMatchFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("round 2 keeps the scores", func(t *testing.T) {
-		g.StartRound(wire.MatchStart{Round: 2})
+		g.StartRound(gamemsg.MatchStart{Round: 2})
 		if p, _ := g.Player(2); p.Deaths != 1 || p.Alive {
 			t.Fatalf("%+v", p)
 		}
@@ -509,7 +510,7 @@ func TestMatchFlow(t *testing.T) {
 		}
 	})
 	t.Run("round 1 clears the scores", func(t *testing.T) {
-		g.StartRound(wire.MatchStart{Round: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 1})
 		if p, _ := g.Player(2); p.Deaths != 0 {
 			t.Fatalf("%+v", p)
 		}
@@ -555,7 +556,7 @@ func TestAim(t *testing.T) {
 	yaw, _, _ = AimAngles(wire.Vec3{}, wire.Vec3{X: 3, Z: -4})
 	st := movement.State{Grounded: true}
 	for range 30 {
-		st, _ = w.Step(st, wire.ClientInput{MoveForward: 1, LookYaw: yaw, DT: 1.0 / 60})
+		st, _ = w.Step(st, gamemsg.ClientInput{MoveForward: 1, LookYaw: yaw, DT: 1.0 / 60})
 	}
 	if r := st.Position.X / -st.Position.Z; math.Abs(float64(r)-0.75) > 1e-3 {
 		t.Fatalf("walked to %v, not towards (3, 0, -4)", st.Position)
@@ -571,11 +572,11 @@ func TestDeterministic(t *testing.T) {
 		s := seqs{}
 		var evs []Event
 		join(t, g, 1, 2, 3, 4)
-		g.StartRound(wire.MatchStart{Round: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 1})
 		for i := range 300 {
 			for id := uint32(1); id <= 4; id++ {
 				target := id%4 + 1
-				in := s.aimInput(g, id, target, wire.ButtonFire)
+				in := s.aimInput(g, id, target, gamemsg.ButtonFire)
 				in.MoveRight = float32(i%7)/7 - 0.5
 				_ = g.Input(id, in)
 			}
@@ -605,12 +606,12 @@ func TestTickAndInputAllocateNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g.StartRound(wire.MatchStart{Round: 1})
+	g.StartRound(gamemsg.MatchStart{Round: 1})
 	s := seqs{}
 	var evs []Event
 	step := func() {
 		for id := uint32(1); id <= n; id++ {
-			_ = g.Input(id, s.aimInput(g, id, id%n+1, wire.ButtonFire))
+			_ = g.Input(id, s.aimInput(g, id, id%n+1, gamemsg.ButtonFire))
 		}
 		g.Tick()
 		evs = g.DrainEvents(evs[:0])
@@ -631,7 +632,7 @@ func TestRoundLimits(t *testing.T) {
 		g, _ := newGame(t, Config{Weapon: Weapon{Name: "gun", Damage: 100, FireInterval: tick, Range: 50}})
 		s := seqs{}
 		join(t, g, 1, 2, 3)
-		g.StartRound(wire.MatchStart{Round: 1, ScoreLimit: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 1, ScoreLimit: 1})
 		g.Tick()
 		place(t, g, 1, wire.Vec3{X: -5})
 		place(t, g, 2, wire.Vec3{X: 5, Z: -8})
@@ -640,8 +641,8 @@ func TestRoundLimits(t *testing.T) {
 		g.DrainEvents(nil)
 		// In one tick, 1 kills 3 (the limit) and then 2 kills 1: the second
 		// kill is after the round's end, as the host sees it.
-		mustInput(t, g, 1, s.aimInput(g, 1, 3, wire.ButtonFire))
-		mustInput(t, g, 2, s.aimInput(g, 2, 1, wire.ButtonFire))
+		mustInput(t, g, 1, s.aimInput(g, 1, 3, gamemsg.ButtonFire))
+		mustInput(t, g, 2, s.aimInput(g, 2, 1, gamemsg.ButtonFire))
 		evs := g.DrainEvents(nil)
 		if k := only(evs, EventKill); len(k) != 1 || k[0].Player != 3 || g.Phase() != PhaseOver {
 			t.Fatalf("kills %+v, phase %v: want only 1's kill of 3, then the round over", k, g.Phase())
@@ -650,14 +651,14 @@ func TestRoundLimits(t *testing.T) {
 			t.Fatalf("events %v", kinds(evs))
 		}
 		// Round 2 counts again; its limit is its own points.
-		g.StartRound(wire.MatchStart{Round: 2, ScoreLimit: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 2, ScoreLimit: 1})
 		if p, _ := g.Player(1); g.Phase() != PhaseLive || p.Score != 1 {
 			t.Fatalf("round 2: phase %v, score %d", g.Phase(), p.Score)
 		}
 	})
 	t.Run("time", func(t *testing.T) {
 		g, s := duelists(t, Config{})
-		g.StartRound(wire.MatchStart{Round: 1, TimeLimit: 0.5})
+		g.StartRound(gamemsg.MatchStart{Round: 1, TimeLimit: 0.5})
 		g.Tick()
 		place(t, g, 1, wire.Vec3{X: -5})
 		place(t, g, 2, wire.Vec3{X: 5})
@@ -665,14 +666,14 @@ func TestRoundLimits(t *testing.T) {
 			g.Tick()
 		}
 		g.DrainEvents(nil)
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire)) // 29 ticks in: counts
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire)) // 29 ticks in: counts
 		if n := len(only(g.DrainEvents(nil), EventDamage)); n != 1 || g.Phase() != PhaseLive {
 			t.Fatalf("%d damage before the limit, phase %v", n, g.Phase())
 		}
 		for range 16 {
 			g.Tick()
 		}
-		mustInput(t, g, 1, s.aimInput(g, 1, 2, wire.ButtonFire)) // 45 ticks in: over
+		mustInput(t, g, 1, s.aimInput(g, 1, 2, gamemsg.ButtonFire)) // 45 ticks in: over
 		if n := len(only(g.DrainEvents(nil), EventDamage)); n != 0 || g.Phase() != PhaseOver {
 			t.Fatalf("%d damage after the limit, phase %v", n, g.Phase())
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -77,23 +78,23 @@ type seqs map[uint32]uint32
 
 // aimInput returns id's next input looking from its eye at target's chest,
 // with the given buttons and no movement.
-func (s seqs) aimInput(g *Game, id, target uint32, b wire.Buttons) wire.ClientInput {
+func (s seqs) aimInput(g *Game, id, target uint32, b gamemsg.Buttons) gamemsg.ClientInput {
 	p, _ := g.Player(id)
 	v, _ := g.Player(target)
 	chest := v.State.Position
 	chest.Y += 0.9
 	yaw, pitch, _ := AimAngles(Eye(p.State, g.World().Params()), chest)
 	s[id]++
-	return wire.ClientInput{InputSeq: s[id], LookYaw: yaw, LookPitch: pitch, Buttons: b, DT: 1.0 / 60}
+	return gamemsg.ClientInput{InputSeq: s[id], LookYaw: yaw, LookPitch: pitch, Buttons: b, DT: 1.0 / 60}
 }
 
 // idle returns id's next input that does nothing.
-func (s seqs) idle(id uint32) wire.ClientInput {
+func (s seqs) idle(id uint32) gamemsg.ClientInput {
 	s[id]++
-	return wire.ClientInput{InputSeq: s[id], DT: 1.0 / 60}
+	return gamemsg.ClientInput{InputSeq: s[id], DT: 1.0 / 60}
 }
 
-func mustInput(t testing.TB, g *Game, id uint32, in wire.ClientInput) {
+func mustInput(t testing.TB, g *Game, id uint32, in gamemsg.ClientInput) {
 	t.Helper()
 	if err := g.Input(id, in); err != nil {
 		t.Fatalf("Input(%d, %+v): %v", id, in, err)

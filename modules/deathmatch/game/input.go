@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -15,7 +16,7 @@ import (
 // and an input beyond the player's budget (ErrInputFlood); a refused input
 // changes nothing. A dead player's input is applied as a no-op (its
 // sequence is acknowledged, nothing moves).
-func (g *Game) Input(id uint32, in wire.ClientInput) error {
+func (g *Game) Input(id uint32, in gamemsg.ClientInput) error {
 	p := g.get(id)
 	switch {
 	case p == nil:
@@ -35,7 +36,7 @@ func (g *Game) Input(id uint32, in wire.ClientInput) error {
 	}
 	// Cannot fail: the input is valid and states stay finite.
 	p.state, _ = g.world.Step(p.state, in)
-	if in.Buttons&wire.ButtonFire != 0 && g.tick >= p.nextFire {
+	if in.Buttons&gamemsg.ButtonFire != 0 && g.tick >= p.nextFire {
 		p.nextFire = g.tick + g.fireTicks
 		g.fire(p)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -20,7 +21,7 @@ func TestLagCompensatedShot(t *testing.T) {
 		g, lc := newGame(t, Config{})
 		lc.RTT = func(uint32) time.Duration { return rtt }
 		join(t, g, 1, 2)
-		g.StartRound(wire.MatchStart{Round: 1})
+		g.StartRound(gamemsg.MatchStart{Round: 1})
 		g.Tick()
 		place(t, g, 1, wire.Vec3{X: -10, Z: -10})
 		var path []wire.Vec3
@@ -39,7 +40,7 @@ func TestLagCompensatedShot(t *testing.T) {
 		target.Y += 0.9
 		yaw, pitch, _ := AimAngles(Eye(p.State, g.World().Params()), target)
 		s[1]++
-		_ = g.Input(1, wire.ClientInput{InputSeq: s[1], LookYaw: yaw, LookPitch: pitch, Buttons: wire.ButtonFire, DT: 1.0 / 60})
+		_ = g.Input(1, gamemsg.ClientInput{InputSeq: s[1], LookYaw: yaw, LookPitch: pitch, Buttons: gamemsg.ButtonFire, DT: 1.0 / 60})
 		return g.DrainEvents(nil)
 	}
 	t.Run("aiming where it saw the target hits", func(t *testing.T) {

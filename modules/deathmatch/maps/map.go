@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
@@ -16,7 +17,7 @@ const (
 	// MaxFileSize bounds a map file, in bytes.
 	MaxFileSize = 1 << 20
 	// MaxNameLen bounds a map name, in bytes (MatchStart's map field).
-	MaxNameLen = wire.MaxMapLen
+	MaxNameLen = gamemsg.MaxMapLen
 )
 
 // Teams a spawn point may be reserved for.

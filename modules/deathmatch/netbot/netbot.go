@@ -35,6 +35,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
@@ -99,7 +100,7 @@ type Stats struct {
 // Registry returns a registry with the deathmatch module's message types,
 // for Config.Client.Registry.
 func Registry() (*wire.Registry, error) {
-	reg := wire.NewRegistry()
+	reg := gamemsg.NewRegistry()
 	for _, s := range deathmatch.Schemas() {
 		if err := reg.Register(deathmatch.Name, s); err != nil {
 			return nil, err
@@ -155,12 +156,11 @@ func Dial(ctx context.Context, cfg Config) (*Bot, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
-	c, err := netstack.Dial(dctx, cc)
+	c, gss, err := client.Dial(dctx, cc)
 	if err != nil {
 		return nil, err
 	}
 	b := &Bot{cfg: cfg, c: c, world: client.NewWorld()}
-	gss := c.GameState()
 	b.tickRate = max(int(gss.TickRate), 1)
 	rate := cfg.Rate
 	if rate == 0 {
@@ -271,13 +271,13 @@ func (b *Bot) step() {
 		return // cannot happen: the brain's inputs are valid
 	}
 	b.seq = in.InputSeq
-	b.buf = wire.AppendClientInput(b.buf[:0], &in)
-	if b.c.Send(wire.TypeClientInput, wire.Unreliable, b.buf) != nil {
+	b.buf = gamemsg.AppendClientInput(b.buf[:0], &in)
+	if b.c.Send(gamemsg.TypeClientInput, wire.Unreliable, b.buf) != nil {
 		return
 	}
 	b.mu.Lock()
 	b.st.Inputs++
-	if in.Buttons&wire.ButtonFire != 0 {
+	if in.Buttons&gamemsg.ButtonFire != 0 {
 		b.st.Firing++
 	}
 	if len(b.enemies) > 0 {
@@ -323,8 +323,8 @@ func (b *Bot) handle(m netstack.Message) {
 	}
 	p := m.Payload
 	switch m.Header.Type {
-	case wire.TypeInputAck:
-		ack, err := wire.ParseInputAck(p)
+	case gamemsg.TypeInputAck:
+		ack, err := gamemsg.ParseInputAck(p)
 		// An ack of an input sent before a map change reaches the new
 		// Predictor, which never sent it: skip it.
 		if err != nil || int32(ack.LastInputSeq-b.firstSeq) < 0 {
@@ -338,8 +338,8 @@ func (b *Bot) handle(m netstack.Message) {
 			}
 			b.mu.Unlock()
 		}
-	case wire.TypePlayerRespawn:
-		r, err := wire.ParsePlayerRespawn(p)
+	case gamemsg.TypePlayerRespawn:
+		r, err := gamemsg.ParsePlayerRespawn(p)
 		if err == nil && r.Client == b.c.ID() {
 			_ = b.pred.Reset(movement.State{Position: r.Position, Yaw: r.Yaw}) // finite: the parser checked
 			b.alive = true
@@ -348,15 +348,15 @@ func (b *Bot) handle(m netstack.Message) {
 			b.st.Body = r.EntityID
 			b.mu.Unlock()
 		}
-	case wire.TypeMatchStart:
+	case gamemsg.TypeMatchStart:
 		b.alive = false // every round starts with a respawn
-		if ms, err := wire.ParseMatchStart(p); err == nil && ms.Map != b.mapName {
+		if ms, err := gamemsg.ParseMatchStart(p); err == nil && ms.Map != b.mapName {
 			_ = b.setMap(ms.Map)
 		}
-	case wire.TypeMatchEnd:
+	case gamemsg.TypeMatchEnd:
 		b.alive = false // the next map starts with a respawn
-	case wire.TypeGameStateSync:
-		if g, err := wire.ParseGameStateSync(p); err == nil && g.Map != b.mapName {
+	case gamemsg.TypeGameStateSync:
+		if g, err := gamemsg.ParseGameStateSync(p); err == nil && g.Map != b.mapName {
 			_ = b.setMap(g.Map)
 		}
 	case deathmatch.TypeMap:

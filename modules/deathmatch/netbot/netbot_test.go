@@ -8,6 +8,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // world returns a World that knows the body type, a crate type, and the
@@ -15,9 +16,9 @@ import (
 func world(t *testing.T, bodies ...[2]uint32) *client.World {
 	t.Helper()
 	pt := deathmatch.PlayerType()
-	types := []wire.EntityTypeSchema{
+	types := []gamemsg.EntityTypeSchema{
 		{TypeID: pt.ID, Name: pt.Name, Fields: pt.Fields},
-		{TypeID: 7, Name: "crate", Fields: []wire.FieldSchema{{Name: "pos", Kind: wire.KindVec3}}},
+		{TypeID: 7, Name: "crate", Fields: []gamemsg.FieldSchema{{Name: "pos", Kind: gamemsg.KindVec3}}},
 	}
 	w := client.NewWorld()
 	apply := func(typ wire.MessageType, payload []byte) {
@@ -26,24 +27,24 @@ func world(t *testing.T, bodies ...[2]uint32) *client.World {
 			t.Fatal(err)
 		}
 	}
-	apply(wire.TypeGameStateSync, wire.AppendGameStateSync(nil, &wire.GameStateSync{ClientID: 1, TickRate: 60, ReplicationRate: 20, Types: types}))
+	apply(gamemsg.TypeGameStateSync, gamemsg.AppendGameStateSync(nil, &gamemsg.GameStateSync{ClientID: 1, TickRate: 60, ReplicationRate: 20, Types: types}))
 	for i, b := range bodies {
-		vals := []wire.FieldValue{
-			{Index: deathmatch.FieldPos, Kind: wire.KindVec3, Vec: wire.Vec3{X: float32(i)}},
-			{Index: deathmatch.FieldYaw, Kind: wire.KindFloat},
-			{Index: deathmatch.FieldPitch, Kind: wire.KindFloat},
-			{Index: deathmatch.FieldTeam, Kind: wire.KindUint32, Uint: b[1]},
-			{Index: deathmatch.FieldCrouching, Kind: wire.KindBool},
+		vals := []gamemsg.FieldValue{
+			{Index: deathmatch.FieldPos, Kind: gamemsg.KindVec3, Vec: wire.Vec3{X: float32(i)}},
+			{Index: deathmatch.FieldYaw, Kind: gamemsg.KindFloat},
+			{Index: deathmatch.FieldPitch, Kind: gamemsg.KindFloat},
+			{Index: deathmatch.FieldTeam, Kind: gamemsg.KindUint32, Uint: b[1]},
+			{Index: deathmatch.FieldCrouching, Kind: gamemsg.KindBool},
 		}
 		var data []byte
 		for j := range vals {
-			data = wire.AppendFieldValue(data, &vals[j])
+			data = gamemsg.AppendFieldValue(data, &vals[j])
 		}
-		apply(wire.TypeEntitySpawn, wire.AppendEntitySpawn(nil, &wire.EntitySpawn{EntityID: uint32(100 + i),
+		apply(gamemsg.TypeEntitySpawn, gamemsg.AppendEntitySpawn(nil, &gamemsg.EntitySpawn{EntityID: uint32(100 + i),
 			FieldsMask: 0b11111, TypeID: pt.ID, Owner: b[0], Data: data}))
 	}
-	crate := wire.AppendFieldValue(nil, &wire.FieldValue{Kind: wire.KindVec3})
-	apply(wire.TypeEntitySpawn, wire.AppendEntitySpawn(nil, &wire.EntitySpawn{EntityID: 99, FieldsMask: 1, TypeID: 7, Data: crate}))
+	crate := gamemsg.AppendFieldValue(nil, &gamemsg.FieldValue{Kind: gamemsg.KindVec3})
+	apply(gamemsg.TypeEntitySpawn, gamemsg.AppendEntitySpawn(nil, &gamemsg.EntitySpawn{EntityID: 99, FieldsMask: 1, TypeID: 7, Data: crate}))
 	return w
 }
 

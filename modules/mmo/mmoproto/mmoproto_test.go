@@ -11,11 +11,12 @@ import (
 	mp "github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 func registry(t testing.TB) *wire.Registry {
 	t.Helper()
-	r := wire.NewRegistry()
+	r := gamemsg.NewRegistry()
 	if err := mp.RegisterAll(r, mp.Owner); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 const (
@@ -39,13 +40,13 @@ func (e *entities) Manifest() plugin.Manifest {
 			MinLen: 4, MaxLen: 4, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}},
 		EntityTypes: []plugin.EntityType{
 			{ID: botType, Name: "bot", PositionField: "pos",
-				Fields: []wire.FieldSchema{
-					{Name: "pos", Kind: wire.KindVec3},
-					{Name: "hp", Kind: wire.KindInt32},
-					{Name: "secret", Kind: wire.KindUint32, Visibility: wire.VisibilityPrivate},
+				Fields: []gamemsg.FieldSchema{
+					{Name: "pos", Kind: gamemsg.KindVec3},
+					{Name: "hp", Kind: gamemsg.KindInt32},
+					{Name: "secret", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 				},
 				Box: plugin.AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}}},
-			{ID: clockType, Name: "clock", Fields: []wire.FieldSchema{{Name: "ticks", Kind: wire.KindUint32}}},
+			{ID: clockType, Name: "clock", Fields: []gamemsg.FieldSchema{{Name: "ticks", Kind: gamemsg.KindUint32}}},
 		},
 	}
 }
@@ -58,8 +59,8 @@ func (e *entities) Load(h plugin.Host) error {
 func (e *entities) OnAdmitted(c plugin.Client) {
 	id, err := e.h.SpawnEntity(plugin.Spawn{Type: botType, Owner: c.ID,
 		Position: wire.Vec3{X: float32(c.ID) * 3},
-		Fields: []wire.FieldValue{{Index: fHP, Kind: wire.KindInt32, Int: 100},
-			{Index: fSecret, Kind: wire.KindUint32, Uint: 0xC0FFEE00 + c.ID}}})
+		Fields: []gamemsg.FieldValue{{Index: fHP, Kind: gamemsg.KindInt32, Int: 100},
+			{Index: fSecret, Kind: gamemsg.KindUint32, Uint: 0xC0FFEE00 + c.ID}}})
 	if err != nil {
 		e.h.Fault(err)
 		return
@@ -74,17 +75,17 @@ func (e *entities) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 	}
 }
 
-func (e *entities) OnInput(c plugin.Client, in wire.ClientInput) {
+func (e *entities) OnInput(c plugin.Client, in gamemsg.ClientInput) {
 	id, ok := e.bots[c.ID]
 	if !ok {
 		return
 	}
 	pos := wire.Vec3{X: float32(c.ID)*3 + in.MoveRight, Z: in.MoveForward}
 	e.h.SetEntityPosition(id, pos, false)
-	e.h.SetEntityFields(id, wire.FieldValue{Index: fHP, Kind: wire.KindInt32, Int: int32(in.InputSeq)})
-	ack := wire.InputAck{LastInputSeq: in.InputSeq, Position: pos, Yaw: in.LookYaw, Flags: wire.FlagGrounded}
-	e.h.Send(c.ID, wire.TypeInputAck, wire.AppendInputAck(nil, &ack))
-	if in.Buttons&wire.ButtonFire != 0 {
+	e.h.SetEntityFields(id, gamemsg.FieldValue{Index: fHP, Kind: gamemsg.KindInt32, Int: int32(in.InputSeq)})
+	ack := gamemsg.InputAck{LastInputSeq: in.InputSeq, Position: pos, Yaw: in.LookYaw, Flags: gamemsg.FlagGrounded}
+	e.h.Send(c.ID, gamemsg.TypeInputAck, gamemsg.AppendInputAck(nil, &ack))
+	if in.Buttons&gamemsg.ButtonFire != 0 {
 		hit, err := e.h.Raycast(c.ID, wire.Vec3{X: in.LookYaw, Y: 1, Z: -50}, wire.Vec3{Z: 1}, 100)
 		if err != nil {
 			e.h.Fault(err)
@@ -104,7 +105,7 @@ func (e *entities) OnTick(plugin.Tick) {
 	}
 	e.ticks++
 	if e.ticks%30 == 0 {
-		e.h.SetEntityFields(e.clock, wire.FieldValue{Index: fTicks, Kind: wire.KindUint32, Uint: e.ticks})
+		e.h.SetEntityFields(e.clock, gamemsg.FieldValue{Index: fTicks, Kind: gamemsg.KindUint32, Uint: e.ticks})
 	}
 }
 

@@ -1,4 +1,6 @@
-package wire
+package gamemsg
+
+import "github.com/sparkhost/sparkhost/netstack/wire"
 
 // GameStateSync (§9.2): the server's first message to an admitted client,
 // carrying the session settings and the entity type schemas that
@@ -47,7 +49,7 @@ const (
 
 // AppendGameStateSync appends the encoding of m to dst.
 func AppendGameStateSync(dst []byte, m *GameStateSync) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.ClientID)
 	w.F32(m.ServerTime)
 	w.U16(m.TickRate)
@@ -70,15 +72,15 @@ func AppendGameStateSync(dst []byte, m *GameStateSync) []byte {
 			w.U8(uint8(f.Visibility))
 		}
 	}
-	return w.b
+	return w.Bytes()
 }
 
 // ParseGameStateSync parses a GameStateSync payload with the limits of §9.2.
 func ParseGameStateSync(p []byte) (GameStateSync, error) {
 	var m GameStateSync
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	readGameStateSync(&r, &m)
-	if err := finish(&r); err != nil {
+	if err := wire.Finish(&r); err != nil {
 		return GameStateSync{}, err
 	}
 	return m, nil
@@ -86,14 +88,14 @@ func ParseGameStateSync(p []byte) (GameStateSync, error) {
 
 // scanGameStateSync is the allocation-free check of Registry.Validate.
 func scanGameStateSync(p []byte) error {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	readGameStateSync(&r, nil)
-	return finish(&r)
+	return wire.Finish(&r)
 }
 
 // readGameStateSync walks the payload and applies every rule; it fills m only
 // when m is not nil, so the validation path builds no strings or slices.
-func readGameStateSync(r *Reader, m *GameStateSync) {
+func readGameStateSync(r *wire.Reader, m *GameStateSync) {
 	var hdr GameStateSync
 	hdr.ClientID = r.U32()
 	hdr.ServerTime = r.FiniteF32()
@@ -102,9 +104,9 @@ func readGameStateSync(r *Reader, m *GameStateSync) {
 	if !r.HasError() && (hdr.TickRate == 0 || hdr.ReplicationRate == 0) {
 		r.Fail(errZeroRate)
 	}
-	serverName := readStr(r, MaxServerNameLen)
-	motd := readStr(r, MaxMOTDLen)
-	mapName := readStr(r, MaxMapLen)
+	serverName := r.Text(MaxServerNameLen)
+	motd := r.Text(MaxMOTDLen)
+	mapName := r.Text(MaxMapLen)
 	hdr.Mode = GameMode(r.U8())
 	hdr.MatchState = MatchState(r.U8())
 	if !hdr.Mode.Valid() || !hdr.MatchState.Valid() {
@@ -135,9 +137,9 @@ func readGameStateSync(r *Reader, m *GameStateSync) {
 }
 
 // readTypeSchema reads one EntityTypeSchema, filling t when it is not nil.
-func readTypeSchema(r *Reader, t *EntityTypeSchema) {
+func readTypeSchema(r *wire.Reader, t *EntityTypeSchema) {
 	typeID := r.U16()
-	name := readName(r, MaxNameLen)
+	name := r.Name(wire.MaxNameLen)
 	n := int(r.U8())
 	switch {
 	case n > MaxFields:
@@ -155,7 +157,7 @@ func readTypeSchema(r *Reader, t *EntityTypeSchema) {
 		}
 	}
 	for i := 0; i < n && !r.HasError(); i++ {
-		fname := readName(r, MaxNameLen)
+		fname := r.Name(wire.MaxNameLen)
 		f := FieldSchema{Kind: FieldKind(r.U8()), Visibility: Visibility(r.U8())}
 		if !f.Kind.Valid() || !f.Visibility.Valid() {
 			r.Fail(errUnknownEnum)

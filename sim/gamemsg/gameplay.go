@@ -1,4 +1,6 @@
-package wire
+package gamemsg
+
+import "github.com/sparkhost/sparkhost/netstack/wire"
 
 // Input, prediction and match payloads of §4 and §9.1. Every float here is game
 // input, so NaN and ±Inf make the payload malformed (§1).
@@ -32,7 +34,7 @@ type ClientInput struct {
 
 // AppendClientInput appends the 29-byte encoding of m to dst.
 func AppendClientInput(dst []byte, m *ClientInput) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.InputSeq)
 	w.F32(m.MoveForward)
 	w.F32(m.MoveRight)
@@ -41,12 +43,12 @@ func AppendClientInput(dst []byte, m *ClientInput) []byte {
 	w.U8(uint8(m.Buttons))
 	w.F32(m.DT)
 	w.F32(m.ClientTime)
-	return w.b
+	return w.Bytes()
 }
 
 // ParseClientInput parses a ClientInput payload and applies the ranges of §9.1.
 func ParseClientInput(p []byte) (ClientInput, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	m := ClientInput{
 		InputSeq:    r.U32(),
 		MoveForward: r.FiniteF32(),
@@ -64,7 +66,7 @@ func ParseClientInput(p []byte) (ClientInput, error) {
 	case m.Buttons&buttonsReserved != 0:
 		r.Fail(errReservedBits)
 	}
-	if err := finish(&r); err != nil {
+	if err := wire.Finish(&r); err != nil {
 		return ClientInput{}, err
 	}
 	return m, nil
@@ -85,8 +87,8 @@ const (
 // authoritative state after it applied input LastInputSeq, for reconciliation.
 type InputAck struct {
 	LastInputSeq uint32
-	Position     Vec3
-	Velocity     Vec3
+	Position     wire.Vec3
+	Velocity     wire.Vec3
 	Yaw          float32 // degrees
 	Pitch        float32 // degrees
 	Flags        InputFlags
@@ -94,28 +96,28 @@ type InputAck struct {
 
 // AppendInputAck appends the 37-byte encoding of m to dst.
 func AppendInputAck(dst []byte, m *InputAck) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.LastInputSeq)
 	w.Vec3(m.Position)
 	w.Vec3(m.Velocity)
 	w.F32(m.Yaw)
 	w.F32(m.Pitch)
 	w.U8(uint8(m.Flags))
-	return w.b
+	return w.Bytes()
 }
 
 // ParseInputAck parses an InputAck payload; every float must be finite.
 func ParseInputAck(p []byte) (InputAck, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	m := InputAck{
 		LastInputSeq: r.U32(),
-		Position:     finiteVec3(&r),
-		Velocity:     finiteVec3(&r),
+		Position:     r.FiniteVec3(),
+		Velocity:     r.FiniteVec3(),
 		Yaw:          r.FiniteF32(),
 		Pitch:        r.FiniteF32(),
 		Flags:        InputFlags(r.U8()),
 	}
-	if err := finish(&r); err != nil {
+	if err := wire.Finish(&r); err != nil {
 		return InputAck{}, err
 	}
 	return m, nil
@@ -132,13 +134,13 @@ type MatchStart struct {
 
 // AppendMatchStart appends the encoding of m to dst.
 func AppendMatchStart(dst []byte, m *MatchStart) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.Str(m.Map)
 	w.U8(uint8(m.Mode))
 	w.F32(m.TimeLimit)
 	w.I32(m.ScoreLimit)
 	w.U8(m.Round)
-	return w.b
+	return w.Bytes()
 }
 
 // ParseMatchStart parses a MatchStart payload.
@@ -152,13 +154,13 @@ func ParseMatchStart(p []byte) (MatchStart, error) {
 }
 
 func scanMatchStart(p []byte) ([]byte, MatchStart, error) {
-	r := NewReader(p)
-	mapName := readStr(&r, MaxMapLen)
+	r := wire.NewReader(p)
+	mapName := r.Text(MaxMapLen)
 	m := MatchStart{Mode: GameMode(r.U8()), TimeLimit: r.FiniteF32(), ScoreLimit: r.I32(), Round: r.U8()}
 	if !m.Mode.Valid() {
 		r.Fail(errUnknownEnum)
 	}
-	return mapName, m, finish(&r)
+	return mapName, m, wire.Finish(&r)
 }
 
 // MatchEnd is the payload of MatchEnd (type 16, 9 bytes).
@@ -170,21 +172,21 @@ type MatchEnd struct {
 
 // AppendMatchEnd appends the 9-byte encoding of m to dst.
 func AppendMatchEnd(dst []byte, m *MatchEnd) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U8(uint8(m.Reason))
 	w.U32(m.Winner)
 	w.I32(m.WinnerScore)
-	return w.b
+	return w.Bytes()
 }
 
 // ParseMatchEnd parses a MatchEnd payload.
 func ParseMatchEnd(p []byte) (MatchEnd, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	m := MatchEnd{Reason: MatchEndReason(r.U8()), Winner: r.U32(), WinnerScore: r.I32()}
 	if !m.Reason.Valid() {
 		r.Fail(errUnknownEnum)
 	}
-	if err := finish(&r); err != nil {
+	if err := wire.Finish(&r); err != nil {
 		return MatchEnd{}, err
 	}
 	return m, nil
@@ -194,25 +196,25 @@ func ParseMatchEnd(p []byte) (MatchEnd, error) {
 type PlayerRespawn struct {
 	Client   uint32
 	EntityID uint32
-	Position Vec3
+	Position wire.Vec3
 	Yaw      float32 // degrees
 }
 
 // AppendPlayerRespawn appends the 24-byte encoding of m to dst.
 func AppendPlayerRespawn(dst []byte, m *PlayerRespawn) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.Client)
 	w.U32(m.EntityID)
 	w.Vec3(m.Position)
 	w.F32(m.Yaw)
-	return w.b
+	return w.Bytes()
 }
 
 // ParsePlayerRespawn parses a PlayerRespawn payload; every float must be finite.
 func ParsePlayerRespawn(p []byte) (PlayerRespawn, error) {
-	r := NewReader(p)
-	m := PlayerRespawn{Client: r.U32(), EntityID: r.U32(), Position: finiteVec3(&r), Yaw: r.FiniteF32()}
-	if err := finish(&r); err != nil {
+	r := wire.NewReader(p)
+	m := PlayerRespawn{Client: r.U32(), EntityID: r.U32(), Position: r.FiniteVec3(), Yaw: r.FiniteF32()}
+	if err := wire.Finish(&r); err != nil {
 		return PlayerRespawn{}, err
 	}
 	return m, nil
@@ -233,7 +235,7 @@ type ScoreUpdate struct {
 
 // AppendScoreUpdate appends the encoding of m to dst.
 func AppendScoreUpdate(dst []byte, m *ScoreUpdate) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U16(uint16(len(m.Scores)))
 	for _, s := range m.Scores {
 		w.U32(s.Client)
@@ -241,7 +243,7 @@ func AppendScoreUpdate(dst []byte, m *ScoreUpdate) []byte {
 		w.I32(s.Kills)
 		w.I32(s.Deaths)
 	}
-	return w.b
+	return w.Bytes()
 }
 
 // ParseScoreUpdate parses a ScoreUpdate payload. The row count is checked
@@ -251,7 +253,7 @@ func ParseScoreUpdate(p []byte) (ScoreUpdate, error) {
 	if err != nil || n == 0 {
 		return ScoreUpdate{}, err
 	}
-	r := NewReader(p[2:])
+	r := wire.NewReader(p[2:])
 	m := ScoreUpdate{Scores: make([]ScoreEntry, n)}
 	for i := range m.Scores {
 		m.Scores[i] = ScoreEntry{Client: r.U32(), Score: r.I32(), Kills: r.I32(), Deaths: r.I32()}
@@ -260,7 +262,7 @@ func ParseScoreUpdate(p []byte) (ScoreUpdate, error) {
 }
 
 func scanScoreUpdate(p []byte) (int, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	n := int(r.U16())
 	if r.HasError() {
 		return 0, errTruncated
@@ -269,14 +271,4 @@ func scanScoreUpdate(p []byte) (int, error) {
 		return 0, errScoreCount
 	}
 	return n, nil
-}
-
-// finiteVec3 reads a vec3 whose components must all be finite.
-func finiteVec3(r *Reader) Vec3 {
-	v := r.Vec3()
-	if !v.IsFinite() {
-		r.Fail(errNonFinite)
-		return Vec3{}
-	}
-	return v
 }

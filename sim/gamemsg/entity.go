@@ -1,6 +1,10 @@
-package wire
+package gamemsg
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
 
 // Entity replication payloads of §9.3. Field data has no framing of its own:
 // its layout follows from a mask and the entity type's schema (from
@@ -28,14 +32,14 @@ type EntitySpawn struct {
 // AppendEntitySpawn appends the encoding of m to dst. Build Data with
 // AppendFieldValue in ascending bit order.
 func AppendEntitySpawn(dst []byte, m *EntitySpawn) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.EntityID)
 	w.U8(uint8(bits.OnesCount64(m.FieldsMask)))
 	w.U64(m.FieldsMask)
 	w.U16(m.TypeID)
 	w.U32(m.Owner)
 	w.Raw(m.Data)
-	return w.b
+	return w.Bytes()
 }
 
 // ParseEntitySpawn is the structural parse of EntitySpawn: the fixed part, and
@@ -46,12 +50,12 @@ func ParseEntitySpawn(p []byte) (EntitySpawn, error) {
 	if err != nil {
 		return EntitySpawn{}, err
 	}
-	m.Data = cloneBytes(data)
+	m.Data = clone(data)
 	return m, nil
 }
 
 func scanEntitySpawn(p []byte) (EntitySpawn, []byte, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	m := EntitySpawn{EntityID: r.U32()}
 	count := int(r.U8())
 	m.FieldsMask = r.U64()
@@ -61,7 +65,7 @@ func scanEntitySpawn(p []byte) (EntitySpawn, []byte, error) {
 		r.Fail(errFieldCount)
 	}
 	data := r.Bytes(r.Remaining())
-	return m, data, finish(&r)
+	return m, data, wire.Finish(&r)
 }
 
 // ParseEntitySpawnFields parses an EntitySpawn against the schema of its type:
@@ -80,7 +84,7 @@ func ParseEntitySpawnFields(p []byte, s *EntityTypeSchema) (EntitySpawn, []Field
 	if err != nil {
 		return EntitySpawn{}, nil, err
 	}
-	m.Data = cloneBytes(data)
+	m.Data = clone(data)
 	return m, vals, nil
 }
 
@@ -96,11 +100,11 @@ type EntityStateUpdate struct {
 // clear from DirtyMask the fields the receiver may not see, so the mask leaks
 // nothing about them; Data holds the values of the remaining bits.
 func AppendEntityStateUpdate(dst []byte, m *EntityStateUpdate) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	w.U32(m.EntityID)
 	w.U64(m.DirtyMask)
 	w.Raw(m.Data)
-	return w.b
+	return w.Bytes()
 }
 
 // ParseEntityStateUpdate is the structural parse of EntityStateUpdate. Data is
@@ -110,15 +114,15 @@ func ParseEntityStateUpdate(p []byte) (EntityStateUpdate, error) {
 	if err != nil {
 		return EntityStateUpdate{}, err
 	}
-	m.Data = cloneBytes(data)
+	m.Data = clone(data)
 	return m, nil
 }
 
 func scanEntityStateUpdate(p []byte) (EntityStateUpdate, []byte, error) {
-	r := NewReader(p)
+	r := wire.NewReader(p)
 	m := EntityStateUpdate{EntityID: r.U32(), DirtyMask: r.U64()}
 	data := r.Bytes(r.Remaining())
-	return m, data, finish(&r)
+	return m, data, wire.Finish(&r)
 }
 
 // ParseEntityStateUpdateFields parses an EntityStateUpdate against the schema
@@ -135,7 +139,7 @@ func ParseEntityStateUpdateFields(p []byte, s *EntityTypeSchema, visible uint64)
 	if err != nil {
 		return EntityStateUpdate{}, nil, err
 	}
-	m.Data = cloneBytes(data)
+	m.Data = clone(data)
 	return m, vals, nil
 }
 
@@ -147,14 +151,14 @@ type FieldValue struct {
 	Bool  bool
 	Int   int32
 	Uint  uint32
-	Float float32 // finite
-	Vec   Vec3    // finite
+	Float float32   // finite
+	Vec   wire.Vec3 // finite
 }
 
 // AppendFieldValue appends the encoding of v (by v.Kind) to dst. An undefined
 // kind appends nothing.
 func AppendFieldValue(dst []byte, v *FieldValue) []byte {
-	w := Writer{b: dst}
+	w := wire.AppendWriter(dst)
 	switch v.Kind {
 	case KindBool:
 		w.Bool(v.Bool)
@@ -167,7 +171,7 @@ func AppendFieldValue(dst []byte, v *FieldValue) []byte {
 	case KindVec3:
 		w.Vec3(v.Vec)
 	}
-	return w.b
+	return w.Bytes()
 }
 
 // DecodeFields decodes data as the values of the fields of present, in
@@ -180,7 +184,7 @@ func DecodeFields(s *EntityTypeSchema, mask, present uint64, data []byte) ([]Fie
 		return nil, errBeyondSchema
 	}
 	present &= mask
-	r := NewReader(data)
+	r := wire.NewReader(data)
 	var vals []FieldValue
 	if present != 0 {
 		vals = make([]FieldValue, 0, bits.OnesCount64(present)) // ≤ 64, bounded
@@ -198,13 +202,13 @@ func DecodeFields(s *EntityTypeSchema, mask, present uint64, data []byte) ([]Fie
 		case KindFloat:
 			v.Float = r.FiniteF32()
 		case KindVec3:
-			v.Vec = finiteVec3(&r)
+			v.Vec = r.FiniteVec3()
 		default:
 			r.Fail(errUnknownEnum) // a schema that did not come through ParseGameStateSync
 		}
 		vals = append(vals, v)
 	}
-	if err := finish(&r); err != nil {
+	if err := wire.Finish(&r); err != nil {
 		return nil, err
 	}
 	return vals, nil

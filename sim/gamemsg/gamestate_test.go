@@ -1,9 +1,11 @@
-package wire
+package gamemsg
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 func TestGameStateSyncRoundTrip(t *testing.T) {
@@ -46,17 +48,17 @@ func TestParseGameStateSync(t *testing.T) {
 			m.ServerName, m.MOTD, m.Map = strings.Repeat("s", 64), strings.Repeat("m", 256), strings.Repeat("p", 64)
 			m.Mode, m.MatchState = ModeCustom, MatchIntermission
 		}), nil},
-		{"65-byte server name", variant(func(m *GameStateSync) { m.ServerName = strings.Repeat("s", 65) }), errStringLong},
-		{"257-byte motd", variant(func(m *GameStateSync) { m.MOTD = strings.Repeat("m", 257) }), errStringLong},
-		{"65-byte map", variant(func(m *GameStateSync) { m.Map = strings.Repeat("p", 65) }), errStringLong},
-		{"NUL in motd", variant(func(m *GameStateSync) { m.MOTD = "a\x00" }), errBadString},
-		{"invalid UTF-8 map", variant(func(m *GameStateSync) { m.Map = "\xff" }), errBadString},
+		{"65-byte server name", variant(func(m *GameStateSync) { m.ServerName = strings.Repeat("s", 65) }), wire.ErrTextTooLong},
+		{"257-byte motd", variant(func(m *GameStateSync) { m.MOTD = strings.Repeat("m", 257) }), wire.ErrTextTooLong},
+		{"65-byte map", variant(func(m *GameStateSync) { m.Map = strings.Repeat("p", 65) }), wire.ErrTextTooLong},
+		{"NUL in motd", variant(func(m *GameStateSync) { m.MOTD = "a\x00" }), wire.ErrTextInvalid},
+		{"invalid UTF-8 map", variant(func(m *GameStateSync) { m.Map = "\xff" }), wire.ErrTextInvalid},
 		{"mode 7", variant(func(m *GameStateSync) { m.Mode = 7 }), errUnknownEnum},
 		{"match state 4", variant(func(m *GameStateSync) { m.MatchState = 4 }), errUnknownEnum},
 		{"tick rate 0", variant(func(m *GameStateSync) { m.TickRate = 0 }), errZeroRate},
 		{"replication rate 0", variant(func(m *GameStateSync) { m.ReplicationRate = 0 }), errZeroRate},
-		{"NaN server time", variant(func(m *GameStateSync) { m.ServerTime = nan }), ErrNonFinite},
-		{"Inf time remaining", variant(func(m *GameStateSync) { m.TimeRemaining = ninf }), ErrNonFinite},
+		{"NaN server time", variant(func(m *GameStateSync) { m.ServerTime = nan }), wire.ErrNonFinite},
+		{"Inf time remaining", variant(func(m *GameStateSync) { m.TimeRemaining = ninf }), wire.ErrNonFinite},
 		{"empty type name", withType(EntityTypeSchema{TypeID: 1}), errBadName},
 		{"33-byte type name", withType(EntityTypeSchema{TypeID: 1, Name: strings.Repeat("t", 33)}), errBadName},
 		{"control in type name", withType(EntityTypeSchema{TypeID: 1, Name: "a\x01"}), errBadName},
@@ -65,10 +67,10 @@ func TestParseGameStateSync(t *testing.T) {
 		{"visibility 4", field(FieldSchema{Name: "f", Visibility: 4}), errUnknownEnum},
 		{"white space field name", field(FieldSchema{Name: "\u2003"}), errBadName},
 		{"empty field name", field(FieldSchema{}), errBadName},
-		{"type_count beyond payload", variant(func(m *GameStateSync) { m.Types = nil })[:24], ErrMalformedPayload},
+		{"type_count beyond payload", variant(func(m *GameStateSync) { m.Types = nil })[:24], wire.ErrMalformedPayload},
 		{"huge type_count", append(AppendGameStateSync(nil, &minimal)[:24], 0xFF, 0xFF), errTruncated},
-		{"truncated field", AppendGameStateSync(nil, &testGameState)[:len(AppendGameStateSync(nil, &testGameState))-1], ErrOverrun},
-		{"trailing byte", append(AppendGameStateSync(nil, &testGameState), 0), ErrTrailing},
+		{"truncated field", AppendGameStateSync(nil, &testGameState)[:len(AppendGameStateSync(nil, &testGameState))-1], wire.ErrOverrun},
+		{"trailing byte", append(AppendGameStateSync(nil, &testGameState), 0), wire.ErrTrailing},
 	})
 }
 

@@ -1,9 +1,11 @@
-package wire
+package gamemsg
 
 import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // spawnBytes builds an EntitySpawn by hand with an explicit field_count.
@@ -18,7 +20,7 @@ func TestParseEntitySpawn(t *testing.T) {
 		{"data is not judged without a schema", spawnBytes(1, 1<<63, 3, []byte{9, 9, 9}), nil},
 		{"field_count above popcount", spawnBytes(2, 0x1, 3, nil), errFieldCount},
 		{"field_count below popcount", spawnBytes(1, 0x3, 3, nil), errFieldCount},
-		{"18 bytes", spawnBytes(0, 0, 3, nil)[:18], ErrOverrun},
+		{"18 bytes", spawnBytes(0, 0, 3, nil)[:18], wire.ErrOverrun},
 	})
 }
 
@@ -36,18 +38,18 @@ func TestParseEntitySpawnFields(t *testing.T) {
 		{"no fields", spawnBytes(0, 0, 3, nil), nil, nil},
 		{"other type", spawnBytes(5, 0x1F, 4, all), nil, errTypeMismatch},
 		{"bit beyond the schema", spawnBytes(6, 0x3F, 3, append(all, 0)), nil, errBeyondSchema},
-		{"data too short", spawnBytes(5, 0x1F, 3, all[:len(all)-1]), nil, ErrOverrun},
-		{"data too long", spawnBytes(5, 0x1F, 3, append(all, 0)), nil, ErrTrailing},
-		{"bool byte 2", spawnBytes(1, 0x1, 3, []byte{2}), nil, ErrBadBool},
-		{"NaN float", spawnBytes(1, 0x8, 3, enc(nan)), nil, ErrNonFinite},
-		{"Inf in vec3", spawnBytes(1, 0x10, 3, enc(Vec3{0, 0, ninf})), nil, ErrNonFinite},
+		{"data too short", spawnBytes(5, 0x1F, 3, all[:len(all)-1]), nil, wire.ErrOverrun},
+		{"data too long", spawnBytes(5, 0x1F, 3, append(all, 0)), nil, wire.ErrTrailing},
+		{"bool byte 2", spawnBytes(1, 0x1, 3, []byte{2}), nil, wire.ErrBadBool},
+		{"NaN float", spawnBytes(1, 0x8, 3, enc(nan)), nil, wire.ErrNonFinite},
+		{"Inf in vec3", spawnBytes(1, 0x10, 3, enc(wire.Vec3{X: 0, Y: 0, Z: ninf})), nil, wire.ErrNonFinite},
 		{"field_count mismatch", spawnBytes(4, 0x1F, 3, all), nil, errFieldCount},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, vals, err := ParseEntitySpawnFields(tc.in, &testEntityType)
 			if tc.err != nil {
-				if !errors.Is(err, tc.err) || !errors.Is(err, ErrMalformedPayload) {
+				if !errors.Is(err, tc.err) || !errors.Is(err, wire.ErrMalformedPayload) {
 					t.Fatalf("error = %v, want %v", err, tc.err)
 				}
 				return
@@ -72,13 +74,13 @@ func TestParseEntityStateUpdate(t *testing.T) {
 	runParseCases(t, ParseEntityStateUpdate, AppendEntityStateUpdate, []parseCase{
 		{"no data (12 bytes)", enc(uint32(42), uint64(0)), nil},
 		{"data", enc(uint32(42), uint64(0x2), int32(9)), nil},
-		{"11 bytes", enc(uint32(42), uint32(0), uint16(0), uint8(0)), ErrOverrun},
+		{"11 bytes", enc(uint32(42), uint32(0), uint16(0), uint8(0)), wire.ErrOverrun},
 	})
 }
 
 func TestParseEntityStateUpdateFields(t *testing.T) {
 	score := FieldValue{Index: 1, Kind: KindInt32, Int: 9}
-	pos := FieldValue{Index: 4, Kind: KindVec3, Vec: Vec3{1, 1, 1}}
+	pos := FieldValue{Index: 4, Kind: KindVec3, Vec: wire.Vec3{X: 1, Y: 1, Z: 1}}
 	both := appendValues(nil, []FieldValue{score, pos})
 	tests := []struct {
 		name    string
@@ -93,8 +95,8 @@ func TestParseEntityStateUpdateFields(t *testing.T) {
 		{"nothing dirty", 0, 0x1F, nil, nil, nil},
 		{"dirty bit beyond schema", 0x32, 0x1F, both, nil, errBeyondSchema},
 		{"dirty bit beyond schema and not visible", 0x40000012, 0x1F, both, nil, errBeyondSchema},
-		{"data short", 0x12, 0x1F, both[:10], nil, ErrOverrun},
-		{"data for an invisible field", 0x12, 0x02, both, nil, ErrTrailing},
+		{"data short", 0x12, 0x1F, both[:10], nil, wire.ErrOverrun},
+		{"data for an invisible field", 0x12, 0x02, both, nil, wire.ErrTrailing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestDecodeFieldsSchemaEdges(t *testing.T) {
 		t.Fatalf("64-field schema, bit 63: %+v, %v", vals, err)
 	}
 	bad := EntityTypeSchema{Fields: []FieldSchema{{Name: "x", Kind: 9}}}
-	if _, err := DecodeFields(&bad, 1, 1, []byte{0}); !errors.Is(err, ErrMalformedPayload) {
+	if _, err := DecodeFields(&bad, 1, 1, []byte{0}); !errors.Is(err, wire.ErrMalformedPayload) {
 		t.Fatalf("undefined kind in schema: %v", err)
 	}
 	empty := EntityTypeSchema{}
