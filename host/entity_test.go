@@ -12,8 +12,9 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -37,7 +38,7 @@ const avatarType = 20
 // a non-owner must never contain it.
 const secretMark = 0x5EC2E700
 
-var avatar = replicate.EntityType{ID: avatarType, Name: "avatar", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+var avatar = module.EntityType{ID: avatarType, Name: "avatar", PositionField: "pos", Fields: []gamemsg.FieldSchema{
 	{Name: "pos", Kind: gamemsg.KindVec3},
 	{Name: "hp", Kind: gamemsg.KindInt32},
 	{Name: "secret", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
@@ -50,9 +51,9 @@ type worldModule struct{ do chan func(module.Host) }
 func startWorld(t *testing.T, mod func(*config.Config)) (*host.Server, *worldModule) {
 	t.Helper()
 	wm := &worldModule{do: make(chan func(module.Host), 16)}
-	spec := module.Spec{Source: "world", Kind: "go", New: func() (module.Module, error) {
-		return &module.Funcs{
-			Manifest: module.Manifest{Name: "world", Version: "1", EntityTypes: []replicate.EntityType{avatar}},
+	spec := modules.Spec{Source: "world", Kind: "go", New: func() (module.Module, error) {
+		return &modules.Funcs{
+			Manifest: module.Manifest{Name: "world", Version: "1", EntityTypes: []module.EntityType{avatar}},
 			OnTick: func(h module.Host, _ module.Tick) {
 				for {
 					select {
@@ -137,7 +138,7 @@ func spawnAvatar(t *testing.T, wm *worldModule, owner, party uint32, pos wire.Ve
 	t.Helper()
 	var id uint32
 	wm.run(t, func(h module.Host) (err error) {
-		id, err = h.SpawnEntity(replicate.Spawn{Type: avatarType, Owner: owner, Party: party, Position: pos,
+		id, err = h.SpawnEntity(module.Spawn{Type: avatarType, Owner: owner, Party: party, Position: pos,
 			Fields: []gamemsg.FieldValue{{Index: avHP, Kind: gamemsg.KindInt32, Int: 100}, {Index: avSecret, Kind: gamemsg.KindUint32, Uint: secretMark | owner}}})
 		return err
 	})
@@ -296,7 +297,7 @@ func TestReplicationLateJoinerGetsFullState(t *testing.T) {
 	wm.run(t, func(h module.Host) error { return h.DestroyEntity(ids[4]) })
 	time.Sleep(200 * time.Millisecond)
 	carol := watch(t, dialHost(t, srv, "carol"))
-	wm.run(t, func(h module.Host) error { return h.SetClientView(carol.c.ID(), replicate.ClientView{Party: 7}) })
+	wm.run(t, func(h module.Host) error { return h.SetClientView(carol.c.ID(), module.ClientView{Party: 7}) })
 	eventually(t, "carol has the world", func() bool { return len(carol.world.Entities()) == 4 })
 	var want [][]gamemsg.FieldValue
 	var infos []replicate.EntityInfo

@@ -6,9 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sparkhost/sparkhost/host/lua"
-	"github.com/sparkhost/sparkhost/host/module"
-	"github.com/sparkhost/sparkhost/host/pluginhost"
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
+)
+
+// Runtime kinds the host resolves module arguments to; the runtimes
+// themselves are registered by the program (module.RegisterRuntime).
+const (
+	KindLua    = "lua"
+	KindPlugin = "plugin"
 )
 
 // resolveModule turns a --module / `module load` argument into a Spec:
@@ -16,11 +22,11 @@ import (
 //     sparkhost binary itself), else SCRIPTS_DIR/NAME.lua;
 //   - a path ending in .lua: a Lua script;
 //   - any other path: a Go plugin executable.
-func (s *Server) resolveModule(arg string) (module.Spec, error) {
+func (s *Server) resolveModule(arg string) (modules.Spec, error) {
 	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(arg, ".lua") {
 		if s.opts.Builtin != nil {
 			if path, args, ok := s.opts.Builtin(arg); ok {
-				return s.pluginSpec(arg, path, args), nil
+				return s.spec(KindPlugin, module.Source{Name: arg, Path: path, Args: args})
 			}
 		}
 		dir := s.opts.ScriptsDir
@@ -29,43 +35,38 @@ func (s *Server) resolveModule(arg string) (module.Spec, error) {
 		}
 		path := filepath.Join(dir, arg+".lua")
 		if _, err := os.Stat(path); err != nil {
-			return module.Spec{}, fmt.Errorf("unknown module %q: not built in, and no %s", arg, path)
+			return modules.Spec{}, fmt.Errorf("unknown module %q: not built in, and no %s", arg, path)
 		}
-		return luaSpec(path), nil
+		return s.spec(KindLua, module.Source{Name: path, Path: path})
 	}
 	fi, err := os.Stat(arg)
 	if err != nil {
-		return module.Spec{}, fmt.Errorf("module %s: %w", arg, err)
+		return modules.Spec{}, fmt.Errorf("module %s: %w", arg, err)
 	}
-	if strings.HasSuffix(arg, ".lua") {
-		return luaSpec(arg), nil
+	switch {
+	case strings.HasSuffix(arg, ".lua"):
+		return s.spec(KindLua, module.Source{Name: arg, Path: arg})
+	case fi.IsDir():
+		return modules.Spec{}, fmt.Errorf("module %s is a directory: give a .lua script or a Go plugin executable (go build -o BIN ./DIR builds one; see docs/go-plugins.md)", arg)
+	case fi.Mode()&0o111 == 0:
+		return modules.Spec{}, fmt.Errorf("module %s: not a .lua script nor an executable Go plugin (build one with go build; see docs/go-plugins.md)", arg)
 	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return module.Spec{}, fmt.Errorf("module %s: not a .lua script nor an executable Go plugin (build one with go build; see docs/go-plugins.md)", arg)
-	}
-	return s.pluginSpec(arg, arg, nil), nil
+	return s.spec(KindPlugin, module.Source{Name: arg, Path: arg})
 }
 
-func luaSpec(path string) module.Spec {
-	cfg := lua.Config{}
-	return module.Spec{
-		Source: path, Kind: "lua",
-		New:  func() (module.Module, error) { return lua.New(path, cfg) },
-		Hash: func(m module.Module) string { return m.(*lua.Module).CodeHash() },
+// spec builds the Spec of a module of a registered runtime kind.
+func (s *Server) spec(kind string, src module.Source) (modules.Spec, error) {
+	factory, ok := module.Runtime(kind)
+	if !ok {
+		return modules.Spec{}, fmt.Errorf("module %s needs the %s runtime, which this program does not include", src.Name, kind)
 	}
-}
-
-// pluginSpec runs path with args as a Go plugin; source is how the
-// operator named it (the key of its [modules.sha256] entry).
-func (s *Server) pluginSpec(source, path string, args []string) module.Spec {
-	cfg := pluginhost.Config{
-		Path: path, Args: args, Source: source, Log: s.log,
-		SHA256:       s.cfg.Modules.SHA256[source],
-		TickDeadline: s.cfg.TickDeadline(),
+	env := module.Env{
+		Log: s.log, TickPeriod: s.cfg.TickPeriod(),
+		SHA256: s.cfg.Modules.SHA256[src.Name],
+		Plugin: module.PluginLimits{TickDeadline: s.cfg.TickDeadline()},
 	}
-	return module.Spec{
-		Source: source, Kind: "plugin",
-		New:  func() (module.Module, error) { return pluginhost.New(cfg) },
-		Hash: func(m module.Module) string { return m.(*pluginhost.Module).CodeHash() },
-	}
+	return modules.Spec{
+		Source: src.Name, Kind: kind,
+		New: func() (module.Module, error) { return factory(src, env) },
+	}, nil
 }

@@ -18,9 +18,10 @@ import (
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
 	"github.com/sparkhost/sparkhost/host/match"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/host/tick"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
@@ -41,7 +42,7 @@ type Options struct {
 	// Modules are loaded at start, in order, besides config modules.load
 	// (which Resolve turns into specs); a module that fails to load stops
 	// start-up.
-	Modules []module.Spec
+	Modules []modules.Spec
 	// ScriptsDir is where `--module NAME` finds NAME.lua ("" = "scripts").
 	ScriptsDir string
 	// Builtin names the Go plugin modules built into the running program:
@@ -58,7 +59,7 @@ type Server struct {
 	loop  *tick.Loop
 	match *match.Match
 	cmds  *admin.Registry
-	mods  *module.Manager
+	mods  *modules.Manager
 	world *replicate.Replicator
 	// scores is the scoreboard waiting for the end of the tick (game thread).
 	scores      []byte
@@ -193,7 +194,7 @@ func New(opts Options) (*Server, error) {
 		s.net.Close()
 		return nil, fmt.Errorf("replication: %w", err)
 	}
-	s.mods = module.NewManager(module.Config{
+	s.mods = modules.NewManager(modules.Config{
 		World:     s.world,
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, Server: s.moduleServerInfo,
@@ -229,7 +230,7 @@ func New(opts Options) (*Server, error) {
 }
 
 // Modules is the module manager (game thread).
-func (s *Server) Modules() *module.Manager { return s.mods }
+func (s *Server) Modules() *modules.Manager { return s.mods }
 
 // World is the entity replication (game thread).
 func (s *Server) World() *replicate.Replicator { return s.world }

@@ -12,7 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -31,13 +31,13 @@ func shortDataDir(t testing.TB) string {
 }
 
 // startHost runs a DedicatedServer on 127.0.0.1 with an ephemeral port.
-func startHost(t testing.TB, mod func(*config.Config), extra ...module.Spec) (*host.Server, string) {
+func startHost(t testing.TB, mod func(*config.Config), extra ...modules.Spec) (*host.Server, string) {
 	t.Helper()
 	return startHostIn(t, "", mod, extra...)
 }
 
 // startHostIn is startHost with a scripts directory for module names.
-func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra ...module.Spec) (*host.Server, string) {
+func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra ...modules.Spec) (*host.Server, string) {
 	t.Helper()
 	cfg := config.Default()
 	port, dataDir := 0, shortDataDir(t)

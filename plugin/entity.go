@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -33,14 +34,14 @@ var (
 	ErrUnknownType = errors.New("plugin: entity type not in the manifest")
 	ErrBadField    = errors.New("plugin: invalid entity field value")
 	ErrBadID       = errors.New("plugin: entity id outside the module's block or in use")
-	ErrNoHitboxes  = errors.New("plugin: no entity type of the manifest has a Box")
-	ErrNoClient    = errors.New("plugin: no such admitted client")
+	ErrNoHitboxes  = fmt.Errorf("plugin: %w", module.ErrNoHitboxes)
+	ErrNoClient    = fmt.Errorf("plugin: %w", module.ErrNoClient)
 	ErrDuringLoad  = errors.New("plugin: entities exist from the first tick on; spawn them in a callback after Load")
 )
 
 // sdkType is a manifest entity type with its position field.
 type sdkType struct {
-	EntityType
+	module.EntityType
 	pos int // index of PositionField, -1 for none
 }
 
@@ -63,10 +64,10 @@ type pendingUpdate struct {
 // entities is the runtime's entity state.
 type entities struct {
 	types   map[uint16]*sdkType
-	ids     IDRange
+	ids     module.IDRange
 	next    uint32
 	live    map[uint32]*sdkEntity
-	views   map[uint32]ClientView
+	views   map[uint32]module.ClientView
 	pending map[uint32]*pendingUpdate
 	hist    *lagcomp.History
 	buf     []lagcomp.Entity
@@ -76,7 +77,7 @@ type entities struct {
 // checkEntityTypes is the manifest check the SDK can do before the server
 // sees the types; the server checks the rest (names, visibilities, ids
 // other modules own) when the module loads.
-func checkEntityTypes(ts []EntityType) (map[uint16]*sdkType, error) {
+func checkEntityTypes(ts []module.EntityType) (map[uint16]*sdkType, error) {
 	out := make(map[uint16]*sdkType, len(ts))
 	for _, t := range ts {
 		if _, dup := out[t.ID]; dup {
@@ -105,13 +106,13 @@ func checkEntityTypes(ts []EntityType) (map[uint16]*sdkType, error) {
 // initEntities sets up the entity state at Init.
 func (r *runtime) initEntities(req *pluginv1.InitRequest) {
 	e := &r.ents
-	e.ids = IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()}
+	e.ids = module.IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()}
 	e.next = e.ids.First
 	e.live = make(map[uint32]*sdkEntity)
-	e.views = make(map[uint32]ClientView)
+	e.views = make(map[uint32]module.ClientView)
 	e.pending = make(map[uint32]*pendingUpdate)
 	for _, t := range e.types {
-		if t.Box != (AABB{}) {
+		if t.Box != (module.AABB{}) {
 			h, err := lagcomp.NewHistory(lagcomp.Config{Window: r.server.LagWindow, TickRate: r.server.TickRate})
 			if err != nil { // a server sending values lagcomp refuses: use the defaults
 				h, _ = lagcomp.NewHistory(lagcomp.Config{})
@@ -122,11 +123,11 @@ func (r *runtime) initEntities(req *pluginv1.InitRequest) {
 	}
 }
 
-func encodeManifestTypes(ts []EntityType) []*pluginv1.EntityType {
+func encodeManifestTypes(ts []module.EntityType) []*pluginv1.EntityType {
 	out := make([]*pluginv1.EntityType, 0, len(ts))
 	for _, t := range ts {
 		pt := &pluginv1.EntityType{Id: uint32(t.ID), Name: t.Name, PositionField: t.PositionField}
-		if t.Box != (AABB{}) {
+		if t.Box != (module.AABB{}) {
 			pt.BoxMin, pt.BoxMax = pluginwire.Vec3ToPB(t.Box.Min), pluginwire.Vec3ToPB(t.Box.Max)
 		}
 		for _, f := range t.Fields {
@@ -161,9 +162,9 @@ func (r *runtime) entityAct(id uint32, a *pluginv1.Action) error {
 	return r.act(a)
 }
 
-func (r *runtime) EntityIDs() IDRange { return r.ents.ids }
+func (r *runtime) EntityIDs() module.IDRange { return r.ents.ids }
 
-func (r *runtime) SpawnEntity(s Spawn) (uint32, error) {
+func (r *runtime) SpawnEntity(s module.Spawn) (uint32, error) {
 	if !r.inCall.Load() {
 		return 0, ErrOutsideCallback
 	}
@@ -318,7 +319,7 @@ func (r *runtime) SetEntityParty(id, party uint32) error {
 	return r.entityAct(id, &pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_ENTITY_PARTY, Entity: id, Party: party})
 }
 
-func (r *runtime) SetClientView(client uint32, v ClientView) error {
+func (r *runtime) SetClientView(client uint32, v module.ClientView) error {
 	if err := r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_CLIENT_VIEW, Client: client,
 		Party: v.Party, Spectator: v.Spectator, Entity: v.Focus}); err != nil {
 		return err
@@ -364,12 +365,8 @@ func (r *runtime) recordHistory() {
 	}
 	e.buf = e.buf[:0]
 	for id, en := range e.live {
-		if b := en.t.Box; b != (AABB{}) {
-			box := AABB{
-				Min: wire.Vec3{X: en.pos.X + b.Min.X, Y: en.pos.Y + b.Min.Y, Z: en.pos.Z + b.Min.Z},
-				Max: wire.Vec3{X: en.pos.X + b.Max.X, Y: en.pos.Y + b.Max.Y, Z: en.pos.Z + b.Max.Z},
-			}
-			e.buf = append(e.buf, lagcomp.Entity{ID: id, Box: box, Teleported: en.teleported})
+		if b := en.t.Box; b != (module.AABB{}) {
+			e.buf = append(e.buf, lagcomp.Entity{ID: id, Box: b.At(en.pos), Teleported: en.teleported})
 		}
 		en.teleported = false
 	}
@@ -378,27 +375,19 @@ func (r *runtime) recordHistory() {
 	}
 }
 
-func (r *runtime) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (Hit, error) {
+func (r *runtime) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (module.Hit, error) {
 	if !r.inCall.Load() {
-		return Hit{}, ErrOutsideCallback
+		return module.Hit{}, ErrOutsideCallback
 	}
 	e := &r.ents
 	if e.hist == nil {
-		return Hit{}, ErrNoHitboxes
+		return module.Hit{}, ErrNoHitboxes
 	}
 	c, ok := r.clients[shooter]
 	if !ok {
-		return Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
+		return module.Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
 	}
-	at := lagcomp.RewindTime(time.Duration(r.now.UnixNano()), c.Ping)
-	if _, newest, ok := e.hist.Span(); ok && at > newest {
-		at = newest
-	}
-	hit, ok, err := e.hist.Raycast(origin, dir, maxDist, at, r.viewEntity(shooter))
-	if err != nil || !ok {
-		return Hit{}, err
-	}
-	return Hit{Entity: hit.Entity, Point: hit.Point, Distance: hit.Distance}, nil
+	return e.hist.Shot(time.Duration(r.now.UnixNano()), c.Ping, origin, dir, maxDist, r.viewEntity(shooter))
 }
 
 // viewEntity is the shooter's viewpoint entity among the module's: its

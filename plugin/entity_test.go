@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -16,25 +17,27 @@ import (
 // tickModule runs the test's function in OnTick.
 type tickModule struct {
 	Base
-	h      Host
-	onTick func(h Host)
+	h      module.Host
+	onTick func(h module.Host)
 	inputs []gamemsg.ClientInput
 }
 
-func (m *tickModule) Manifest() Manifest {
-	return Manifest{Name: "t", Inputs: true, EntityTypes: []EntityType{{
+func (m *tickModule) Manifest() module.Manifest {
+	return module.Manifest{Name: "t", Inputs: true, EntityTypes: []module.EntityType{{
 		ID: 9, Name: "unit", PositionField: "pos",
 		Fields: []gamemsg.FieldSchema{{Name: "pos", Kind: gamemsg.KindVec3}, {Name: "hp", Kind: gamemsg.KindInt32}, {Name: "flag", Kind: gamemsg.KindBool}},
-		Box:    AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}},
+		Box:    module.AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}},
 	}}}
 }
-func (m *tickModule) Load(h Host) error { m.h = h; return nil }
-func (m *tickModule) OnTick(Tick) {
+func (m *tickModule) Load(h module.Host) error { m.h = h; return nil }
+func (m *tickModule) OnTick(module.Tick) {
 	if m.onTick != nil {
 		m.onTick(m.h)
 	}
 }
-func (m *tickModule) OnInput(_ Client, in gamemsg.ClientInput) { m.inputs = append(m.inputs, in) }
+func (m *tickModule) OnInput(_ module.ClientInfo, in gamemsg.ClientInput) {
+	m.inputs = append(m.inputs, in)
+}
 
 const first = 3 << 24
 
@@ -72,12 +75,12 @@ func step(t *testing.T, r *runtime, n int, events ...*pluginv1.Event) []*pluginv
 func TestSDKEntityActions(t *testing.T) {
 	r, m := newTestRuntime(t)
 	var a, b uint32
-	m.onTick = func(h Host) {
+	m.onTick = func(h module.Host) {
 		var err error
-		if a, err = h.SpawnEntity(Spawn{Type: 9, Owner: 4}); err != nil {
+		if a, err = h.SpawnEntity(module.Spawn{Type: 9, Owner: 4}); err != nil {
 			t.Fatal(err)
 		}
-		if b, err = h.SpawnEntity(Spawn{Type: 9, Position: wire.Vec3{X: 1}}); err != nil {
+		if b, err = h.SpawnEntity(module.Spawn{Type: 9, Position: wire.Vec3{X: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		h.SetEntityPosition(a, wire.Vec3{X: 1}, false)
@@ -86,13 +89,13 @@ func TestSDKEntityActions(t *testing.T) {
 		h.SetEntityFields(a, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: 6}, gamemsg.FieldValue{Index: 2, Kind: gamemsg.KindBool, Bool: true})
 		h.SetEntityFields(b, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindInt32, Int: 1})
 		h.DestroyEntity(b)
-		if _, err := h.SpawnEntity(Spawn{Type: 8}); !errors.Is(err, ErrUnknownType) {
+		if _, err := h.SpawnEntity(module.Spawn{Type: 8}); !errors.Is(err, ErrUnknownType) {
 			t.Errorf("unknown type: %v", err)
 		}
 		if err := h.SetEntityFields(a, gamemsg.FieldValue{Index: 1, Kind: gamemsg.KindFloat}); !errors.Is(err, ErrBadField) {
 			t.Errorf("wrong kind: %v", err)
 		}
-		if _, err := h.SpawnEntity(Spawn{Type: 9, ID: 5}); !errors.Is(err, ErrBadID) {
+		if _, err := h.SpawnEntity(module.Spawn{Type: 9, ID: 5}); !errors.Is(err, ErrBadID) {
 			t.Errorf("id outside the block: %v", err)
 		}
 		if err := h.SetEntityPosition(b, wire.Vec3{}, false); !errors.Is(err, ErrNoEntity) {
@@ -126,7 +129,7 @@ func TestSDKEntityActions(t *testing.T) {
 	if vals, _ := pluginwire.ParseFieldValues(acts[3].GetFields()); acts[3].GetEntity() != b || len(vals) != 1 || vals[0].Int != 1 {
 		t.Fatalf("the update before the destroy lost its fields: %v", acts[3])
 	}
-	if _, err := r.SpawnEntity(Spawn{Type: 9}); !errors.Is(err, ErrOutsideCallback) {
+	if _, err := r.SpawnEntity(module.Spawn{Type: 9}); !errors.Is(err, ErrOutsideCallback) {
 		t.Fatalf("outside a callback: %v", err)
 	}
 }
@@ -140,10 +143,10 @@ func TestSDKRaycastRewinds(t *testing.T) {
 	}
 	var target uint32
 	var x float32
-	m.onTick = func(h Host) {
+	m.onTick = func(h module.Host) {
 		if target == 0 {
-			target, _ = h.SpawnEntity(Spawn{Type: 9, Owner: 2})
-			h.SpawnEntity(Spawn{Type: 9, Owner: 1, Position: wire.Vec3{Z: -10}})
+			target, _ = h.SpawnEntity(module.Spawn{Type: 9, Owner: 2})
+			h.SpawnEntity(module.Spawn{Type: 9, Owner: 1, Position: wire.Vec3{Z: -10}})
 		}
 		h.SetEntityPosition(target, wire.Vec3{X: x}, false)
 		x += 0.5 // 30 units/s at 60 Hz
@@ -152,9 +155,9 @@ func TestSDKRaycastRewinds(t *testing.T) {
 	for n := 2; n <= 120; n++ {
 		step(t, r, n)
 	}
-	var seen, missed Hit
+	var seen, missed module.Hit
 	var errSeen error
-	m.onTick = func(h Host) {
+	m.onTick = func(h module.Host) {
 		// The newest snapshot (tick 120) has the target at now; this tick
 		// (121) minus 100 ms is tick 115, when it was 2.5 units behind.
 		now := x - 0.5
@@ -181,4 +184,4 @@ func TestInputsNeedAHandler(t *testing.T) {
 
 type inputsOnly struct{ Base }
 
-func (inputsOnly) Manifest() Manifest { return Manifest{Name: "x", Inputs: true} }
+func (inputsOnly) Manifest() module.Manifest { return module.Manifest{Name: "x", Inputs: true} }

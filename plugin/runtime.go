@@ -15,6 +15,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/internal/kvfile"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/internal/timerq"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -27,23 +29,23 @@ type runtime struct {
 	pluginv1.UnimplementedModuleServer
 
 	mod      Module
-	manifest Manifest
+	manifest module.Manifest
 	log      *slog.Logger
 
 	mu      sync.Mutex
 	inCall  atomic.Bool
 	loaded  bool
 	reg     *wire.Registry
-	clients map[uint32]*Client
-	server  ServerInfo
+	clients map[uint32]*module.ClientInfo
+	server  module.ServerInfo
 	now     time.Time
-	timers  timers
+	timers  timerq.Queue
 	kv      *kvfile.Store
 	actions []*pluginv1.Action
 	ents    entities
 }
 
-var _ Host = (*runtime)(nil)
+var _ module.Host = (*runtime)(nil)
 
 func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	man := m.Manifest()
@@ -62,7 +64,7 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	}
 	// Every record names the module: the server files it under that name
 	// even before it has the manifest.
-	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*Client)}
+	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*module.ClientInfo)}
 	r.ents.types = types
 	return r, nil
 }
@@ -112,12 +114,12 @@ func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.
 			c.Ping = time.Duration(p.GetPingNs())
 		}
 	}
-	t := Tick{Number: req.GetTick(), DT: time.Duration(req.GetDtNs()), Now: r.now, Deadline: time.Unix(0, req.GetDeadlineUnixNs())}
+	t := module.Tick{Number: req.GetTick(), DT: time.Duration(req.GetDtNs()), Now: r.now, Deadline: time.Unix(0, req.GetDeadlineUnixNs())}
 	acts := r.call(func() {
 		for _, ev := range req.GetEvents() {
 			r.dispatch(ev)
 		}
-		r.timers.run(r.now)
+		r.timers.Run(r.now, nil)
 		r.mod.OnTick(t)
 	})
 	r.recordHistory()
@@ -133,7 +135,7 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 	case pluginv1.EventKind_EVENT_LEFT:
 		c, ok := r.clients[ev.GetClient()]
 		if !ok {
-			c = &Client{ID: ev.GetClient()}
+			c = &module.ClientInfo{ID: ev.GetClient()}
 		}
 		delete(r.clients, ev.GetClient())
 		delete(r.ents.views, ev.GetClient())
@@ -141,7 +143,7 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 	case pluginv1.EventKind_EVENT_MESSAGE:
 		c, ok := r.clients[ev.GetClient()]
 		if !ok {
-			c = &Client{ID: ev.GetClient()}
+			c = &module.ClientInfo{ID: ev.GetClient()}
 		}
 		r.mod.OnMessage(*c, wire.MessageType(ev.GetType()), ev.GetPayload())
 	case pluginv1.EventKind_EVENT_MATCH_START:
@@ -166,7 +168,7 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		}
 		c, known := r.clients[ev.GetClient()]
 		if !known {
-			c = &Client{ID: ev.GetClient()}
+			c = &module.ClientInfo{ID: ev.GetClient()}
 		}
 		ih.OnInput(*c, in)
 	}
@@ -202,7 +204,7 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 	if p == nil {
 		return
 	}
-	r.server = ServerInfo{
+	r.server = module.ServerInfo{
 		Name: p.GetName(), Map: p.GetMap(), Mode: gamemsg.GameMode(p.GetMode()), MatchState: gamemsg.MatchState(p.GetMatchState()),
 		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
 		DataDir: p.GetDataDir(), ReplicationRate: int(p.GetReplicationRate()), LagWindow: time.Duration(p.GetLagWindowNs()),
@@ -277,40 +279,40 @@ func (r *runtime) Fault(err error) {
 
 func (r *runtime) Log() *slog.Logger { return r.log }
 
-func (r *runtime) Client(id uint32) (Client, bool) {
+func (r *runtime) Client(id uint32) (module.ClientInfo, bool) {
 	c, ok := r.clients[id]
 	if !ok {
-		return Client{}, false
+		return module.ClientInfo{}, false
 	}
 	return *c, true
 }
 
-func (r *runtime) Clients() []Client {
-	out := make([]Client, 0, len(r.clients))
+func (r *runtime) Clients() []module.ClientInfo {
+	out := make([]module.ClientInfo, 0, len(r.clients))
 	for _, c := range r.clients {
 		out = append(out, *c)
 	}
-	slices.SortFunc(out, func(a, b Client) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b module.ClientInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
-func (r *runtime) Server() ServerInfo { return r.server }
-func (r *runtime) Now() time.Time     { return r.now }
+func (r *runtime) Server() module.ServerInfo { return r.server }
+func (r *runtime) Now() time.Time            { return r.now }
 
-func (r *runtime) After(d time.Duration, fn func()) TimerID {
-	return r.timers.add(r.now, d, 0, fn)
+func (r *runtime) After(d time.Duration, fn func()) module.TimerID {
+	return r.timers.Add(r.now, d, 0, fn)
 }
 
-func (r *runtime) Every(period time.Duration, fn func()) TimerID {
+func (r *runtime) Every(period time.Duration, fn func()) module.TimerID {
 	if period <= 0 {
 		period = time.Nanosecond // every tick
 	}
-	return r.timers.add(r.now, period, period, fn)
+	return r.timers.Add(r.now, period, period, fn)
 }
 
-func (r *runtime) Cancel(id TimerID) bool { return r.timers.cancel(id) }
+func (r *runtime) Cancel(id module.TimerID) bool { return r.timers.Cancel(id) }
 
-func (r *runtime) KV() (KV, error) {
+func (r *runtime) KV() (module.KV, error) {
 	if r.kv == nil {
 		if r.server.DataDir == "" {
 			return nil, errors.New("plugin: the server gave the module no data directory")
@@ -324,8 +326,8 @@ func (r *runtime) KV() (KV, error) {
 	return r.kv, nil
 }
 
-func clientFromPB(id uint32, p *pluginv1.ClientInfo) Client {
-	c := Client{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs())}
+func clientFromPB(id uint32, p *pluginv1.ClientInfo) module.ClientInfo {
+	c := module.ClientInfo{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs())}
 	if ap, err := netip.ParseAddrPort(p.GetAddr()); err == nil {
 		c.Addr = ap
 	}
@@ -333,7 +335,7 @@ func clientFromPB(id uint32, p *pluginv1.ClientInfo) Client {
 	return c
 }
 
-func manifestToPB(m Manifest) *pluginv1.Manifest {
+func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 	pm := &pluginv1.Manifest{Name: m.Name, Version: m.Version}
 	for _, s := range m.Messages {
 		pm.Messages = append(pm.Messages, pluginwire.SchemaToPB(s))

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 )
@@ -25,13 +26,13 @@ const (
 
 type greeter struct {
 	plugin.Base
-	h      plugin.Host
+	h      module.Host
 	shouts int
 	buf    []byte
 }
 
-func (g *greeter) Manifest() plugin.Manifest {
-	return plugin.Manifest{
+func (g *greeter) Manifest() module.Manifest {
+	return module.Manifest{
 		Name: "greeter", Version: "1.0.0",
 		Messages: []wire.Schema{
 			// 2-byte length + 1..200 bytes of UTF-8: the server checks it
@@ -41,11 +42,11 @@ func (g *greeter) Manifest() plugin.Manifest {
 			{ID: TypeShouted, Name: "Shouted", Direction: wire.ServerToClient, Channel: wire.Reliable,
 				MinLen: 2, MaxLen: 2 + 300, StringFieldOffset: 0, RequiresAdmitted: true},
 		},
-		Commands: []plugin.CommandSpec{{Name: "greeter_stats", Usage: "", Help: "shouts heard and players present"}},
+		Commands: []module.CommandSpec{{Name: "greeter_stats", Usage: "", Help: "shouts heard and players present"}},
 	}
 }
 
-func (g *greeter) Load(h plugin.Host) error {
+func (g *greeter) Load(h module.Host) error {
 	g.h = h
 	h.Every(time.Minute, func() { h.Log().Info("greeter stats", "shouts", g.shouts, "players", len(h.Clients())) })
 	h.Log().Info("greeter loaded", "server", h.Server().Name)
@@ -68,11 +69,11 @@ func (g *greeter) say(to uint32, line string) {
 	}
 }
 
-func (g *greeter) OnAdmitted(c plugin.Client) {
+func (g *greeter) OnAdmitted(c module.ClientInfo) {
 	g.say(c.ID, fmt.Sprintf("welcome %s, %d here", c.Name, len(g.h.Clients())))
 }
 
-func (g *greeter) OnMessage(c plugin.Client, t wire.MessageType, payload []byte) {
+func (g *greeter) OnMessage(c module.ClientInfo, t wire.MessageType, payload []byte) {
 	if t != TypeShout {
 		return
 	}

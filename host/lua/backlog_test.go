@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/module"
 )
 
 // TestEventsPastTheDeadlineWaitForTheNextTick: when a tick's budget is spent

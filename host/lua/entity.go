@@ -5,10 +5,9 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
-	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 // Entities and input: spark.entity_type (top level), spark.entity_spawn,
@@ -22,7 +21,7 @@ const maxEntityTypes = 64
 
 // entityType is a declared type with its field names.
 type entityType struct {
-	replicate.EntityType
+	module.EntityType
 	index map[string]int
 }
 
@@ -64,7 +63,7 @@ func (m *Module) luaEntityType(L *lua.LState) int {
 	if len(m.entityTypes) >= maxEntityTypes {
 		L.RaiseError("%s: a module may declare at most %d entity types", fn, maxEntityTypes)
 	}
-	t := &entityType{EntityType: replicate.EntityType{ID: id, Name: f.str("name")}, index: map[string]int{}}
+	t := &entityType{EntityType: module.EntityType{ID: id, Name: f.str("name")}, index: map[string]int{}}
 	if !wire.ValidName([]byte(t.Name), wire.MaxNameLen) {
 		f.fail("name", "1..32 bytes without control characters")
 	}
@@ -118,7 +117,7 @@ func (m *Module) luaEntityType(L *lua.LState) int {
 		}
 		bf := fields{L: L, fn: fn + " box", t: bt}
 		bf.only("min", "max")
-		t.Box = lagcomp.AABB{Min: vecField(bf, "min"), Max: vecField(bf, "max")}
+		t.Box = module.AABB{Min: vecField(bf, "min"), Max: vecField(bf, "max")}
 		if t.Box.Min.X > t.Box.Max.X || t.Box.Min.Y > t.Box.Max.Y || t.Box.Min.Z > t.Box.Max.Z {
 			L.RaiseError("%s: box min must be ≤ max on every axis", fn)
 		}
@@ -256,7 +255,7 @@ func (m *Module) luaEntitySpawn(L *lua.LState) int {
 	if !ok {
 		f.fail("type", "an entity type declared with spark.entity_type")
 	}
-	s := replicate.Spawn{Type: t.ID, Global: f.boolean("global", false)}
+	s := module.Spawn{Type: t.ID, Global: f.boolean("global", false)}
 	if f.has("id") {
 		s.ID = uint32(f.integer("id", 1, math.MaxUint32))
 	}
@@ -351,7 +350,7 @@ func (m *Module) luaClientView(L *lua.LState) int {
 	client := a.client(1)
 	f := fields{L: L, fn: fn, t: a.table(2, "view")}
 	f.only("party", "spectator", "focus")
-	var v replicate.ClientView
+	var v module.ClientView
 	if f.has("party") {
 		v.Party = uint32(f.integer("party", 0, math.MaxUint32))
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -124,10 +124,19 @@ func (h *testHost) AddScore(c uint32, score, kills, deaths int32) {
 	s := h.scores[c]
 	h.scores[c] = [3]int32{s[0] + score, s[1] + kills, s[2] + deaths}
 }
-func (h *testHost) KV() module.KV { return h.kv }
+func (h *testHost) KV() (module.KV, error) {
+	if h.kv == nil {
+		return nil, errors.New("this test host has no kv store")
+	}
+	return h.kv, nil
+}
+func (h *testHost) Now() time.Time                             { return time.Time{} }
+func (h *testHost) After(time.Duration, func()) module.TimerID { return 0 }
+func (h *testHost) Every(time.Duration, func()) module.TimerID { return 0 }
+func (h *testHost) Cancel(module.TimerID) bool                 { return false }
 
-func (h *testHost) EntityIDs() replicate.IDRange { return h.block.Range() }
-func (h *testHost) SpawnEntity(s replicate.Spawn) (uint32, error) {
+func (h *testHost) EntityIDs() module.IDRange { return h.block.Range() }
+func (h *testHost) SpawnEntity(s module.Spawn) (uint32, error) {
 	return h.world.Spawn(h.block, s)
 }
 func (h *testHost) DestroyEntity(id uint32) error { return h.world.Destroy(h.block, id) }
@@ -139,10 +148,10 @@ func (h *testHost) SetEntityFields(id uint32, v ...gamemsg.FieldValue) error {
 }
 func (h *testHost) SetEntityOwner(id, c uint32) error { return h.world.SetOwner(h.block, id, c) }
 func (h *testHost) SetEntityParty(id, p uint32) error { return h.world.SetParty(h.block, id, p) }
-func (h *testHost) SetClientView(c uint32, v replicate.ClientView) error {
+func (h *testHost) SetClientView(c uint32, v module.ClientView) error {
 	return h.world.SetClientView(c, v)
 }
-func (h *testHost) Raycast(c uint32, o, d wire.Vec3, max float32) (replicate.Hit, error) {
+func (h *testHost) Raycast(c uint32, o, d wire.Vec3, max float32) (module.Hit, error) {
 	return h.world.Raycast(h.block, c, o, d, max)
 }
 

@@ -17,8 +17,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/sparkhost/sparkhost/host/module"
-	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -290,7 +289,7 @@ func (m *Module) manifestCopy() module.Manifest {
 	man := m.manifest
 	man.Messages = append([]wire.Schema(nil), m.manifest.Messages...)
 	man.Commands = append([]module.CommandSpec(nil), m.manifest.Commands...)
-	man.EntityTypes = append([]replicate.EntityType(nil), m.manifest.EntityTypes...)
+	man.EntityTypes = append([]module.EntityType(nil), m.manifest.EntityTypes...)
 	return man
 }
 

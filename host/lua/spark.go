@@ -8,8 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/sparkhost/sparkhost/host/admin"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -96,7 +95,7 @@ func (m *Module) luaModule(L *lua.LState) int {
 		L.RaiseError("%s: the module is already declared as %q; call spark.module once", fn, m.manifest.Name)
 	}
 	name := f.str("name")
-	if !admin.ValidName(name) {
+	if !module.ValidCommandName(name) {
 		f.fail("name", nameRule)
 	}
 	version := ""
@@ -178,7 +177,7 @@ func (m *Module) luaCommand(L *lua.LState) int {
 	m.loadOnly(L, fn)
 	a := args{L: L, fn: fn}
 	name := a.str(1, "name")
-	if !admin.ValidName(name) {
+	if !module.ValidCommandName(name) {
 		a.fail(1, "name", nameRule)
 	}
 	usage := a.optStr(2, "usage", "")
@@ -378,9 +377,9 @@ func (m *Module) luaNow(L *lua.LState) int {
 }
 
 func (m *Module) kv(L *lua.LState, fn string) module.KV {
-	kv := m.host.KV()
-	if kv == nil {
-		L.RaiseError("%s: this server gives modules no key-value store", fn)
+	kv, err := m.host.KV()
+	if err != nil {
+		L.RaiseError("%s: %v", fn, err)
 	}
 	return kv
 }

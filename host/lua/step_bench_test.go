@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // The handler-only cost of one message: a Step with one event whose handler
 // reads two u32 and replies, in Lua (testdata/echo2.lua) and in Go
-// (module.Funcs), against the same recording host.
+// (modules.Funcs), against the same recording host.
 
 func benchStep(b *testing.B, m module.Module, h *testHost) {
 	if _, err := m.Load(h); err != nil {
@@ -46,7 +47,7 @@ func BenchmarkStepOneMessageLua(b *testing.B) {
 
 func BenchmarkStepOneMessageGo(b *testing.B) {
 	buf := make([]byte, 0, 8)
-	f := &module.Funcs{
+	f := &modules.Funcs{
 		Manifest: module.Manifest{Name: "echo2"},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			r := wire.NewReader(ev.Payload)

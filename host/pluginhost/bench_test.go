@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/pluginhost"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -45,17 +46,17 @@ func (t *countingTransport) ChannelBinding(uint32) ([32]byte, bool)           { 
 func (t *countingTransport) Registry() *wire.Registry                         { return t.reg }
 func (t *countingTransport) Counters() *netstack.Counters                     { return &t.ctr }
 
-func pluginEchoSpec(b *testing.B) module.Spec {
+func pluginEchoSpec(b *testing.B) modules.Spec {
 	path := testplugin.Build(b, "./host/testdata/plugins/echo2")
-	return module.Spec{Source: path, Kind: "plugin", New: func() (module.Module, error) {
+	return modules.Spec{Source: path, Kind: "plugin", New: func() (module.Module, error) {
 		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), TickDeadline: 5 * time.Second})
 	}}
 }
 
 // benchPath pushes batch messages per tick through the module path.
-func benchPath(b *testing.B, spec module.Spec, batch int) {
+func benchPath(b *testing.B, spec modules.Spec, batch int) {
 	tr := &countingTransport{reg: gamemsg.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
-	mgr := module.NewManager(module.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
+	mgr := modules.NewManager(modules.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
 	if _, err := mgr.Load(spec); err != nil {
 		b.Fatal(err)
 	}

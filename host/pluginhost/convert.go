@@ -3,12 +3,10 @@ package pluginhost
 import (
 	"fmt"
 
-	"github.com/sparkhost/sparkhost/host/module"
-	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
-	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
 func serverToPB(s module.ServerInfo) *pluginv1.ServerInfo {
@@ -76,17 +74,17 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 
 // entityTypeFromPB converts an entity type; the replicator checks the rest
 // when the module registers it.
-func entityTypeFromPB(p *pluginv1.EntityType) (replicate.EntityType, error) {
+func entityTypeFromPB(p *pluginv1.EntityType) (module.EntityType, error) {
 	if p.GetId() > 0xFFFF || len(p.GetFields()) > gamemsg.MaxFields {
-		return replicate.EntityType{}, fmt.Errorf("entity type %d (%q): id above 65535 or more than %d fields", p.GetId(), p.GetName(), gamemsg.MaxFields)
+		return module.EntityType{}, fmt.Errorf("entity type %d (%q): id above 65535 or more than %d fields", p.GetId(), p.GetName(), gamemsg.MaxFields)
 	}
-	t := replicate.EntityType{
+	t := module.EntityType{
 		ID: uint16(p.GetId()), Name: p.GetName(), PositionField: p.GetPositionField(),
-		Box: lagcomp.AABB{Min: pluginwire.Vec3FromPB(p.GetBoxMin()), Max: pluginwire.Vec3FromPB(p.GetBoxMax())},
+		Box: module.AABB{Min: pluginwire.Vec3FromPB(p.GetBoxMin()), Max: pluginwire.Vec3FromPB(p.GetBoxMax())},
 	}
 	for _, f := range p.GetFields() {
 		if f.GetKind() > 0xFF || f.GetVisibility() > 0xFF {
-			return replicate.EntityType{}, fmt.Errorf("entity type %d field %q: kind %d or visibility %d out of range", p.GetId(), f.GetName(), f.GetKind(), f.GetVisibility())
+			return module.EntityType{}, fmt.Errorf("entity type %d field %q: kind %d or visibility %d out of range", p.GetId(), f.GetName(), f.GetKind(), f.GetVisibility())
 		}
 		t.Fields = append(t.Fields, gamemsg.FieldSchema{Name: f.GetName(), Kind: gamemsg.FieldKind(f.GetKind()), Visibility: gamemsg.Visibility(f.GetVisibility())})
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/pluginhost"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/module"
 )
 
 // recordHandler keeps every record with its attributes flattened.

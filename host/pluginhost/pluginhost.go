@@ -30,10 +30,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sparkhost/sparkhost/host/module"
-	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
-	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -385,7 +383,7 @@ func (m *Module) apply(acts []*pluginv1.Action) {
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, netstack.ErrNoSuchClient), errors.Is(err, netstack.ErrServerClosed), errors.Is(err, replicate.ErrNoClient):
+		case errors.Is(err, module.ErrNoClient):
 			h.Log().Debug("plugin action for a client that is gone", "action", a.GetKind().String(), "client", a.GetClient())
 		default:
 			h.Fault(fmt.Errorf("%s: %w", a.GetKind(), err))
@@ -411,7 +409,7 @@ func applyEntity(h module.Host, a *pluginv1.Action) error {
 		case a.GetEntityType() > 0xFFFF:
 			return fmt.Errorf("entity type %d out of range", a.GetEntityType())
 		}
-		_, err := h.SpawnEntity(replicate.Spawn{
+		_, err := h.SpawnEntity(module.Spawn{
 			ID: id, Type: uint16(a.GetEntityType()), Owner: a.GetClient(), Party: a.GetParty(),
 			Position: pluginwire.Vec3FromPB(a.GetPosition()), Global: a.GetGlobal(), Fields: vals,
 		})
@@ -433,6 +431,6 @@ func applyEntity(h module.Host, a *pluginv1.Action) error {
 	case pluginv1.ActionKind_ACTION_ENTITY_PARTY:
 		return h.SetEntityParty(id, a.GetParty())
 	default: // ACTION_CLIENT_VIEW
-		return h.SetClientView(a.GetClient(), replicate.ClientView{Party: a.GetParty(), Spectator: a.GetSpectator(), Focus: id})
+		return h.SetClientView(a.GetClient(), module.ClientView{Party: a.GetParty(), Spectator: a.GetSpectator(), Focus: id})
 	}
 }

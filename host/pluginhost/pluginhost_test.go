@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/module"
 	"github.com/sparkhost/sparkhost/host/pluginhost"
-	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -31,18 +30,18 @@ func TestMain(m *testing.M) {
 // noEntities is the entity API of a host without replication.
 type noEntities struct{}
 
-func (noEntities) EntityIDs() replicate.IDRange                    { return replicate.IDRange{First: 1} }
-func (noEntities) SpawnEntity(replicate.Spawn) (uint32, error)     { return 0, module.ErrNoWorld }
+func (noEntities) EntityIDs() module.IDRange                       { return module.IDRange{First: 1} }
+func (noEntities) SpawnEntity(module.Spawn) (uint32, error)        { return 0, module.ErrNoWorld }
 func (noEntities) DestroyEntity(uint32) error                      { return module.ErrNoWorld }
 func (noEntities) SetEntityPosition(uint32, wire.Vec3, bool) error { return module.ErrNoWorld }
 func (noEntities) SetEntityFields(uint32, ...gamemsg.FieldValue) error {
 	return module.ErrNoWorld
 }
-func (noEntities) SetEntityOwner(uint32, uint32) error              { return module.ErrNoWorld }
-func (noEntities) SetEntityParty(uint32, uint32) error              { return module.ErrNoWorld }
-func (noEntities) SetClientView(uint32, replicate.ClientView) error { return module.ErrNoWorld }
-func (noEntities) Raycast(uint32, wire.Vec3, wire.Vec3, float32) (replicate.Hit, error) {
-	return replicate.Hit{}, module.ErrNoWorld
+func (noEntities) SetEntityOwner(uint32, uint32) error           { return module.ErrNoWorld }
+func (noEntities) SetEntityParty(uint32, uint32) error           { return module.ErrNoWorld }
+func (noEntities) SetClientView(uint32, module.ClientView) error { return module.ErrNoWorld }
+func (noEntities) Raycast(uint32, wire.Vec3, wire.Vec3, float32) (module.Hit, error) {
+	return module.Hit{}, module.ErrNoWorld
 }
 
 // stubHost is the server side a plugin's actions land on: it records them.
@@ -82,9 +81,13 @@ func (h *stubHost) Clients() []module.ClientInfo {
 	}
 	return out
 }
-func (h *stubHost) Server() module.ServerInfo            { return module.ServerInfo{Name: "stub", TickRate: 60} }
-func (h *stubHost) AddScore(uint32, int32, int32, int32) {}
-func (h *stubHost) KV() module.KV                        { return nil }
+func (h *stubHost) Server() module.ServerInfo                  { return module.ServerInfo{Name: "stub", TickRate: 60} }
+func (h *stubHost) AddScore(uint32, int32, int32, int32)       {}
+func (h *stubHost) KV() (module.KV, error)                     { return nil, errors.New("stub: no kv") }
+func (h *stubHost) Now() time.Time                             { return time.Time{} }
+func (h *stubHost) After(time.Duration, func()) module.TimerID { return 0 }
+func (h *stubHost) Every(time.Duration, func()) module.TimerID { return 0 }
+func (h *stubHost) Cancel(module.TimerID) bool                 { return false }
 func (h *stubHost) admit(id uint32, name string) module.Event {
 	h.clients[id] = module.ClientInfo{ID: id, Name: name}
 	return module.Event{Kind: module.EventAdmitted, Client: id, Name: name}

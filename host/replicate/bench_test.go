@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -39,7 +40,7 @@ func BenchmarkTick64x64(b *testing.B) {
 		b.Fatal(err)
 	}
 	blk, _ := r.ReserveBlock()
-	if err := r.SetTypes(blk, "bench", []EntityType{playerSchema()}); err != nil {
+	if err := r.SetTypes(blk, "bench", []module.EntityType{playerSchema()}); err != nil {
 		b.Fatal(err)
 	}
 	const clients = 64
@@ -47,7 +48,7 @@ func BenchmarkTick64x64(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for c := range clients {
 		r.AddClient(uint32(c+1), 1)
-		ids[c], err = r.Spawn(blk, Spawn{Type: playerType, Owner: uint32(c + 1), Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}})
+		ids[c], err = r.Spawn(blk, module.Spawn{Type: playerType, Owner: uint32(c + 1), Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}})
 		if err != nil {
 			b.Fatal(err)
 		}

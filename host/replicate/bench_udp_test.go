@@ -11,6 +11,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -40,11 +41,11 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 		b.Fatal(err)
 	}
 	blk, _ := r.ReserveBlock()
-	typ := replicate.EntityType{ID: 1, Name: "player", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+	typ := module.EntityType{ID: 1, Name: "player", PositionField: "pos", Fields: []gamemsg.FieldSchema{
 		{Name: "pos", Kind: gamemsg.KindVec3}, {Name: "hp", Kind: gamemsg.KindInt32},
 		{Name: "ammo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 	}}
-	if err := r.SetTypes(blk, "bench", []replicate.EntityType{typ}); err != nil {
+	if err := r.SetTypes(blk, "bench", []module.EntityType{typ}); err != nil {
 		b.Fatal(err)
 	}
 	rng := mrand.New(mrand.NewPCG(1, 1))
@@ -66,7 +67,7 @@ func BenchmarkTick64x64Loopback(b *testing.B) {
 		}()
 		version, _ := r.Schemas()
 		r.AddClient(c.ID(), version)
-		id, _ := r.Spawn(blk, replicate.Spawn{Type: 1, Owner: c.ID(), Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}})
+		id, _ := r.Spawn(blk, module.Spawn{Type: 1, Owner: c.ID(), Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}})
 		ids = append(ids, id)
 	}
 	var now time.Duration

@@ -3,6 +3,7 @@ package replicate
 import (
 	"fmt"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
 
@@ -14,19 +15,13 @@ type Block uint8
 // BlockBits is the number of id bits inside a block.
 const BlockBits = 24
 
-// IDRange is an inclusive range of entity ids.
-type IDRange struct{ First, Last uint32 }
-
-// Contains reports whether id is in the range.
-func (r IDRange) Contains(id uint32) bool { return id >= r.First && id <= r.Last }
-
 // Range returns the ids of block b (empty for block 0).
-func (b Block) Range() IDRange {
+func (b Block) Range() module.IDRange {
 	if b == 0 {
-		return IDRange{First: 1, Last: 0}
+		return module.IDRange{First: 1, Last: 0}
 	}
 	first := uint32(b) << BlockBits
-	return IDRange{First: first, Last: first | (1<<BlockBits - 1)}
+	return module.IDRange{First: first, Last: first | (1<<BlockBits - 1)}
 }
 
 // BlockOf returns the block an entity id belongs to.

@@ -8,25 +8,10 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
-
-// Spawn describes a new entity.
-type Spawn struct {
-	// ID is the entity's id, inside the module's block; 0 lets the
-	// Replicator allocate the next free id of the block.
-	ID       uint32
-	Type     uint16
-	Owner    uint32 // the owning client (sees Private fields); 0 for none
-	Party    uint32 // clients of this party see Party fields; 0 for none
-	Position wire.Vec3
-	// Global entities are relevant to every client, whatever the distance
-	// (a flag, a scoreboard): use it for entities without a position.
-	Global bool
-	// Fields are initial values; the others start at zero.
-	Fields []gamemsg.FieldValue
-}
 
 // EntityInfo is what the server knows of an entity.
 type EntityInfo struct {
@@ -56,7 +41,7 @@ type entity struct {
 
 // Spawn creates an entity of one of block b's types and returns its id.
 // It is sent to the clients it is relevant to at the next frame.
-func (r *Replicator) Spawn(b Block, s Spawn) (uint32, error) {
+func (r *Replicator) Spawn(b Block, s module.Spawn) (uint32, error) {
 	bs, err := r.block(b)
 	if err != nil {
 		return 0, err

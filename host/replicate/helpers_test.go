@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -61,8 +62,8 @@ const (
 
 const playerType = 7
 
-func playerSchema() EntityType {
-	return EntityType{
+func playerSchema() module.EntityType {
+	return module.EntityType{
 		ID: playerType, Name: "player", PositionField: "pos",
 		Fields: []gamemsg.FieldSchema{
 			{Name: "pos", Kind: gamemsg.KindVec3, Visibility: gamemsg.VisibilityPublic},
@@ -104,7 +105,7 @@ func newWorld(t testing.TB, cfg Config) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.SetTypes(b, "test", []EntityType{playerSchema()}); err != nil {
+	if err := r.SetTypes(b, "test", []module.EntityType{playerSchema()}); err != nil {
 		t.Fatal(err)
 	}
 	return &world{t: t, r: r, net: n, b: b}
@@ -122,7 +123,7 @@ func (w *world) join(id uint32) *view {
 	return v
 }
 
-func (w *world) spawn(s Spawn) uint32 {
+func (w *world) spawn(s module.Spawn) uint32 {
 	w.t.Helper()
 	if s.Type == 0 {
 		s.Type = playerType

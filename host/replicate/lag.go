@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
@@ -24,7 +25,7 @@ func (r *Replicator) record(now time.Duration) {
 		if bs.count > 0 {
 			for _, e := range r.list {
 				if BlockOf(e.id) == Block(b) && e.t.hasBox {
-					bs.scratch = append(bs.scratch, lagcomp.Entity{ID: e.id, Box: boxAt(e.t.Box, e.pos), Teleported: e.teleported})
+					bs.scratch = append(bs.scratch, lagcomp.Entity{ID: e.id, Box: e.t.Box.At(e.pos), Teleported: e.teleported})
 				}
 			}
 		}
@@ -37,21 +38,6 @@ func (r *Replicator) record(now time.Duration) {
 	}
 }
 
-// boxAt places a hitbox at a position.
-func boxAt(b lagcomp.AABB, p wire.Vec3) lagcomp.AABB {
-	return lagcomp.AABB{
-		Min: wire.Vec3{X: p.X + b.Min.X, Y: p.Y + b.Min.Y, Z: p.Z + b.Min.Z},
-		Max: wire.Vec3{X: p.X + b.Max.X, Y: p.Y + b.Max.Y, Z: p.Z + b.Max.Z},
-	}
-}
-
-// Hit is the result of a Raycast.
-type Hit struct {
-	Entity   uint32    // the entity hit; 0 when the ray hit nothing
-	Point    wire.Vec3 // where the ray enters its rewound box
-	Distance float32   // from the origin to Point
-}
-
 // Raycast validates a hitscan shot of client shooter against block b's
 // hitboxes as they were when the shooter fired: rewound to the current
 // tick's time minus half the shooter's RTT (lagcomp.RewindTime), or the
@@ -60,35 +46,27 @@ type Hit struct {
 // is never hit. A miss is a Hit with Entity 0; a refusal is an error:
 // ErrNoClient, ErrNoHitboxes, or lagcomp's ErrInvalidRay, ErrTooOld (the
 // shooter's latency is beyond the window) and ErrNoHistory.
-func (r *Replicator) Raycast(b Block, shooter uint32, origin, dir wire.Vec3, maxDist float32) (Hit, error) {
+func (r *Replicator) Raycast(b Block, shooter uint32, origin, dir wire.Vec3, maxDist float32) (module.Hit, error) {
 	bs, err := r.block(b)
 	if err != nil {
-		return Hit{}, err
+		return module.Hit{}, err
 	}
 	if bs.hist == nil {
-		return Hit{}, fmt.Errorf("raycast: %w", ErrNoHitboxes)
+		return module.Hit{}, fmt.Errorf("raycast: %w", ErrNoHitboxes)
 	}
 	v, ok := r.viewers[shooter]
 	if !ok {
-		return Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
+		return module.Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
 	}
 	var rtt time.Duration
 	if r.cfg.RTT != nil {
 		if rtt, ok = r.cfg.RTT(shooter); !ok {
-			return Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
+			return module.Hit{}, fmt.Errorf("raycast by %d: %w", shooter, ErrNoClient)
 		}
-	}
-	at := lagcomp.RewindTime(r.now, rtt)
-	if _, newest, ok := bs.hist.Span(); ok && at > newest {
-		at = newest // the shot is more recent than the last recorded tick
 	}
 	exclude := lagcomp.NoEntity
 	if e := r.viewEntity(v); e != nil {
 		exclude = e.id
 	}
-	hit, ok, err := bs.hist.Raycast(origin, dir, maxDist, at, exclude)
-	if err != nil || !ok {
-		return Hit{}, err
-	}
-	return Hit{Entity: hit.Entity, Point: hit.Point, Distance: hit.Distance}, nil
+	return bs.hist.Shot(r.now, rtt, origin, dir, maxDist, exclude)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
@@ -18,8 +19,8 @@ func TestRaycastRewindsByHalfRTT(t *testing.T) {
 	w.r.cfg.RTT = func(c uint32) (time.Duration, bool) { return rtt, c == 1 }
 	w.join(1)
 	w.join(2)
-	shooter := w.spawn(Spawn{Owner: 1, Position: wire.Vec3{Z: -10}})
-	target := w.spawn(Spawn{Owner: 2})
+	shooter := w.spawn(module.Spawn{Owner: 1, Position: wire.Vec3{Z: -10}})
+	target := w.spawn(module.Spawn{Owner: 2})
 	period := time.Second / 60
 	var now time.Duration
 	for tick := range 120 {
@@ -33,7 +34,7 @@ func TestRaycastRewindsByHalfRTT(t *testing.T) {
 	// Where the target was at now − 100 ms, and where it is now.
 	seen := float32((now - rtt/2).Seconds() * 30)
 	current := float32(now.Seconds() * 30)
-	shoot := func(x float32) Hit {
+	shoot := func(x float32) module.Hit {
 		t.Helper()
 		hit, err := w.r.Raycast(w.b, 1, wire.Vec3{X: x, Y: 1, Z: -10}, wire.Vec3{Z: 1}, 100)
 		if err != nil {
@@ -68,7 +69,7 @@ func TestFrameAllocatesNothing(t *testing.T) {
 	var ids []uint32
 	for c := uint32(1); c <= 16; c++ {
 		w.join(c)
-		ids = append(ids, w.spawn(Spawn{Owner: c, Position: wire.Vec3{X: float32(c) * 5}}))
+		ids = append(ids, w.spawn(module.Spawn{Owner: c, Position: wire.Vec3{X: float32(c) * 5}}))
 	}
 	var now time.Duration
 	for range 10 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -23,11 +24,11 @@ func runLossy(t *testing.T, cfg Config, loss float64) (stale int, w *world, view
 	var ids []uint32
 	for c := uint32(1); c <= 8; c++ {
 		views[c] = w.join(c)
-		w.r.SetClientView(c, ClientView{Party: c % 2, Spectator: c == 8})
-		ids = append(ids, w.spawn(Spawn{Owner: c, Party: c % 2, Position: wire.Vec3{X: float32(c * 10)}}))
+		w.r.SetClientView(c, module.ClientView{Party: c % 2, Spectator: c == 8})
+		ids = append(ids, w.spawn(module.Spawn{Owner: c, Party: c % 2, Position: wire.Vec3{X: float32(c * 10)}}))
 	}
 	for range 24 {
-		ids = append(ids, w.spawn(Spawn{Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}}))
+		ids = append(ids, w.spawn(module.Spawn{Position: wire.Vec3{X: rng.Float32() * 100, Z: rng.Float32() * 100}}))
 	}
 	period := time.Second / 20
 	now := time.Duration(0)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -53,12 +54,12 @@ func TestConvergesOverLossyLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		blk, _ := r.ReserveBlock()
-		typ := replicate.EntityType{ID: 1, Name: "ship", PositionField: "pos", Fields: []gamemsg.FieldSchema{
+		typ := module.EntityType{ID: 1, Name: "ship", PositionField: "pos", Fields: []gamemsg.FieldSchema{
 			{Name: "pos", Kind: gamemsg.KindVec3},
 			{Name: "hull", Kind: gamemsg.KindInt32},
 			{Name: "cargo", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 		}}
-		if err := r.SetTypes(blk, "test", []replicate.EntityType{typ}); err != nil {
+		if err := r.SetTypes(blk, "test", []module.EntityType{typ}); err != nil {
 			t.Fatal(err)
 		}
 		srv.Start()
@@ -101,7 +102,7 @@ func TestConvergesOverLossyLink(t *testing.T) {
 			if i < players {
 				owner = clis[i].ID()
 			}
-			id, err := r.Spawn(blk, replicate.Spawn{Type: 1, Owner: owner})
+			id, err := r.Spawn(blk, module.Spawn{Type: 1, Owner: owner})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -16,7 +17,7 @@ func TestPrivateFieldOnlyToOwner(t *testing.T) {
 	w := newWorld(t, Config{Refresh: -1})
 	w.r.AddClient(1, 0)
 	w.r.AddClient(2, 0)
-	id := w.spawn(Spawn{Owner: 1})
+	id := w.spawn(module.Spawn{Owner: 1})
 	w.set(id, u32(fAmmo, 30), i32(fHealth, 100))
 	w.r.Flush()
 	owner, other := newView(t), newView(t)
@@ -51,9 +52,9 @@ func TestInterestSpawnAndDestroy(t *testing.T) {
 	w := newWorld(t, Config{InterestRadius: 50, Refresh: -1})
 	va := w.join(1)
 	w.join(2)
-	a := w.spawn(Spawn{Owner: 1})
-	b := w.spawn(Spawn{Owner: 2, Position: wire.Vec3{X: 200}})
-	thing := w.spawn(Spawn{Position: wire.Vec3{X: 100}})
+	a := w.spawn(module.Spawn{Owner: 1})
+	b := w.spawn(module.Spawn{Owner: 2, Position: wire.Vec3{X: 200}})
+	thing := w.spawn(module.Spawn{Position: wire.Vec3{X: 100}})
 	w.r.Flush()
 	got := va.deliver(w.net.take(), 1)
 	if !slices.Equal(got, []string{fmt.Sprint("spawn ", a)}) {
@@ -93,7 +94,7 @@ func TestInterestSpawnAndDestroy(t *testing.T) {
 func TestOnlyDirtyFieldsAreSent(t *testing.T) {
 	w := newWorld(t, Config{Repeats: 1, Refresh: -1})
 	v := w.join(1)
-	id := w.spawn(Spawn{Owner: 1})
+	id := w.spawn(module.Spawn{Owner: 1})
 	w.r.Flush()
 	v.deliver(w.net.take(), 1)
 	w.r.Flush()
@@ -123,7 +124,7 @@ func TestOnlyDirtyFieldsAreSent(t *testing.T) {
 func TestChangesRepeatedThenStop(t *testing.T) {
 	w := newWorld(t, Config{Repeats: 3, Refresh: -1})
 	v := w.join(1)
-	id := w.spawn(Spawn{})
+	id := w.spawn(module.Spawn{})
 	w.r.Flush()
 	v.deliver(w.net.take(), 1)
 	w.set(id, i32(fHealth, 5))
@@ -144,7 +145,7 @@ func TestChangesRepeatedThenStop(t *testing.T) {
 func TestLateJoinerGetsFullState(t *testing.T) {
 	w := newWorld(t, Config{Refresh: -1})
 	w.r.AddClient(1, 0)
-	ids := []uint32{w.spawn(Spawn{Owner: 1}), w.spawn(Spawn{Position: wire.Vec3{X: 3}}), w.spawn(Spawn{Party: 4})}
+	ids := []uint32{w.spawn(module.Spawn{Owner: 1}), w.spawn(module.Spawn{Position: wire.Vec3{X: 3}}), w.spawn(module.Spawn{Party: 4})}
 	for i, id := range ids {
 		w.set(id, i32(fHealth, int32(10*i)), bl(fPlan, true), flt(fAim, 1.5))
 	}
@@ -155,7 +156,7 @@ func TestLateJoinerGetsFullState(t *testing.T) {
 	w.r.Flush()
 	w.net.take()
 	v := w.join(9)
-	w.r.SetClientView(9, ClientView{Spectator: true})
+	w.r.SetClientView(9, module.ClientView{Spectator: true})
 	w.r.Flush()
 	got := v.deliver(w.net.take(), 9)
 	if !slices.Equal(got, []string{fmt.Sprint("spawn ", ids[0]), fmt.Sprint("spawn ", ids[1])}) {
@@ -179,14 +180,14 @@ func TestVisibilityChangeRespawns(t *testing.T) {
 	w := newWorld(t, Config{Refresh: -1})
 	w.join(1)
 	v2 := w.join(2)
-	id := w.spawn(Spawn{Owner: 1, Party: 5})
+	id := w.spawn(module.Spawn{Owner: 1, Party: 5})
 	w.set(id, u32(fAmmo, 7), bl(fPlan, true))
 	w.r.Flush()
 	v2.deliver(w.net.take(), 2)
 	if v2.entities[id].visible != 1<<fPos|1<<fHealth {
 		t.Fatalf("mask %#b", v2.entities[id].visible)
 	}
-	w.r.SetClientView(2, ClientView{Party: 5})
+	w.r.SetClientView(2, module.ClientView{Party: 5})
 	w.r.Flush()
 	got := v2.deliver(w.net.take(), 2)
 	if !slices.Equal(got, []string{fmt.Sprint("destroy ", id), fmt.Sprint("spawn ", id)}) || !v2.entities[id].vals[fPlan].Bool {
@@ -203,17 +204,17 @@ func TestVisibilityChangeRespawns(t *testing.T) {
 func TestTypesOwnedAndCleared(t *testing.T) {
 	w := newWorld(t, Config{Refresh: -1})
 	other, _ := w.r.ReserveBlock()
-	err := w.r.SetTypes(other, "other", []EntityType{{ID: playerType, Name: "thief"}})
+	err := w.r.SetTypes(other, "other", []module.EntityType{{ID: playerType, Name: "thief"}})
 	if !errors.Is(err, ErrTypeTaken) || !strings.Contains(err.Error(), `"test"`) {
 		t.Fatalf("taking another module's type: %v", err)
 	}
-	if err := w.r.SetTypes(other, "other", []EntityType{{ID: 8, Name: "crate"}}); err != nil {
+	if err := w.r.SetTypes(other, "other", []module.EntityType{{ID: 8, Name: "crate"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.r.Spawn(other, Spawn{Type: playerType}); !errors.Is(err, ErrUnknownType) {
+	if _, err := w.r.Spawn(other, module.Spawn{Type: playerType}); !errors.Is(err, ErrUnknownType) {
 		t.Fatalf("spawning another module's type: %v", err)
 	}
-	for _, bad := range []EntityType{
+	for _, bad := range []module.EntityType{
 		{ID: 9, Name: ""},
 		{ID: 9, Name: "x", Fields: []gamemsg.FieldSchema{{Name: "a", Kind: 9}}},
 		{ID: 9, Name: "x", Fields: []gamemsg.FieldSchema{{Name: "a"}, {Name: "a"}}},
@@ -221,11 +222,11 @@ func TestTypesOwnedAndCleared(t *testing.T) {
 		{ID: 9, Name: "x", PositionField: "nope"},
 		{ID: 9, Name: "x", Fields: make([]gamemsg.FieldSchema, 65)},
 	} {
-		if err := w.r.SetTypes(other, "other", []EntityType{bad}); !errors.Is(err, ErrBadType) {
+		if err := w.r.SetTypes(other, "other", []module.EntityType{bad}); !errors.Is(err, ErrBadType) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
-	crate, err := w.r.Spawn(other, Spawn{Type: 8})
+	crate, err := w.r.Spawn(other, module.Spawn{Type: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestTypesOwnedAndCleared(t *testing.T) {
 		t.Fatal("the crate type is still in GameStateSync")
 	}
 	w.r.ReleaseBlock(other)
-	if _, err := w.r.Spawn(other, Spawn{Type: 8}); !errors.Is(err, ErrBadBlock) {
+	if _, err := w.r.Spawn(other, module.Spawn{Type: 8}); !errors.Is(err, ErrBadBlock) {
 		t.Fatalf("spawn in a released block: %v", err)
 	}
 }
@@ -257,16 +258,16 @@ func TestTypesOwnedAndCleared(t *testing.T) {
 func TestSpawnIDs(t *testing.T) {
 	w := newWorld(t, Config{})
 	rg := w.b.Range()
-	a := w.spawn(Spawn{})
-	b := w.spawn(Spawn{ID: rg.First + 100})
-	c := w.spawn(Spawn{})
+	a := w.spawn(module.Spawn{})
+	b := w.spawn(module.Spawn{ID: rg.First + 100})
+	c := w.spawn(module.Spawn{})
 	if a != rg.First || b != rg.First+100 || c != rg.First+1 {
 		t.Fatalf("ids %d %d %d in %+v", a, b, c, rg)
 	}
-	if _, err := w.r.Spawn(w.b, Spawn{Type: playerType, ID: b}); !errors.Is(err, ErrIDInUse) {
+	if _, err := w.r.Spawn(w.b, module.Spawn{Type: playerType, ID: b}); !errors.Is(err, ErrIDInUse) {
 		t.Fatal(err)
 	}
-	if _, err := w.r.Spawn(w.b, Spawn{Type: playerType, ID: 5}); !errors.Is(err, ErrNotYours) {
+	if _, err := w.r.Spawn(w.b, module.Spawn{Type: playerType, ID: 5}); !errors.Is(err, ErrNotYours) {
 		t.Fatal(err)
 	}
 	if err := w.r.SetFields(w.b, a, gamemsg.FieldValue{Index: fHealth, Kind: gamemsg.KindFloat}); !errors.Is(err, ErrBadField) {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
@@ -72,8 +73,8 @@ var (
 	ErrBadField        = errors.New("replicate: invalid field value")
 	ErrBadPosition     = errors.New("replicate: position is not finite")
 	ErrTooManyEntities = errors.New("replicate: too many entities")
-	ErrNoClient        = errors.New("replicate: no such admitted client")
-	ErrNoHitboxes      = errors.New("replicate: the module declared no entity type with a box")
+	ErrNoClient        = fmt.Errorf("replicate: %w", module.ErrNoClient)
+	ErrNoHitboxes      = fmt.Errorf("replicate: %w", module.ErrNoHitboxes)
 )
 
 // Stats counts a Replicator's work since it was created.

@@ -6,26 +6,11 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 )
-
-// EntityType is a replicated entity type a module declares: its fields (as
-// GameStateSync carries them to clients) and what the server needs besides.
-type EntityType struct {
-	ID     uint16
-	Name   string                // a valid name of at most 32 bytes (§1)
-	Fields []gamemsg.FieldSchema // at most 64; Fields[i] is bit i of the masks
-	// PositionField names a vec3 field that mirrors the entity's position:
-	// SetPosition writes it too. "" means the position is not replicated
-	// (the server still uses it for interest and lag compensation).
-	PositionField string
-	// Box is the entity's hitbox relative to its position, recorded in the
-	// lag-compensation history every tick. The zero box means no hitbox:
-	// entities of the type are not recorded and no ray hits them.
-	Box lagcomp.AABB
-}
 
 // Errors of the type registry; returned errors wrap them and say which
 // type, field or module is at fault.
@@ -37,7 +22,7 @@ var (
 
 // typeInfo is a registered type with what the frame loop needs precomputed.
 type typeInfo struct {
-	EntityType
+	module.EntityType
 	block  Block
 	owner  string
 	offset [gamemsg.MaxFields]uint16 // byte offset of each field in an entity's data
@@ -53,7 +38,7 @@ type typeInfo struct {
 const gssFixedMax = 4 + 4 + 2 + 2 + (2 + gamemsg.MaxServerNameLen) + (2 + gamemsg.MaxMOTDLen) + (2 + gamemsg.MaxMapLen) + 1 + 1 + 4 + 2
 
 // schemaLen is the encoded size of one EntityTypeSchema.
-func schemaLen(t *EntityType) int {
+func schemaLen(t *module.EntityType) int {
 	n := 2 + 2 + len(t.Name) + 1
 	for _, f := range t.Fields {
 		n += 2 + len(f.Name) + 2
@@ -62,7 +47,7 @@ func schemaLen(t *EntityType) int {
 }
 
 // newTypeInfo checks t and precomputes its layout.
-func newTypeInfo(t EntityType, b Block, owner string) (*typeInfo, error) {
+func newTypeInfo(t module.EntityType, b Block, owner string) (*typeInfo, error) {
 	bad := func(why string, args ...any) error {
 		return fmt.Errorf("%w: module %q, entity type %d (%q): %s", ErrBadType, owner, t.ID, t.Name, fmt.Sprintf(why, args...))
 	}
@@ -154,7 +139,7 @@ type schemaSet struct {
 // or a set of types that no longer fits one GameStateSync. On success every
 // entity of the block is destroyed (its types may have changed under it)
 // and clients get a fresh GameStateSync at the next replication frame.
-func (r *Replicator) SetTypes(b Block, owner string, types []EntityType) error {
+func (r *Replicator) SetTypes(b Block, owner string, types []module.EntityType) error {
 	bs, err := r.block(b)
 	if err != nil {
 		return err

@@ -3,28 +3,14 @@ package replicate
 import (
 	"fmt"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
-
-// ClientView is what a module says about a client's view of the world.
-type ClientView struct {
-	// Party is the client's party: it sees the Party fields of the entities
-	// of that party. 0 means none.
-	Party uint32
-	// Spectator clients see the Party and Spectator fields of every entity
-	// relevant to them (never the Private ones).
-	Spectator bool
-	// Focus is the entity whose position is the client's viewpoint for
-	// interest (a spectator following a player); 0 means the lowest-id
-	// entity the client owns. A client with neither has no viewpoint and
-	// every entity is relevant to it.
-	Focus uint32
-}
 
 // viewer is one admitted client and what it was sent.
 type viewer struct {
 	id    uint32
-	view  ClientView
+	view  module.ClientView
 	types uint64           // the Schemas version it has
 	known map[uint32]known // the entities it was spawned
 	auto  *entity          // its lowest-id owned entity, this tick
@@ -43,7 +29,7 @@ type known struct {
 }
 
 // SetClientView sets a client's party, spectator flag and focus.
-func (r *Replicator) SetClientView(client uint32, v ClientView) error {
+func (r *Replicator) SetClientView(client uint32, v module.ClientView) error {
 	vw, ok := r.viewers[client]
 	if !ok {
 		return fmt.Errorf("client %d: %w", client, ErrNoClient)

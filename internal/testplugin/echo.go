@@ -3,7 +3,8 @@ package testplugin
 import (
 	"encoding/binary"
 
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -15,11 +16,11 @@ var (
 	EchoRep = wire.Schema{ID: 1201, Name: "rep", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
 )
 
-// GoEcho is the echo module in process (module.Funcs): the baseline the Lua
+// GoEcho is the echo module in process (modules.Funcs): the baseline the Lua
 // and plugin runtimes are measured against.
-func GoEcho() module.Spec {
+func GoEcho() modules.Spec {
 	buf := make([]byte, 0, 8)
-	f := &module.Funcs{
+	f := &modules.Funcs{
 		Manifest: module.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{EchoReq, EchoRep}},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			if ev.Kind != module.EventMessage {
@@ -34,5 +35,5 @@ func GoEcho() module.Spec {
 			h.Send(ev.Client, EchoRep.ID, buf)
 		},
 	}
-	return module.Spec{Source: "go:echo2", Kind: "go", New: func() (module.Module, error) { return f, nil }}
+	return modules.Spec{Source: "go:echo2", Kind: "go", New: func() (module.Module, error) { return f, nil }}
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/lagcomp"
 	"github.com/sparkhost/sparkhost/sim/movement"
@@ -56,7 +56,7 @@ var PlayerBox = lagcomp.AABB{
 }
 
 // PlayerType is the body's entity type, as the manifest declares it.
-func PlayerType() plugin.EntityType {
+func PlayerType() module.EntityType {
 	f := make([]gamemsg.FieldSchema, playerFields)
 	f[FieldPos] = gamemsg.FieldSchema{Name: "pos", Kind: gamemsg.KindVec3, Visibility: gamemsg.VisibilityPublic}
 	f[FieldYaw] = gamemsg.FieldSchema{Name: "yaw", Kind: gamemsg.KindFloat, Visibility: gamemsg.VisibilityPublic}
@@ -64,7 +64,7 @@ func PlayerType() plugin.EntityType {
 	f[FieldTeam] = gamemsg.FieldSchema{Name: "team", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPublic}
 	f[FieldCrouching] = gamemsg.FieldSchema{Name: "crouching", Kind: gamemsg.KindBool, Visibility: gamemsg.VisibilityPublic}
 	f[FieldHealth] = gamemsg.FieldSchema{Name: "health", Kind: gamemsg.KindInt32, Visibility: gamemsg.VisibilityParty}
-	return plugin.EntityType{ID: PlayerEntityType, Name: PlayerEntityName, Fields: f, PositionField: "pos", Box: PlayerBox}
+	return module.EntityType{ID: PlayerEntityType, Name: PlayerEntityName, Fields: f, PositionField: "pos", Box: PlayerBox}
 }
 
 // body is one living player's entity and the values last handed to the
@@ -82,7 +82,7 @@ type body struct {
 // bodies replicates the players as PlayerEntityType entities through the
 // SDK's entity API. Game goroutine only, inside callbacks.
 type bodies struct {
-	h        plugin.Host
+	h        module.Host
 	teams    bool
 	byClient map[uint32]*body
 	byEntity map[uint32]uint32    // entity → client
@@ -90,7 +90,7 @@ type bodies struct {
 	vals     []gamemsg.FieldValue // scratch
 }
 
-func newBodies(h plugin.Host, teams bool) *bodies {
+func newBodies(h module.Host, teams bool) *bodies {
 	return &bodies{h: h, teams: teams, byClient: make(map[uint32]*body), byEntity: make(map[uint32]uint32)}
 }
 
@@ -130,7 +130,7 @@ func (b *bodies) spawned(p game.PlayerView) uint32 {
 		gamemsg.FieldValue{Index: FieldTeam, Kind: gamemsg.KindUint32, Uint: uint32(p.Team)},
 		gamemsg.FieldValue{Index: FieldCrouching, Kind: gamemsg.KindBool, Bool: s.Crouching},
 		gamemsg.FieldValue{Index: FieldHealth, Kind: gamemsg.KindInt32, Int: int32(p.Health)})
-	id, err := b.h.SpawnEntity(plugin.Spawn{Type: PlayerEntityType, Owner: p.ID, Party: b.party(p.Team),
+	id, err := b.h.SpawnEntity(module.Spawn{Type: PlayerEntityType, Owner: p.ID, Party: b.party(p.Team),
 		Position: s.Position, Fields: b.vals})
 	if err != nil {
 		b.free = append(b.free, bd)
@@ -146,7 +146,7 @@ func (b *bodies) spawned(p game.PlayerView) uint32 {
 // view makes the client's body its viewpoint for interest and its team
 // its party.
 func (b *bodies) view(client uint32, team uint8, entity uint32) error {
-	return b.h.SetClientView(client, plugin.ClientView{Party: b.party(team), Focus: entity})
+	return b.h.SetClientView(client, module.ClientView{Party: b.party(team), Focus: entity})
 }
 
 // moved writes what changed of a living player since the last call.
@@ -190,7 +190,7 @@ func (b *bodies) update(bd *body, p game.PlayerView) error {
 // loses its focus until the respawn.
 func (b *bodies) died(client uint32, team uint8) {
 	if b.remove(client) {
-		b.fault(client, b.h.SetClientView(client, plugin.ClientView{Party: b.party(team)}))
+		b.fault(client, b.h.SetClientView(client, module.ClientView{Party: b.party(team)}))
 	}
 }
 
@@ -236,7 +236,7 @@ func (b *bodies) fault(client uint32, err error) {
 // bodies' hitboxes as the module set them; it turns the body hit into its
 // player. The Game stops the ray at the map's obstacles before asking.
 type hostRaycaster struct {
-	h       plugin.Host
+	h       module.Host
 	b       *bodies
 	refused uint64 // shots Raycast refused (a ping beyond the window, ...)
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -282,4 +282,4 @@ func TestWallsStopShots(t *testing.T) {
 	}
 }
 
-var _ plugin.Host = (*fakeHost)(nil)
+var _ module.Host = (*fakeHost)(nil)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -18,7 +19,7 @@ import (
 // tick (endTick), rewound by half the shooter's ping as the SDK does.
 type fakeEntities struct {
 	live    map[uint32]*fakeEntity
-	views   map[uint32]plugin.ClientView
+	views   map[uint32]module.ClientView
 	next    uint32
 	hist    *lagcomp.History
 	buf     []lagcomp.Entity
@@ -41,17 +42,17 @@ func (h *fakeHost) ents() *fakeEntities {
 		if err != nil {
 			h.tb.Fatal(err)
 		}
-		h.entities = &fakeEntities{live: make(map[uint32]*fakeEntity), views: make(map[uint32]plugin.ClientView),
+		h.entities = &fakeEntities{live: make(map[uint32]*fakeEntity), views: make(map[uint32]module.ClientView),
 			next: fakeFirstID, hist: hist}
 	}
 	return h.entities
 }
 
-func (h *fakeHost) EntityIDs() plugin.IDRange {
-	return plugin.IDRange{First: fakeFirstID, Last: 2*fakeFirstID - 1}
+func (h *fakeHost) EntityIDs() module.IDRange {
+	return module.IDRange{First: fakeFirstID, Last: 2*fakeFirstID - 1}
 }
 
-func (h *fakeHost) SpawnEntity(s plugin.Spawn) (uint32, error) {
+func (h *fakeHost) SpawnEntity(s module.Spawn) (uint32, error) {
 	e := h.ents()
 	if s.Type != PlayerEntityType || s.ID != 0 || !s.Position.IsFinite() {
 		return 0, fmt.Errorf("fake host: spawn %+v", s)
@@ -134,7 +135,7 @@ func (h *fakeHost) SetEntityParty(id, party uint32) error {
 	return err
 }
 
-func (h *fakeHost) SetClientView(client uint32, v plugin.ClientView) error {
+func (h *fakeHost) SetClientView(client uint32, v module.ClientView) error {
 	if _, ok := h.clients[client]; !ok {
 		return fmt.Errorf("fake host: view of client %d, not admitted", client)
 	}
@@ -172,11 +173,11 @@ func (h *fakeHost) endTick() {
 	}
 }
 
-func (h *fakeHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (plugin.Hit, error) {
+func (h *fakeHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (module.Hit, error) {
 	e := h.ents()
 	c, ok := h.clients[shooter]
 	if !ok {
-		return plugin.Hit{}, fmt.Errorf("raycast by %d: %w", shooter, plugin.ErrNoClient)
+		return module.Hit{}, fmt.Errorf("raycast by %d: %w", shooter, plugin.ErrNoClient)
 	}
 	at := lagcomp.RewindTime(time.Duration(h.now.UnixNano()), c.Ping)
 	if _, newest, ok := e.hist.Span(); ok && at > newest {
@@ -190,7 +191,7 @@ func (h *fakeHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float3
 	}
 	hit, ok, err := e.hist.Raycast(origin, dir, maxDist, at, skip)
 	if err != nil || !ok {
-		return plugin.Hit{}, err
+		return module.Hit{}, err
 	}
-	return plugin.Hit{Entity: hit.Entity, Point: hit.Point, Distance: hit.Distance}, nil
+	return module.Hit{Entity: hit.Entity, Point: hit.Point, Distance: hit.Distance}, nil
 }

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // fakeHost is the server as the module sees it through the SDK, in
-// process: a plugin.Host whose scoreboard and match are the host's own
+// process: a module.Host whose scoreboard and match are the host's own
 // (host/match), whose sends are validated against the schemas as the SDK
 // does and handed to a callback, and whose match announcements are
 // delivered to the module after the next step's inputs, as the real host
@@ -22,13 +23,13 @@ import (
 type fakeHost struct {
 	// Host is nil: what the module does not use (timers, KV) panics if
 	// called. The entity API is fakeEntities (entities_test.go).
-	plugin.Host
+	module.Host
 	entities *fakeEntities
 
 	tb      testing.TB
 	now     time.Time
-	server  plugin.ServerInfo
-	clients map[uint32]plugin.Client
+	server  module.ServerInfo
+	clients map[uint32]module.ClientInfo
 	match   *match.Match
 	reg     *wire.Registry
 
@@ -45,14 +46,14 @@ type fakeHost struct {
 	scoreCalls int
 }
 
-var _ plugin.Host = (*fakeHost)(nil)
+var _ module.Host = (*fakeHost)(nil)
 var _ match.Announcer = (*fakeHost)(nil)
 
 func newFakeHost(tb testing.TB, mode gamemsg.GameMode, cfg match.Config) *fakeHost {
 	tb.Helper()
 	h := &fakeHost{
-		tb: tb, now: time.Unix(1_700_000_000, 0), clients: make(map[uint32]plugin.Client), reg: gamemsg.NewRegistry(),
-		server: plugin.ServerInfo{Name: "sim", Mode: mode, TickRate: 60, MaxPlayers: 256, DataDir: tb.TempDir()},
+		tb: tb, now: time.Unix(1_700_000_000, 0), clients: make(map[uint32]module.ClientInfo), reg: gamemsg.NewRegistry(),
+		server: module.ServerInfo{Name: "sim", Mode: mode, TickRate: 60, MaxPlayers: 256, DataDir: tb.TempDir()},
 	}
 	for _, s := range schemas {
 		if err := h.reg.Register(Name, s); err != nil {
@@ -96,7 +97,7 @@ func (h *fakeHost) MapChanged(name string, index int) {
 	h.pending = append(h.pending, func(m plugin.Module) { m.OnMapChange(name, index) })
 }
 
-// plugin.Host.
+// module.Host.
 
 func (h *fakeHost) check(t wire.MessageType, payload []byte) error {
 	s, _, ok := h.reg.Lookup(t)
@@ -149,13 +150,13 @@ func (h *fakeHost) Fault(err error) {
 
 func (h *fakeHost) Log() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func (h *fakeHost) Client(id uint32) (plugin.Client, bool) {
+func (h *fakeHost) Client(id uint32) (module.ClientInfo, bool) {
 	c, ok := h.clients[id]
 	return c, ok
 }
 
-func (h *fakeHost) Clients() []plugin.Client {
-	var out []plugin.Client
+func (h *fakeHost) Clients() []module.ClientInfo {
+	var out []module.ClientInfo
 	for id := uint32(0); len(out) < len(h.clients); id++ {
 		if c, ok := h.clients[id]; ok {
 			out = append(out, c)
@@ -164,13 +165,13 @@ func (h *fakeHost) Clients() []plugin.Client {
 	return out
 }
 
-func (h *fakeHost) Server() plugin.ServerInfo { return h.server }
+func (h *fakeHost) Server() module.ServerInfo { return h.server }
 func (h *fakeHost) Now() time.Time            { return h.now }
 
 // admit adds a client as the host does: the match's scoreboard, then the
 // module.
 func (h *fakeHost) admit(m plugin.Module, id uint32, name string) {
-	c := plugin.Client{ID: id, Name: name}
+	c := module.ClientInfo{ID: id, Name: name}
 	h.clients[id] = c
 	h.match.PlayerJoined(id, h.now)
 	m.OnAdmitted(c)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
-	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -194,7 +194,7 @@ func (s *sim) replay(inputs []gamemsg.ClientInput) {
 		s.mod.OnInput(s.host.clients[uint32(i+1)], in)
 	}
 	s.host.deliverLate(s.mod)
-	s.mod.OnTick(plugin.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
+	s.mod.OnTick(module.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
 	s.host.endTick()
 	s.ticks++
 }

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -65,7 +66,7 @@ type Module struct {
 	plugin.Base // OnMessage and Unload: the module has no client-to-server types
 
 	opts    Options
-	h       plugin.Host
+	h       module.Host
 	cfg     Config
 	catalog *maps.Catalog
 	game    *game.Game
@@ -94,13 +95,13 @@ func New() plugin.Module { return NewWith(Options{}) }
 func NewWith(o Options) *Module { return &Module{opts: o} }
 
 // Manifest declares the module's messages and console commands.
-func (m *Module) Manifest() plugin.Manifest {
-	return plugin.Manifest{
+func (m *Module) Manifest() module.Manifest {
+	return module.Manifest{
 		Name: Name, Version: Version,
 		Messages:    slices.Clone(schemas),
-		EntityTypes: []plugin.EntityType{PlayerType()},
+		EntityTypes: []module.EntityType{PlayerType()},
 		Inputs:      true,
-		Commands: []plugin.CommandSpec{
+		Commands: []module.CommandSpec{
 			{Name: "dm_status", Help: "deathmatch map, phase and players (team, health, kills, deaths, score)"},
 			{Name: "dm_maps", Help: "the deathmatch maps loaded and where from"},
 			{Name: "dm_kill", Usage: "ID|NAME", Help: "kill a player (a suicide while a round is live): unsticks a stuck player"},
@@ -112,7 +113,7 @@ func (m *Module) Manifest() plugin.Manifest {
 // the maps, and sets up the game on the server's current map. An error
 // (a bad config, a bad map file, a current map that is not among the maps)
 // refuses the start, with one line saying why.
-func (m *Module) Load(h plugin.Host) error {
+func (m *Module) Load(h module.Host) error {
 	m.h = h
 	si := h.Server()
 	var cfg Config
@@ -164,7 +165,7 @@ func (m *Module) Game() *game.Game { return m.game }
 // OnAdmitted adds the client to the game; it spawns at the next tick. It
 // is told the map (Map); with teams, everybody learns the newcomer's team
 // and the newcomer everybody's.
-func (m *Module) OnAdmitted(c plugin.Client) {
+func (m *Module) OnAdmitted(c module.ClientInfo) {
 	if err := m.game.Join(c.ID); err != nil {
 		m.h.Fault(fmt.Errorf("join %d: %w", c.ID, err))
 		return
@@ -184,7 +185,7 @@ func (m *Module) OnAdmitted(c plugin.Client) {
 }
 
 // OnLeft removes the client.
-func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
+func (m *Module) OnLeft(c module.ClientInfo, _ wire.DisconnectReason) {
 	m.game.Leave(c.ID)
 	m.bodies.left(c.ID)
 	delete(m.ackDue, c.ID)
@@ -194,7 +195,7 @@ func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 // subscribes to them); the InputAck goes at the end of the tick. Refused
 // inputs are counted (dm_status), not faults: stale and surplus inputs are
 // normal on an unreliable channel.
-func (m *Module) OnInput(c plugin.Client, in gamemsg.ClientInput) {
+func (m *Module) OnInput(c module.ClientInfo, in gamemsg.ClientInput) {
 	switch err := m.game.Input(c.ID, in); {
 	case err == nil:
 		m.ackDue[c.ID] = true
@@ -211,7 +212,7 @@ func (m *Module) OnInput(c plugin.Client, in gamemsg.ClientInput) {
 
 // OnTick advances the game and carries out what happened: scores, spawns,
 // kill and hit messages, InputAcks, replication.
-func (m *Module) OnTick(plugin.Tick) {
+func (m *Module) OnTick(module.Tick) {
 	m.game.Tick()
 	m.events = m.game.DrainEvents(m.events[:0])
 	for i := range m.events {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -63,7 +63,7 @@ func loaded(t *testing.T, mode gamemsg.GameMode) (*Module, *fakeHost, *[]msg) {
 func step(h *fakeHost, m *Module) {
 	h.beginTick()
 	h.deliverLate(m)
-	m.OnTick(plugin.Tick{Now: h.now})
+	m.OnTick(module.Tick{Now: h.now})
 	h.endTick()
 }
 
@@ -279,7 +279,7 @@ func TestSpawnAndInputAck(t *testing.T) {
 	if m.refused.stale != 1 {
 		t.Fatalf("refused %+v", m.refused)
 	}
-	m.OnInput(plugin.Client{ID: 99}, in)
+	m.OnInput(module.ClientInfo{ID: 99}, in)
 	bad := in
 	bad.InputSeq, bad.LookPitch = 6, 120
 	m.OnInput(h.clients[1], bad)

@@ -7,11 +7,11 @@ import (
 
 	"github.com/sparkhost/sparkhost/client/predict"
 	"github.com/sparkhost/sparkhost/host/match"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/bot"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/maps"
 	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
@@ -186,7 +186,7 @@ func (s *sim) step() {
 		s.mod.OnInput(s.host.clients[b.id], in)
 	}
 	s.host.deliverLate(s.mod)
-	s.mod.OnTick(plugin.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
+	s.mod.OnTick(module.Tick{Number: uint64(s.ticks), DT: time.Second / 60, Now: s.host.now})
 	s.host.endTick()
 	s.ticks++
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/internal/atomicfile"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
 	"github.com/sparkhost/sparkhost/modules/mmo/store"
@@ -51,7 +52,7 @@ const (
 
 // session is one connection's login state.
 type session struct {
-	client  plugin.Client
+	client  module.ClientInfo
 	addr    string // source address, the throttle key
 	state   state
 	login   *scram.Server // while challenged
@@ -64,7 +65,7 @@ type session struct {
 // Module is the mmo module.
 type Module struct {
 	plugin.Base
-	h      plugin.Host
+	h      module.Host
 	cfg    Config
 	ctx    context.Context
 	db     *store.Store
@@ -93,7 +94,7 @@ type Module struct {
 
 // request is one client request waiting for its turn.
 type request struct {
-	client  plugin.Client
+	client  module.ClientInfo
 	t       wire.MessageType
 	payload []byte
 }
@@ -106,10 +107,10 @@ const maxQueue = 20000
 func New() plugin.Module { return &Module{} }
 
 // Manifest declares the module's types and admin commands.
-func (m *Module) Manifest() plugin.Manifest {
-	return plugin.Manifest{
+func (m *Module) Manifest() module.Manifest {
+	return module.Manifest{
 		Name: mmoproto.Owner, Version: Version, Messages: mmoproto.Schemas(),
-		Commands: []plugin.CommandSpec{
+		Commands: []module.CommandSpec{
 			{Name: "mmo_accounts", Usage: "mmo_accounts", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "mmo_online", Help: "logged-in accounts, their characters and positions"},
 			{Name: "mmo_kick_account", Usage: "mmo_kick_account NAME", Help: "end an account's login (the connection stays)"},
@@ -118,7 +119,7 @@ func (m *Module) Manifest() plugin.Manifest {
 }
 
 // Load opens the database and builds the world.
-func (m *Module) Load(h plugin.Host) error {
+func (m *Module) Load(h module.Host) error {
 	m.h, m.ctx, m.fresh = h, context.Background(), true
 	dir := h.Server().DataDir
 	if dir == "" {
@@ -179,7 +180,7 @@ func (m *Module) Unload() {
 	m.db = nil
 }
 
-func (m *Module) OnAdmitted(c plugin.Client) {
+func (m *Module) OnAdmitted(c module.ClientInfo) {
 	s := &session{client: c, addr: c.Addr.Addr().String()}
 	m.sessions[c.ID] = s
 	if m.fresh {
@@ -187,7 +188,7 @@ func (m *Module) OnAdmitted(c plugin.Client) {
 	}
 }
 
-func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
+func (m *Module) OnLeft(c module.ClientInfo, _ wire.DisconnectReason) {
 	if s := m.sessions[c.ID]; s != nil {
 		m.logout(s)
 		delete(m.sessions, c.ID)
@@ -199,7 +200,7 @@ func (m *Module) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
 // request), so a burst of database writes (registrations, character
 // creation) spreads over ticks instead of stretching one; then it advances
 // the world, replicates and periodically saves.
-func (m *Module) OnTick(t plugin.Tick) {
+func (m *Module) OnTick(t module.Tick) {
 	m.fresh = false
 	start := time.Now()
 	budget := min(max(t.DT/4, 2*time.Millisecond), t.Deadline.Sub(start)/2)
@@ -240,7 +241,7 @@ func (m *Module) fail(client, id uint32, code mmoproto.Code, detail string) {
 func (m *Module) ok(client, id uint32) { m.fail(client, id, mmoproto.OK, "") }
 
 // OnMessage queues a request; OnTick handles it.
-func (m *Module) OnMessage(c plugin.Client, t wire.MessageType, p []byte) {
+func (m *Module) OnMessage(c module.ClientInfo, t wire.MessageType, p []byte) {
 	if len(m.queue) >= maxQueue {
 		if id, ok := mmoproto.PeekRequestID(p); ok {
 			m.fail(c.ID, id, mmoproto.Internal, "server busy; try again")
@@ -251,7 +252,7 @@ func (m *Module) OnMessage(c plugin.Client, t wire.MessageType, p []byte) {
 }
 
 // handle runs one request.
-func (m *Module) handle(c plugin.Client, t wire.MessageType, p []byte) {
+func (m *Module) handle(c module.ClientInfo, t wire.MessageType, p []byte) {
 	s := m.sessions[c.ID]
 	if s == nil {
 		return // the client left while its request waited

@@ -1,6 +1,7 @@
 package maps
 
 import (
+	"embed"
 	"fmt"
 	"io/fs"
 	"os"
@@ -8,9 +9,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	shipped "github.com/sparkhost/sparkhost/maps"
 )
+
+// shipped holds the map files shipped with sparkhost (data/NAME.toml),
+// embedded so that a server finds them from any working directory.
+//
+//go:embed data/*.toml
+var shipped embed.FS
 
 // Catalog is a set of maps by name, loaded from one directory.
 type Catalog struct {
@@ -64,7 +69,13 @@ func LoadFS(fsys fs.FS, origin string) (*Catalog, error) {
 }
 
 // builtin is parsed once: the embedded files never change.
-var builtin = sync.OnceValues(func() (*Catalog, error) { return LoadFS(shipped.Files, "maps (built in)") })
+var builtin = sync.OnceValues(func() (*Catalog, error) {
+	data, err := fs.Sub(shipped, "data")
+	if err != nil {
+		return nil, err
+	}
+	return LoadFS(data, "maps (built in)")
+})
 
 // Builtin returns the maps shipped in the repository's maps/ directory,
 // embedded in the binary. The Catalog is shared: treat it as read-only.

@@ -6,26 +6,27 @@ package main
 import (
 	"encoding/binary"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 )
 
 type echo2 struct {
 	plugin.Base
-	h   plugin.Host
+	h   module.Host
 	buf []byte
 }
 
-func (e *echo2) Manifest() plugin.Manifest {
-	return plugin.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{
+func (e *echo2) Manifest() module.Manifest {
+	return module.Manifest{Name: "echo2", Version: "1", Messages: []wire.Schema{
 		{ID: 1200, Name: "req", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
 		{ID: 1201, Name: "rep", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 8, MaxLen: 8, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
 	}}
 }
 
-func (e *echo2) Load(h plugin.Host) error { e.h = h; return nil }
+func (e *echo2) Load(h module.Host) error { e.h = h; return nil }
 
-func (e *echo2) OnMessage(c plugin.Client, t wire.MessageType, p []byte) {
+func (e *echo2) OnMessage(c module.ClientInfo, t wire.MessageType, p []byte) {
 	r := wire.NewReader(p)
 	a, b := r.U32(), r.U32()
 	if r.HasError() {

@@ -9,6 +9,7 @@ package main
 import (
 	"encoding/binary"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -27,37 +28,37 @@ const (
 
 type entities struct {
 	plugin.Base
-	h     plugin.Host
+	h     module.Host
 	bots  map[uint32]uint32 // client → entity
 	clock uint32
 	ticks uint32
 }
 
-func (e *entities) Manifest() plugin.Manifest {
-	return plugin.Manifest{
+func (e *entities) Manifest() module.Manifest {
+	return module.Manifest{
 		Name: "entities", Version: "1", Inputs: true,
 		Messages: []wire.Schema{{ID: shotMsg, Name: "shot", Direction: wire.ServerToClient, Channel: wire.Reliable,
 			MinLen: 4, MaxLen: 4, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}},
-		EntityTypes: []plugin.EntityType{
+		EntityTypes: []module.EntityType{
 			{ID: botType, Name: "bot", PositionField: "pos",
 				Fields: []gamemsg.FieldSchema{
 					{Name: "pos", Kind: gamemsg.KindVec3},
 					{Name: "hp", Kind: gamemsg.KindInt32},
 					{Name: "secret", Kind: gamemsg.KindUint32, Visibility: gamemsg.VisibilityPrivate},
 				},
-				Box: plugin.AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}}},
+				Box: module.AABB{Min: wire.Vec3{X: -0.5, Z: -0.5}, Max: wire.Vec3{X: 0.5, Y: 2, Z: 0.5}}},
 			{ID: clockType, Name: "clock", Fields: []gamemsg.FieldSchema{{Name: "ticks", Kind: gamemsg.KindUint32}}},
 		},
 	}
 }
 
-func (e *entities) Load(h plugin.Host) error {
+func (e *entities) Load(h module.Host) error {
 	e.h, e.bots = h, map[uint32]uint32{}
 	return nil
 }
 
-func (e *entities) OnAdmitted(c plugin.Client) {
-	id, err := e.h.SpawnEntity(plugin.Spawn{Type: botType, Owner: c.ID,
+func (e *entities) OnAdmitted(c module.ClientInfo) {
+	id, err := e.h.SpawnEntity(module.Spawn{Type: botType, Owner: c.ID,
 		Position: wire.Vec3{X: float32(c.ID) * 3},
 		Fields: []gamemsg.FieldValue{{Index: fHP, Kind: gamemsg.KindInt32, Int: 100},
 			{Index: fSecret, Kind: gamemsg.KindUint32, Uint: 0xC0FFEE00 + c.ID}}})
@@ -68,14 +69,14 @@ func (e *entities) OnAdmitted(c plugin.Client) {
 	e.bots[c.ID] = id
 }
 
-func (e *entities) OnLeft(c plugin.Client, _ wire.DisconnectReason) {
+func (e *entities) OnLeft(c module.ClientInfo, _ wire.DisconnectReason) {
 	if id, ok := e.bots[c.ID]; ok {
 		e.h.DestroyEntity(id)
 		delete(e.bots, c.ID)
 	}
 }
 
-func (e *entities) OnInput(c plugin.Client, in gamemsg.ClientInput) {
+func (e *entities) OnInput(c module.ClientInfo, in gamemsg.ClientInput) {
 	id, ok := e.bots[c.ID]
 	if !ok {
 		return
@@ -95,10 +96,10 @@ func (e *entities) OnInput(c plugin.Client, in gamemsg.ClientInput) {
 	}
 }
 
-func (e *entities) OnTick(plugin.Tick) {
+func (e *entities) OnTick(module.Tick) {
 	if e.clock == 0 {
 		var err error
-		if e.clock, err = e.h.SpawnEntity(plugin.Spawn{Type: clockType, Global: true}); err != nil {
+		if e.clock, err = e.h.SpawnEntity(module.Spawn{Type: clockType, Global: true}); err != nil {
 			e.h.Fault(err)
 			return
 		}

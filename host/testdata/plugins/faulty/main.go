@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
 )
@@ -19,27 +20,27 @@ func init() { fmt.Println("faulty: a stray line on stdout before Serve") }
 
 type faulty struct {
 	plugin.Base
-	h     plugin.Host
+	h     module.Host
 	ticks int
 	child *exec.Cmd
 }
 
-func (f *faulty) Manifest() plugin.Manifest {
-	return plugin.Manifest{
+func (f *faulty) Manifest() module.Manifest {
+	return module.Manifest{
 		Name: "faulty", Version: "0.1",
 		Messages: []wire.Schema{
 			{ID: 1100, Name: "Ctl", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true},
 			{ID: 1101, Name: "Echo", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true},
 		},
-		Commands: []plugin.CommandSpec{{Name: "faulty_ticks", Help: "ticks run"}, {Name: "faulty_pid", Help: "process ids"}, {Name: "faulty_clients", Help: "clients the module knows"}},
+		Commands: []module.CommandSpec{{Name: "faulty_ticks", Help: "ticks run"}, {Name: "faulty_pid", Help: "process ids"}, {Name: "faulty_clients", Help: "clients the module knows"}},
 	}
 }
 
-func (f *faulty) Load(h plugin.Host) error { f.h = h; return nil }
+func (f *faulty) Load(h module.Host) error { f.h = h; return nil }
 
-func (f *faulty) OnTick(plugin.Tick) { f.ticks++ }
+func (f *faulty) OnTick(module.Tick) { f.ticks++ }
 
-func (f *faulty) OnMessage(c plugin.Client, t wire.MessageType, p []byte) {
+func (f *faulty) OnMessage(c module.ClientInfo, t wire.MessageType, p []byte) {
 	r := wire.NewReader(p)
 	cmd := r.Str()
 	switch {

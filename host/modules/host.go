@@ -1,13 +1,17 @@
-package module
+package modules
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
+	"github.com/sparkhost/sparkhost/module"
+	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -15,20 +19,7 @@ import (
 // moduleHost is the Host handed to one module instance.
 type moduleHost struct{ inst *instance }
 
-var _ Host = (*moduleHost)(nil)
-
-// Errors of the module Host.
-var (
-	// ErrNotYourType is returned when a module sends a type it may not send.
-	ErrNotYourType = errors.New("module may only send its own types or built-in server-to-client types")
-	// ErrReplicated is returned when a module sends a message that entity
-	// replication owns (EntitySpawn, EntityStateUpdate, EntityDestroy,
-	// GameStateSync): use the entity API instead.
-	ErrReplicated = errors.New("entity replication sends this type; use the entity API (SpawnEntity, SetEntityFields, DestroyEntity)")
-	// ErrNoWorld is returned by the entity API of a manager without a
-	// replicator (Config.World).
-	ErrNoWorld = errors.New("this server has no entity replication")
-)
+var _ module.Host = (*moduleHost)(nil)
 
 // channelFor checks that the module may send t with payload and returns the
 // schema's channel. The payload is validated as a client would: a module can
@@ -40,11 +31,11 @@ func (h *moduleHost) channelFor(t wire.MessageType, payload []byte) (wire.Channe
 		return 0, fmt.Errorf("send type %d: %w", t, wire.ErrUnknownType)
 	}
 	if owner != h.inst.manifest.Name && owner != wire.BuiltinOwner {
-		return 0, fmt.Errorf("send type %d (owned by %s): %w", t, owner, ErrNotYourType)
+		return 0, fmt.Errorf("send type %d (owned by %s): %w", t, owner, module.ErrNotYourType)
 	}
 	switch t {
 	case gamemsg.TypeEntitySpawn, gamemsg.TypeEntityStateUpdate, gamemsg.TypeEntityDestroy, gamemsg.TypeGameStateSync:
-		return 0, fmt.Errorf("send %s: %w", t, ErrReplicated)
+		return 0, fmt.Errorf("send %s: %w", t, module.ErrReplicated)
 	}
 	hdr := wire.Header{Type: t, Channel: s.Channel}
 	if err := reg.Validate(wire.ServerToClient, &hdr, payload); err != nil {
@@ -58,7 +49,7 @@ func (h *moduleHost) Send(client uint32, t wire.MessageType, payload []byte) err
 	if err != nil {
 		return err
 	}
-	return h.inst.m.cfg.Transport.Send(client, t, ch, payload)
+	return transportErr(h.inst.m.cfg.Transport.Send(client, t, ch, payload))
 }
 
 func (h *moduleHost) Broadcast(t wire.MessageType, payload []byte) error {
@@ -70,21 +61,30 @@ func (h *moduleHost) BroadcastExcept(except uint32, t wire.MessageType, payload 
 	if err != nil {
 		return err
 	}
-	return h.inst.m.cfg.Transport.BroadcastExcept(except, t, ch, payload)
+	return transportErr(h.inst.m.cfg.Transport.BroadcastExcept(except, t, ch, payload))
 }
 
 func (h *moduleHost) Kick(client uint32, detail string) error {
-	return h.inst.m.cfg.Transport.Kick(client, wire.DisconnectKicked, detail)
+	return transportErr(h.inst.m.cfg.Transport.Kick(client, wire.DisconnectKicked, detail))
+}
+
+// transportErr says "the client is gone" in the contract's words: a module
+// matches module.ErrNoClient, whatever the transport calls it.
+func transportErr(err error) error {
+	if errors.Is(err, netstack.ErrNoSuchClient) || errors.Is(err, netstack.ErrServerClosed) {
+		return fmt.Errorf("%w (%v)", module.ErrNoClient, err)
+	}
+	return err
 }
 
 func (h *moduleHost) Log() *slog.Logger { return h.inst.log }
 
 func (h *moduleHost) Fault(err error) { h.inst.fault(err) }
 
-func (h *moduleHost) Client(id uint32) (ClientInfo, bool) {
+func (h *moduleHost) Client(id uint32) (module.ClientInfo, bool) {
 	ci, ok := h.inst.m.clients[id]
 	if !ok {
-		return ClientInfo{}, false
+		return module.ClientInfo{}, false
 	}
 	tr := h.inst.m.cfg.Transport
 	if st, ok := tr.ClientStats(id); ok {
@@ -94,13 +94,13 @@ func (h *moduleHost) Client(id uint32) (ClientInfo, bool) {
 	return ci, true
 }
 
-func (h *moduleHost) Clients() []ClientInfo {
+func (h *moduleHost) Clients() []module.ClientInfo {
 	ids := make([]uint32, 0, len(h.inst.m.clients))
 	for id := range h.inst.m.clients {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	out := make([]ClientInfo, 0, len(ids))
+	out := make([]module.ClientInfo, 0, len(ids))
 	for _, id := range ids {
 		ci, _ := h.Client(id)
 		out = append(out, ci)
@@ -108,7 +108,7 @@ func (h *moduleHost) Clients() []ClientInfo {
 	return out
 }
 
-func (h *moduleHost) Server() ServerInfo {
+func (h *moduleHost) Server() module.ServerInfo {
 	si := h.inst.m.cfg.Server()
 	si.ModulesDir = h.inst.m.moduleDir("")
 	if h.inst.manifest.Name != "" {
@@ -121,38 +121,41 @@ func (h *moduleHost) AddScore(client uint32, score, kills, deaths int32) {
 	h.inst.m.cfg.AddScore(client, score, kills, deaths)
 }
 
-func (h *moduleHost) KV() KV {
+func (h *moduleHost) KV() (module.KV, error) {
 	if h.inst.kv == nil {
-		kv, err := kvfile.Open(h.inst.m.moduleDir(h.inst.manifest.Name) + "/kv.json")
+		kv, err := kvfile.Open(filepath.Join(h.inst.m.moduleDir(h.inst.manifest.Name), "kv.json"))
 		if err != nil {
-			h.inst.log.Error("kv store unavailable", "err", err)
-			return brokenKV{err}
+			return nil, fmt.Errorf("module %s: kv store: %w", h.inst.manifest.Name, err)
 		}
 		h.inst.kv = kv
 	}
-	return h.inst.kv
+	return h.inst.kv, nil
 }
 
-// brokenKV answers every call with the error that kept the store from opening.
-type brokenKV struct{ err error }
+func (h *moduleHost) Now() time.Time { return h.inst.m.now }
 
-func (b brokenKV) Get(string) (string, bool) { return "", false }
-func (b brokenKV) Set(string, string) error  { return b.err }
-func (b brokenKV) Delete(string) error       { return b.err }
-func (b brokenKV) Keys() []string            { return nil }
+func (h *moduleHost) After(d time.Duration, fn func()) module.TimerID {
+	return h.inst.timers.Add(h.inst.m.now, d, 0, fn)
+}
+
+func (h *moduleHost) Every(period time.Duration, fn func()) module.TimerID {
+	return h.inst.timers.Add(h.inst.m.now, period, period, fn)
+}
+
+func (h *moduleHost) Cancel(id module.TimerID) bool { return h.inst.timers.Cancel(id) }
 
 // world returns the replicator and the module's block.
 func (h *moduleHost) world() (*replicate.Replicator, replicate.Block, error) {
 	w := h.inst.m.cfg.World
 	if w == nil || h.inst.block == 0 {
-		return nil, 0, ErrNoWorld
+		return nil, 0, module.ErrNoWorld
 	}
 	return w, h.inst.block, nil
 }
 
-func (h *moduleHost) EntityIDs() replicate.IDRange { return h.inst.block.Range() }
+func (h *moduleHost) EntityIDs() module.IDRange { return h.inst.block.Range() }
 
-func (h *moduleHost) SpawnEntity(s replicate.Spawn) (uint32, error) {
+func (h *moduleHost) SpawnEntity(s module.Spawn) (uint32, error) {
 	w, b, err := h.world()
 	if err != nil {
 		return 0, err
@@ -200,7 +203,7 @@ func (h *moduleHost) SetEntityParty(id, party uint32) error {
 	return w.SetParty(b, id, party)
 }
 
-func (h *moduleHost) SetClientView(client uint32, v replicate.ClientView) error {
+func (h *moduleHost) SetClientView(client uint32, v module.ClientView) error {
 	w, _, err := h.world()
 	if err != nil {
 		return err
@@ -208,10 +211,10 @@ func (h *moduleHost) SetClientView(client uint32, v replicate.ClientView) error 
 	return w.SetClientView(client, v)
 }
 
-func (h *moduleHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (replicate.Hit, error) {
+func (h *moduleHost) Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (module.Hit, error) {
 	w, b, err := h.world()
 	if err != nil {
-		return replicate.Hit{}, err
+		return module.Hit{}, err
 	}
 	return w.Raycast(b, shooter, origin, dir, maxDist)
 }

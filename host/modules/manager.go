@@ -1,4 +1,4 @@
-package module
+package modules
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
+	"github.com/sparkhost/sparkhost/internal/timerq"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -46,10 +48,7 @@ type Transport interface {
 type Spec struct {
 	Source string // the path or name it was loaded by
 	Kind   string // "lua", "plugin", "go"
-	New    func() (Module, error)
-	// Hash returns the code hash of the module the last New created ("" if
-	// unknown); shown by `module info`.
-	Hash func(Module) string
+	New    func() (module.Module, error)
 }
 
 // Config configures a Manager. Zero values mean the documented defaults.
@@ -66,7 +65,7 @@ type Config struct {
 	MaxFaults   int
 	FaultWindow time.Duration
 	// Server and AddScore are the host's facts and scoreboard.
-	Server   func() ServerInfo
+	Server   func() module.ServerInfo
 	AddScore func(client uint32, score, kills, deaths int32)
 	// Resolve turns a `module load` argument into a Spec.
 	Resolve func(nameOrPath string) (Spec, error)
@@ -106,23 +105,24 @@ const (
 type instance struct {
 	m        *Manager
 	spec     Spec
-	mod      Module
-	manifest Manifest
+	mod      module.Module
+	manifest module.Manifest
 	state    string
 	hash     string
 	log      *slog.Logger
 	kv       *kvfile.Store
+	timers   timerq.Queue // Host.After/Every of this instance (game thread)
 
 	block replicate.Block // entity id block, for the instance's whole life
-	inbox chan Event
+	inbox chan module.Event
 	drops atomic.Uint64
 	// lastInput is the newest ClientInput sequence delivered per client
 	// (game thread): an older or repeated one is dropped as stale.
 	lastInput   map[uint32]uint32
 	staleInputs uint64
-	pending     []Event // host events for the next Step (game thread only)
-	late        []Event // departures and match events, delivered after the inbox
-	batch       []Event
+	pending     []module.Event // host events for the next Step (game thread only)
+	late        []module.Event // departures and match events, delivered after the inbox
+	batch       []module.Event
 
 	faults      []time.Time
 	totalFaults uint64
@@ -143,7 +143,7 @@ type Manager struct {
 	cfg     Config
 	reg     *wire.Registry
 	mods    []*instance
-	clients map[uint32]ClientInfo
+	clients map[uint32]module.ClientInfo
 	now     time.Time
 	// inputs lists the running instances subscribed to ClientInput; the
 	// network goroutine reads it, the game thread replaces it.
@@ -178,12 +178,12 @@ func NewManager(cfg Config) *Manager {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Server == nil {
-		cfg.Server = func() ServerInfo { return ServerInfo{} }
+		cfg.Server = func() module.ServerInfo { return module.ServerInfo{} }
 	}
 	if cfg.AddScore == nil {
 		cfg.AddScore = func(uint32, int32, int32, int32) {}
 	}
-	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]ClientInfo), now: time.Now()}
+	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]module.ClientInfo), now: time.Now()}
 	if cfg.Commands != nil {
 		m.registerAdmin()
 	}
@@ -198,7 +198,7 @@ func NewManager(cfg Config) *Manager {
 // crash and restart counts start again from zero; its lifecycle history is
 // kept. If the fresh start fails, the old entry stays as it was.
 func (m *Manager) Load(spec Spec) (string, error) {
-	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan Event, m.cfg.InboxCapacity)}
+	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan module.Event, m.cfg.InboxCapacity)}
 	inst.log = m.cfg.Log.With("module", spec.Source)
 	if w := m.cfg.World; w != nil {
 		b, err := w.ReserveBlock()
@@ -244,30 +244,31 @@ func (m *Manager) Load(spec Spec) (string, error) {
 }
 
 // start creates a fresh module and runs its Load.
-func (inst *instance) start() (Module, Manifest, error) {
+func (inst *instance) start() (module.Module, module.Manifest, error) {
 	mod, err := inst.spec.New()
 	if err != nil {
-		return nil, Manifest{}, fmt.Errorf("module %s: %w", inst.spec.Source, err)
+		return nil, module.Manifest{}, fmt.Errorf("module %s: %w", inst.spec.Source, err)
 	}
 	man, err := mod.Load(&moduleHost{inst: inst})
 	if err != nil {
 		mod.Unload()
-		return nil, Manifest{}, fmt.Errorf("module %s failed to load: %w", inst.spec.Source, err)
+		return nil, module.Manifest{}, fmt.Errorf("module %s failed to load: %w", inst.spec.Source, err)
 	}
 	if man.Name == "" {
 		mod.Unload()
-		return nil, Manifest{}, fmt.Errorf("module %s declares no name", inst.spec.Source)
+		return nil, module.Manifest{}, fmt.Errorf("module %s declares no name", inst.spec.Source)
 	}
 	return mod, man, nil
 }
 
 // adopt makes mod the instance's running module.
-func (inst *instance) adopt(mod Module, man Manifest) {
+func (inst *instance) adopt(mod module.Module, man module.Manifest) {
 	inst.mod, inst.manifest, inst.state = mod, man, StateRunning
 	inst.runningSince, inst.nextStart = inst.m.now, time.Time{}
 	inst.log = inst.m.cfg.Log.With("module", man.Name)
-	if inst.spec.Hash != nil {
-		inst.hash = inst.spec.Hash(mod)
+	inst.hash = ""
+	if h, ok := mod.(module.CodeHasher); ok {
+		inst.hash = h.CodeHash()
 	}
 	for _, s := range man.Messages {
 		inst.m.cfg.Transport.Handle(s.ID, inst.receive)
@@ -278,7 +279,7 @@ func (inst *instance) adopt(mod Module, man Manifest) {
 // registerTypes registers all of a manifest's message schemas and entity
 // types, or none. Registering the entity types destroys the instance's
 // entities (a reload replaces them).
-func (m *Manager) registerTypes(inst *instance, man Manifest) error {
+func (m *Manager) registerTypes(inst *instance, man module.Manifest) error {
 	if err := m.registerMessages(man); err != nil {
 		return err
 	}
@@ -287,7 +288,7 @@ func (m *Manager) registerTypes(inst *instance, man Manifest) error {
 			return nil
 		}
 		m.reg.UnregisterOwner(man.Name)
-		return fmt.Errorf("module %s declares entity types: %w", man.Name, ErrNoWorld)
+		return fmt.Errorf("module %s declares entity types: %w", man.Name, module.ErrNoWorld)
 	}
 	if err := m.cfg.World.SetTypes(inst.block, man.Name, man.EntityTypes); err != nil {
 		m.reg.UnregisterOwner(man.Name)
@@ -297,7 +298,7 @@ func (m *Manager) registerTypes(inst *instance, man Manifest) error {
 }
 
 // registerMessages registers all of a manifest's message schemas or none.
-func (m *Manager) registerMessages(man Manifest) error {
+func (m *Manager) registerMessages(man module.Manifest) error {
 	for _, s := range man.Messages {
 		if err := m.reg.Register(man.Name, s); err != nil {
 			m.reg.UnregisterOwner(man.Name)
@@ -339,7 +340,7 @@ func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
 	if err != nil {
 		return // unreachable: the transport validated it
 	}
-	ev := Event{Kind: EventInput, Client: client, Input: in}
+	ev := module.Event{Kind: module.EventInput, Client: client, Input: in}
 	for _, inst := range subs {
 		select {
 		case inst.inbox <- ev:
@@ -353,7 +354,7 @@ func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
 // freshInput reports whether an input is newer than the last one delivered
 // from its client (serial-number order, so sequences may wrap), and records
 // it. ClientInput is unreliable: a late or duplicated datagram is stale.
-func (inst *instance) freshInput(ev *Event) bool {
+func (inst *instance) freshInput(ev *module.Event) bool {
 	if inst.lastInput == nil {
 		inst.lastInput = make(map[uint32]uint32)
 	}
@@ -369,7 +370,7 @@ func (inst *instance) freshInput(ev *Event) bool {
 // receive runs on a network goroutine: it only copies the validated message
 // into the inbox, never blocking; a full inbox drops and counts.
 func (inst *instance) receive(client uint32, h *wire.Header, payload []byte) {
-	ev := Event{Kind: EventMessage, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
+	ev := module.Event{Kind: module.EventMessage, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
 	select {
 	case inst.inbox <- ev:
 	default:
@@ -397,7 +398,7 @@ func (inst *instance) command(name string, args []string) (string, error) {
 		return "", fmt.Errorf("module %s is %s", inst.manifest.Name, inst.state)
 	}
 	out, err := inst.mod.Command(name, args)
-	if errors.Is(err, ErrCrashed) {
+	if errors.Is(err, module.ErrCrashed) {
 		next := inst.m.crash(inst, err)
 		return "", &crashError{fmt.Sprintf("module %s crashed: %s; %s", inst.manifest.Name, crashReason(err), next), err}
 	}
@@ -414,7 +415,7 @@ func (inst *instance) greetClients() {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		inst.pending = append(inst.pending, Event{Kind: EventAdmitted, Client: id, Name: inst.m.clients[id].Name})
+		inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Client: id, Name: inst.m.clients[id].Name})
 	}
 }
 
@@ -471,6 +472,7 @@ func (m *Manager) unload(inst *instance, state string) {
 	for len(inst.inbox) > 0 {
 		<-inst.inbox
 	}
+	inst.timers.Clear()
 	inst.pending, inst.late = nil, nil
 	if state != "" {
 		inst.state = state
@@ -526,7 +528,7 @@ func (m *Manager) Reload(name string) error {
 	}
 	var state []byte
 	var haveState bool
-	if oc, ok := inst.mod.(StateCarrier); ok && inst.state == StateRunning {
+	if oc, ok := inst.mod.(module.StateCarrier); ok && inst.state == StateRunning {
 		if st, err := oc.SaveState(); err != nil {
 			inst.log.Warn("save_state failed; reloading without state", "err", err)
 		} else {
@@ -544,11 +546,12 @@ func (m *Manager) Reload(name string) error {
 	if inst.mod != nil {
 		inst.mod.Unload()
 	}
+	inst.timers.Clear() // the old code's timers
 	inst.adopt(mod, man)
 	if err := inst.registerCommands(); err != nil {
 		inst.log.Warn("reload: command registration", "err", err)
 	}
-	if nc, ok := mod.(StateCarrier); ok && haveState {
+	if nc, ok := mod.(module.StateCarrier); ok && haveState {
 		if err := nc.RestoreState(state); err != nil {
 			inst.fault(fmt.Errorf("on_reload: %w", err))
 		}
@@ -565,7 +568,7 @@ func (m *Manager) Reload(name string) error {
 // crashed modules whose backoff has passed (t.Now is the clock); a module
 // restarted this way runs its first Step in the same tick, starting with the
 // EventAdmitted of every present client.
-func (m *Manager) Step(t Tick, budget time.Duration) {
+func (m *Manager) Step(t module.Tick, budget time.Duration) {
 	m.now = t.Now
 	m.restartDue()
 	for _, inst := range m.mods {
@@ -575,14 +578,14 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		inst.batch = append(inst.batch[:0], inst.pending...)
 		inst.pending = inst.pending[:0]
 		room := cap(inst.inbox)
-		if b, ok := inst.mod.(Backlogger); ok {
+		if b, ok := inst.mod.(module.Backlogger); ok {
 			room -= b.Backlog()
 		}
 	drain:
 		for range max(room, 0) {
 			select {
 			case ev := <-inst.inbox:
-				if ev.Kind == EventInput && !inst.freshInput(&ev) {
+				if ev.Kind == module.EventInput && !inst.freshInput(&ev) {
 					continue
 				}
 				inst.batch = append(inst.batch, ev)
@@ -594,9 +597,10 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		inst.late = inst.late[:0]
 		mt := t
 		mt.Deadline = time.Now().Add(budget)
+		inst.timers.Run(t.Now, nil)
 		err := inst.mod.Step(mt, inst.batch)
 		clear(inst.batch) // drop payload references
-		if errors.Is(err, ErrCrashed) {
+		if errors.Is(err, module.ErrCrashed) {
 			m.crash(inst, err)
 			continue
 		}
@@ -636,11 +640,11 @@ func (inst *instance) fault(err error) {
 }
 
 // ClientAdmitted tells every module a client joined (game thread).
-func (m *Manager) ClientAdmitted(ci ClientInfo) {
+func (m *Manager) ClientAdmitted(ci module.ClientInfo) {
 	m.clients[ci.ID] = ci
 	for _, inst := range m.mods {
 		if inst.state == StateRunning {
-			inst.pending = append(inst.pending, Event{Kind: EventAdmitted, Client: ci.ID, Name: ci.Name})
+			inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Client: ci.ID, Name: ci.Name})
 		}
 	}
 }
@@ -651,21 +655,25 @@ func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
 	for _, inst := range m.mods {
 		delete(inst.lastInput, id)
 	}
-	m.late(Event{Kind: EventLeft, Client: id, Reason: reason})
+	m.late(module.Event{Kind: module.EventLeft, Client: id, Reason: reason})
 }
 
 // MatchStart, MatchEnd and MapChange forward match events to every module.
-func (m *Manager) MatchStart(ms gamemsg.MatchStart) { m.late(Event{Kind: EventMatchStart, Match: ms}) }
+func (m *Manager) MatchStart(ms gamemsg.MatchStart) {
+	m.late(module.Event{Kind: module.EventMatchStart, Match: ms})
+}
 
 // MatchEnd forwards a MatchEnd.
-func (m *Manager) MatchEnd(me gamemsg.MatchEnd) { m.late(Event{Kind: EventMatchEnd, MatchEnd: me}) }
+func (m *Manager) MatchEnd(me gamemsg.MatchEnd) {
+	m.late(module.Event{Kind: module.EventMatchEnd, MatchEnd: me})
+}
 
 // MapChange forwards a map change.
 func (m *Manager) MapChange(name string, index int) {
-	m.late(Event{Kind: EventMapChange, Map: name, MapIndex: index})
+	m.late(module.Event{Kind: module.EventMapChange, Map: name, MapIndex: index})
 }
 
-func (m *Manager) late(ev Event) {
+func (m *Manager) late(ev module.Event) {
 	for _, inst := range m.mods {
 		if inst.state == StateRunning {
 			inst.late = append(inst.late, ev)
@@ -695,11 +703,6 @@ type Status struct {
 	PID int
 }
 
-// Process is the optional capability of a module that runs as a process.
-type Process interface {
-	Pid() int
-}
-
 // Modules lists the loaded (and failed) modules in load order.
 func (m *Manager) Modules() []Status {
 	out := make([]Status, 0, len(m.mods))
@@ -711,7 +714,7 @@ func (m *Manager) Modules() []Status {
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
 		}
-		if p, ok := inst.mod.(Process); ok {
+		if p, ok := inst.mod.(module.Process); ok {
 			st.PID = p.Pid()
 		}
 		for _, s := range inst.manifest.Messages {

@@ -1,10 +1,12 @@
-package module
+package modules
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sparkhost/sparkhost/module"
 )
 
 // Crash isolation. A runtime reports a dead instance (its process exited,
@@ -80,11 +82,11 @@ func (m *Manager) crash(inst *instance, err error) string {
 // the surrounding "crashed:" already says, however the runtime wrapped it.
 func crashReason(err error) string {
 	s := err.Error()
-	if s == ErrCrashed.Error() {
+	if s == module.ErrCrashed.Error() {
 		return s
 	}
-	s = strings.TrimSuffix(s, ": "+ErrCrashed.Error())
-	return strings.TrimPrefix(s, ErrCrashed.Error()+": ")
+	s = strings.TrimSuffix(s, ": "+module.ErrCrashed.Error())
+	return strings.TrimPrefix(s, module.ErrCrashed.Error()+": ")
 }
 
 // crashError is what a command that crashed its module returns: an operator's

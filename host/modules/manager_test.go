@@ -1,4 +1,4 @@
-package module_test
+package modules_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -23,18 +24,18 @@ import (
 type rig struct {
 	t    *testing.T
 	srv  *netstack.Server
-	mgr  *module.Manager
+	mgr  *modules.Manager
 	cmds *admin.Registry
 	tick uint64
 }
 
 func newRig(t *testing.T, inbox int) *rig {
 	t.Helper()
-	return newRigWith(t, func(c *module.Config) { c.InboxCapacity = inbox })
+	return newRigWith(t, func(c *modules.Config) { c.InboxCapacity = inbox })
 }
 
 // newRigWith is newRig with the manager's Config adjusted by set.
-func newRigWith(t *testing.T, set func(*module.Config)) *rig {
+func newRigWith(t *testing.T, set func(*modules.Config)) *rig {
 	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	reg := gamemsg.NewRegistry()
@@ -45,12 +46,12 @@ func newRigWith(t *testing.T, set func(*module.Config)) *rig {
 	srv.Start()
 	t.Cleanup(func() { srv.Close() })
 	r := &rig{t: t, srv: srv, cmds: admin.NewRegistry()}
-	cfg := module.Config{
+	cfg := modules.Config{
 		Transport: srv, Commands: r.cmds, Log: slog.New(slog.DiscardHandler), DataDir: t.TempDir(),
 		MaxFaults: 3, FaultWindow: time.Minute,
 	}
 	set(&cfg)
-	r.mgr = module.NewManager(cfg)
+	r.mgr = modules.NewManager(cfg)
 	return r
 }
 
@@ -89,8 +90,8 @@ func schema(id wire.MessageType, dir wire.Direction, ch wire.Channel, min, max u
 		StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true}
 }
 
-func spec(f *module.Funcs) module.Spec {
-	return module.Spec{Source: f.Manifest.Name, Kind: "go", New: func() (module.Module, error) { return f, nil }}
+func spec(f *modules.Funcs) modules.Spec {
+	return modules.Spec{Source: f.Manifest.Name, Kind: "go", New: func() (module.Module, error) { return f, nil }}
 }
 
 func clientRegistry(t *testing.T, schemas ...wire.Schema) *wire.Registry {
@@ -109,7 +110,7 @@ func TestMessagesReachModuleInOrderAndRepliesReachClient(t *testing.T) {
 	rep := schema(1001, wire.ServerToClient, wire.Reliable, 4, 4)
 	var got []uint32
 	var admitted []string
-	echo := &module.Funcs{
+	echo := &modules.Funcs{
 		Manifest: module.Manifest{Name: "echo", Version: "1", Messages: []wire.Schema{req, rep}},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			switch ev.Kind {
@@ -164,8 +165,8 @@ func TestMessagesReachModuleInOrderAndRepliesReachClient(t *testing.T) {
 
 func TestIDCollisionNamesBothAndUnloadFreesTypes(t *testing.T) {
 	r := newRig(t, 0)
-	a := &module.Funcs{Manifest: module.Manifest{Name: "alpha", Messages: []wire.Schema{schema(1200, wire.BothDirections, wire.Reliable, 0, 10)}}}
-	b := &module.Funcs{Manifest: module.Manifest{Name: "beta", Messages: []wire.Schema{schema(1300, wire.BothDirections, wire.Reliable, 0, 10), schema(1200, wire.BothDirections, wire.Reliable, 0, 10)}}}
+	a := &modules.Funcs{Manifest: module.Manifest{Name: "alpha", Messages: []wire.Schema{schema(1200, wire.BothDirections, wire.Reliable, 0, 10)}}}
+	b := &modules.Funcs{Manifest: module.Manifest{Name: "beta", Messages: []wire.Schema{schema(1300, wire.BothDirections, wire.Reliable, 0, 10), schema(1200, wire.BothDirections, wire.Reliable, 0, 10)}}}
 	if _, err := r.mgr.Load(spec(a)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,19 +196,19 @@ func TestInboxOverflowDropsAndCountsWithoutHarm(t *testing.T) {
 	flood := schema(1400, wire.ClientToServer, wire.Unreliable, 1, 1200)
 	other := schema(1401, wire.ClientToServer, wire.Reliable, 1, 8)
 	var floodSeen, otherSeen int
-	fm := &module.Funcs{Manifest: module.Manifest{Name: "flooded", Messages: []wire.Schema{flood}},
+	fm := &modules.Funcs{Manifest: module.Manifest{Name: "flooded", Messages: []wire.Schema{flood}},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			if ev.Kind == module.EventMessage {
 				floodSeen++
 			}
 		}}
-	om := &module.Funcs{Manifest: module.Manifest{Name: "other", Messages: []wire.Schema{other}},
+	om := &modules.Funcs{Manifest: module.Manifest{Name: "other", Messages: []wire.Schema{other}},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			if ev.Kind == module.EventMessage {
 				otherSeen++
 			}
 		}}
-	for _, f := range []*module.Funcs{fm, om} {
+	for _, f := range []*modules.Funcs{fm, om} {
 		if _, err := r.mgr.Load(spec(f)); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestInboxOverflowDropsAndCountsWithoutHarm(t *testing.T) {
 		c.Send(1401, wire.Reliable, []byte{byte(i)})
 	}
 	time.Sleep(200 * time.Millisecond)
-	var st module.Status
+	var st modules.Status
 	for _, s := range r.mgr.Modules() {
 		if s.Name == "flooded" {
 			st = s
@@ -242,7 +243,7 @@ func TestInboxOverflowDropsAndCountsWithoutHarm(t *testing.T) {
 
 func TestFaultsUnloadModuleAndAdminCommands(t *testing.T) {
 	r := newRig(t, 0)
-	bad := &module.Funcs{
+	bad := &modules.Funcs{
 		Manifest: module.Manifest{Name: "flaky", Version: "0.1", Messages: []wire.Schema{schema(1500, wire.ClientToServer, wire.Reliable, 0, 4)},
 			Commands: []module.CommandSpec{{Name: "flaky_ping", Help: "answers pong"}}},
 		OnTick:    func(h module.Host, t module.Tick) { h.Fault(errors.New("script.lua:3: boom")) },
@@ -282,7 +283,7 @@ func TestFaultsUnloadModuleAndAdminCommands(t *testing.T) {
 
 // carrier is a Funcs with state carried across reloads.
 type carrier struct {
-	module.Funcs
+	modules.Funcs
 	state []byte
 	fail  bool
 }
@@ -297,7 +298,7 @@ func TestReloadCarriesStateAndFailedReloadKeepsOld(t *testing.T) {
 	r := newRig(t, 0)
 	gen := 0
 	var last *carrier
-	s := module.Spec{Source: "counter", Kind: "go", New: func() (module.Module, error) {
+	s := modules.Spec{Source: "counter", Kind: "go", New: func() (module.Module, error) {
 		gen++
 		if gen == 3 {
 			return nil, errors.New("syntax error near line 7")
@@ -320,7 +321,7 @@ func TestReloadCarriesStateAndFailedReloadKeepsOld(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "old version keeps running") {
 		t.Fatalf("failed reload: %v", err)
 	}
-	if st := r.mgr.Modules()[0]; st.Version != "2" || st.State != module.StateRunning {
+	if st := r.mgr.Modules()[0]; st.Version != "2" || st.State != modules.StateRunning {
 		t.Errorf("after failed reload: version %s state %s", st.Version, st.State)
 	}
 }
@@ -328,19 +329,27 @@ func TestReloadCarriesStateAndFailedReloadKeepsOld(t *testing.T) {
 func TestKVPersists(t *testing.T) {
 	r := newRig(t, 0)
 	var h module.Host
-	f := &module.Funcs{Manifest: module.Manifest{Name: "store"}, OnLoad: func(hh module.Host) error { h = hh; return nil }}
+	f := &modules.Funcs{Manifest: module.Manifest{Name: "store"}, OnLoad: func(hh module.Host) error { h = hh; return nil }}
 	if _, err := r.mgr.Load(spec(f)); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.KV().Set("best", "42"); err != nil {
+	kv, err := h.KV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Set("best", "42"); err != nil {
 		t.Fatal(err)
 	}
 	r.mgr.Unload("store")
-	f2 := &module.Funcs{Manifest: module.Manifest{Name: "store"}, OnLoad: func(hh module.Host) error { h = hh; return nil }}
+	f2 := &modules.Funcs{Manifest: module.Manifest{Name: "store"}, OnLoad: func(hh module.Host) error { h = hh; return nil }}
 	if _, err := r.mgr.Load(spec(f2)); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := h.KV().Get("best"); !ok || v != "42" {
+	kv, err = h.KV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := kv.Get("best"); !ok || v != "42" {
 		t.Errorf("kv after reload: %q %v", v, ok)
 	}
 }
@@ -348,7 +357,7 @@ func TestKVPersists(t *testing.T) {
 // behind is a module that reports a backlog, as Lua does when its budget
 // runs out.
 type behind struct {
-	module.Funcs
+	modules.Funcs
 	backlog int
 }
 
@@ -365,7 +374,7 @@ func TestManagerTakesNoMoreThanTheModuleCanHold(t *testing.T) {
 			seen++
 		}
 	}
-	if _, err := r.mgr.Load(module.Spec{Source: "behind", Kind: "go", New: func() (module.Module, error) { return b, nil }}); err != nil {
+	if _, err := r.mgr.Load(modules.Spec{Source: "behind", Kind: "go", New: func() (module.Module, error) { return b, nil }}); err != nil {
 		t.Fatal(err)
 	}
 	c := r.dial("p", clientRegistry(t, s))

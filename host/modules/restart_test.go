@@ -1,4 +1,4 @@
-package module_test
+package modules_test
 
 import (
 	"errors"
@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -40,8 +41,8 @@ func newFakePlugin(name string, types ...wire.MessageType) *fakePlugin {
 	return p
 }
 
-func (p *fakePlugin) spec() module.Spec {
-	return module.Spec{Source: "plugins/" + p.manifest.Name, Kind: "plugin", New: func() (module.Module, error) {
+func (p *fakePlugin) spec() modules.Spec {
+	return modules.Spec{Source: "plugins/" + p.manifest.Name, Kind: "plugin", New: func() (module.Module, error) {
 		p.starts++
 		return &fakeInstance{p: p, gen: p.starts}, nil
 	}}
@@ -98,7 +99,7 @@ func (r *rig) at(now time.Time) {
 	r.mgr.Step(module.Tick{Number: r.tick, DT: time.Second / 60, Now: now}, 50*time.Millisecond)
 }
 
-func (r *rig) status(name string) module.Status {
+func (r *rig) status(name string) modules.Status {
 	r.t.Helper()
 	for _, st := range r.mgr.Modules() {
 		if st.Name == name {
@@ -106,21 +107,21 @@ func (r *rig) status(name string) module.Status {
 		}
 	}
 	r.t.Fatalf("module %s not listed", name)
-	return module.Status{}
+	return modules.Status{}
 }
 
 // restartRig is a rig whose manager resolves `module load` to the plugins
 // given and sends its Notify lines to *lines.
-func restartRig(t *testing.T, lines *[]string, set func(*module.Config), plugins ...*fakePlugin) *rig {
-	return newRigWith(t, func(c *module.Config) {
+func restartRig(t *testing.T, lines *[]string, set func(*modules.Config), plugins ...*fakePlugin) *rig {
+	return newRigWith(t, func(c *modules.Config) {
 		c.Notify = func(line string) { *lines = append(*lines, line) }
-		c.Resolve = func(name string) (module.Spec, error) {
+		c.Resolve = func(name string) (modules.Spec, error) {
 			for _, p := range plugins {
 				if p.manifest.Name == name {
 					return p.spec(), nil
 				}
 			}
-			return module.Spec{}, fmt.Errorf("no module %q", name)
+			return modules.Spec{}, fmt.Errorf("no module %q", name)
 		}
 		if set != nil {
 			set(c)
@@ -160,7 +161,7 @@ func TestCrashDetachesAtOnceAndRestartsAfterBackoff(t *testing.T) {
 	crashed := t0.Add(32 * time.Millisecond)
 	r.at(crashed)
 	st := r.status("echo")
-	if st.State != module.StateRestarting || !st.NextRestart.Equal(crashed.Add(time.Second)) {
+	if st.State != modules.StateRestarting || !st.NextRestart.Equal(crashed.Add(time.Second)) {
 		t.Fatalf("after the crash: state %s, next restart %v", st.State, st.NextRestart)
 	}
 	if _, _, ok := r.srv.Registry().Lookup(1000); ok {
@@ -189,7 +190,7 @@ func TestCrashDetachesAtOnceAndRestartsAfterBackoff(t *testing.T) {
 		}
 	}
 	r.at(crashed.Add(time.Second))
-	if p.starts != 2 || r.status("echo").State != module.StateRunning {
+	if p.starts != 2 || r.status("echo").State != modules.StateRunning {
 		t.Fatalf("1s after the crash: %d starts, state %s", p.starts, r.status("echo").State)
 	}
 	if want := "module echo restarted (attempt 1)"; lastLine(lines) != want {
@@ -217,7 +218,7 @@ func TestCrashDetachesAtOnceAndRestartsAfterBackoff(t *testing.T) {
 func TestBackoffDoublesIsCappedAndResets(t *testing.T) {
 	var lines []string
 	p := newFakePlugin("echo", 1000)
-	r := restartRig(t, &lines, func(c *module.Config) {
+	r := restartRig(t, &lines, func(c *modules.Config) {
 		c.RestartBackoffMax = 4 * time.Second
 		c.MaxRestarts = 100
 	}, p)
@@ -238,7 +239,7 @@ func TestBackoffDoublesIsCappedAndResets(t *testing.T) {
 		}
 		now = next
 		r.at(now) // restarts, and crashes in the same tick
-		if p.starts != starts+1 || r.status("echo").State != module.StateRestarting {
+		if p.starts != starts+1 || r.status("echo").State != modules.StateRestarting {
 			t.Fatalf("backoff %d: starts %d, state %s", i+1, p.starts, r.status("echo").State)
 		}
 	}
@@ -276,7 +277,7 @@ func TestTooManyCrashesFailUntilModuleLoad(t *testing.T) {
 		r.at(r.status("echo").NextRestart) // restart, crash
 	}
 	st := r.status("echo")
-	if st.State != module.StateFailed || !st.NextRestart.IsZero() || p.starts != 5 {
+	if st.State != modules.StateFailed || !st.NextRestart.IsZero() || p.starts != 5 {
 		t.Fatalf("after 5 crashes: state %s, next restart %v, %d starts", st.State, st.NextRestart, p.starts)
 	}
 	want := "module echo crashed: plugin process exited: exit status 3; failed: too many crashes (5 in 10m0s); use module load echo to start it again"
@@ -287,7 +288,7 @@ func TestTooManyCrashesFailUntilModuleLoad(t *testing.T) {
 		t.Error("failed module's type still registered")
 	}
 	r.at(t0.Add(time.Hour))
-	if p.starts != 5 || r.status("echo").State != module.StateFailed {
+	if p.starts != 5 || r.status("echo").State != modules.StateFailed {
 		t.Fatal("a failed module was restarted without an operator")
 	}
 
@@ -296,7 +297,7 @@ func TestTooManyCrashesFailUntilModuleLoad(t *testing.T) {
 		t.Fatalf("module load: %q", out)
 	}
 	st = r.status("echo")
-	if st.State != module.StateRunning || st.Restarts != 0 || len(r.mgr.Modules()) != 1 {
+	if st.State != modules.StateRunning || st.Restarts != 0 || len(r.mgr.Modules()) != 1 {
 		t.Fatalf("after module load: state %s, restarts %d, %d modules", st.State, st.Restarts, len(r.mgr.Modules()))
 	}
 	if _, _, ok := r.srv.Registry().Lookup(1000); !ok {
@@ -313,7 +314,7 @@ func TestTooManyCrashesFailUntilModuleLoad(t *testing.T) {
 	for range 3 {
 		r.at(r.status("echo").NextRestart)
 	}
-	if st := r.status("echo"); st.State != module.StateRestarting {
+	if st := r.status("echo"); st.State != modules.StateRestarting {
 		t.Errorf("4 crashes after module load: state %s, want restarting", st.State)
 	}
 	events := r.mustExec("module info echo")
@@ -333,7 +334,7 @@ func TestCommandCrashDetachesLikeStep(t *testing.T) {
 	if !errors.Is(err, module.ErrCrashed) || err.Error() != "module echo crashed: plugin process exited: exit status 3; restarting in 1s" {
 		t.Fatalf("crashed command: %v", err)
 	}
-	if st := r.status("echo"); st.State != module.StateRestarting || p.unloads != 1 {
+	if st := r.status("echo"); st.State != modules.StateRestarting || p.unloads != 1 {
 		t.Fatalf("state %s, %d unloads", st.State, p.unloads)
 	}
 	if _, _, ok := r.srv.Registry().Lookup(1000); ok {
@@ -344,7 +345,7 @@ func TestCommandCrashDetachesLikeStep(t *testing.T) {
 		t.Fatal("restarted before the backoff")
 	}
 	r.at(t0.Add(time.Second))
-	if r.status("echo").State != module.StateRunning || r.mustExec("echo_ping") != "pong" {
+	if r.status("echo").State != modules.StateRunning || r.mustExec("echo_ping") != "pong" {
 		t.Error("not restarted 1s after the command crash")
 	}
 }
@@ -362,7 +363,7 @@ func TestFailedRestartCountsAndBacksOff(t *testing.T) {
 	if lastLine(lines) != want {
 		t.Errorf("notify %q\nwant   %q", lastLine(lines), want)
 	}
-	if st := r.status("echo"); st.State != module.StateRestarting || !st.NextRestart.Equal(t0.Add(3*time.Second)) {
+	if st := r.status("echo"); st.State != modules.StateRestarting || !st.NextRestart.Equal(t0.Add(3*time.Second)) {
 		t.Fatalf("after a failed restart: state %s, next %v", st.State, st.NextRestart)
 	}
 	r.at(t0.Add(3 * time.Second)) // fails again: 4s
@@ -370,21 +371,21 @@ func TestFailedRestartCountsAndBacksOff(t *testing.T) {
 		t.Fatalf("after the second failed restart: next %v, want +7s", got.Sub(t0))
 	}
 	r.at(t0.Add(7 * time.Second))
-	if st := r.status("echo"); st.State != module.StateRunning || st.Restarts != 1 || lastLine(lines) != "module echo restarted (attempt 3)" {
+	if st := r.status("echo"); st.State != modules.StateRunning || st.Restarts != 1 || lastLine(lines) != "module echo restarted (attempt 3)" {
 		t.Fatalf("third attempt: state %s, restarts %d, notify %q", st.State, st.Restarts, lastLine(lines))
 	}
 	// The failed starts counted in the window: two more crashes make five.
 	p.crashAlways = true
 	r.at(t0.Add(7 * time.Second))
 	r.at(r.status("echo").NextRestart)
-	if st := r.status("echo"); st.State != module.StateFailed {
+	if st := r.status("echo"); st.State != modules.StateFailed {
 		t.Errorf("after 3 crashes and 2 failed starts: state %s, want failed", st.State)
 	}
 }
 
 // handlerLog is a Transport that remembers which message types have a handler.
 type handlerLog struct {
-	module.Transport
+	modules.Transport
 	set map[wire.MessageType]bool
 }
 
@@ -397,7 +398,7 @@ func TestRestartClashFailsAndUnloadLeavesTheNewOwnerAlone(t *testing.T) {
 	var lines []string
 	echo, thief := newFakePlugin("echo", 1000), newFakePlugin("thief", 1000)
 	handlers := &handlerLog{set: map[wire.MessageType]bool{}}
-	r := restartRig(t, &lines, func(c *module.Config) {
+	r := restartRig(t, &lines, func(c *modules.Config) {
 		handlers.Transport = c.Transport
 		c.Transport = handlers
 	}, echo, thief)
@@ -408,7 +409,7 @@ func TestRestartClashFailsAndUnloadLeavesTheNewOwnerAlone(t *testing.T) {
 	// While echo is down its id is free, and another module may take it.
 	r.mustExec("module load thief")
 	r.at(t0.Add(time.Second))
-	if st := r.status("echo"); st.State != module.StateRestarting || !strings.Contains(st.LastError, "thief") {
+	if st := r.status("echo"); st.State != modules.StateRestarting || !strings.Contains(st.LastError, "thief") {
 		t.Fatalf("restart into a taken id: state %s, last error %q", st.State, st.LastError)
 	}
 	if !strings.HasPrefix(lastLine(lines), "module echo restart failed: ") || !strings.HasSuffix(lastLine(lines), "; retrying in 2s") {
@@ -440,7 +441,7 @@ func TestReloadRestartsARestartingModuleNow(t *testing.T) {
 	if out := r.mustExec("module reload echo"); out != "reloaded echo" {
 		t.Fatalf("reload: %q", out)
 	}
-	if st := r.status("echo"); st.State != module.StateRunning || st.Restarts != 1 || p.starts != 2 {
+	if st := r.status("echo"); st.State != modules.StateRunning || st.Restarts != 1 || p.starts != 2 {
 		t.Errorf("after reload of a restarting module: state %s, restarts %d, starts %d", st.State, st.Restarts, p.starts)
 	}
 }

@@ -1,12 +1,13 @@
-package module_test
+package modules_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/sparkhost/sparkhost/host/module"
+	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -14,7 +15,7 @@ import (
 // newWorldRig is a rig whose manager has a Replicator on its transport.
 func newWorldRig(t *testing.T) (*rig, *replicate.Replicator) {
 	var world *replicate.Replicator
-	r := newRigWith(t, func(c *module.Config) {
+	r := newRigWith(t, func(c *modules.Config) {
 		var err error
 		world, err = replicate.New(replicate.Config{Send: c.Transport.Send})
 		if err != nil {
@@ -28,7 +29,7 @@ func newWorldRig(t *testing.T) (*rig, *replicate.Replicator) {
 func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 	r := newRig(t, 0)
 	var got []uint32
-	sub := &module.Funcs{
+	sub := &modules.Funcs{
 		Manifest: module.Manifest{Name: "sub", Inputs: true},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			if ev.Kind == module.EventInput {
@@ -36,7 +37,7 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 			}
 		},
 	}
-	other := &module.Funcs{
+	other := &modules.Funcs{
 		Manifest: module.Manifest{Name: "other"},
 		OnEvent: func(h module.Host, ev *module.Event) {
 			if ev.Kind == module.EventInput {
@@ -44,7 +45,7 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 			}
 		},
 	}
-	for _, f := range []*module.Funcs{sub, other} {
+	for _, f := range []*modules.Funcs{sub, other} {
 		if _, err := r.mgr.Load(spec(f)); err != nil {
 			t.Fatal(err)
 		}
@@ -87,19 +88,19 @@ func TestInputsReachSubscribersOnlyAndStaleAreDropped(t *testing.T) {
 
 func TestEntityTypesOwnedByModules(t *testing.T) {
 	r, world := newWorldRig(t)
-	typ := replicate.EntityType{ID: 5, Name: "crate", Fields: []gamemsg.FieldSchema{{Name: "n", Kind: gamemsg.KindInt32}}}
+	typ := module.EntityType{ID: 5, Name: "crate", Fields: []gamemsg.FieldSchema{{Name: "n", Kind: gamemsg.KindInt32}}}
 	var h module.Host
-	a := &module.Funcs{Manifest: module.Manifest{Name: "a", EntityTypes: []replicate.EntityType{typ}},
+	a := &modules.Funcs{Manifest: module.Manifest{Name: "a", EntityTypes: []module.EntityType{typ}},
 		OnLoad: func(host module.Host) error { h = host; return nil }}
 	if _, err := r.mgr.Load(spec(a)); err != nil {
 		t.Fatal(err)
 	}
-	b := &module.Funcs{Manifest: module.Manifest{Name: "b", EntityTypes: []replicate.EntityType{typ}}}
+	b := &modules.Funcs{Manifest: module.Manifest{Name: "b", EntityTypes: []module.EntityType{typ}}}
 	_, err := r.mgr.Load(spec(b))
 	if !errors.Is(err, replicate.ErrTypeTaken) || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), `"b"`) {
 		t.Fatalf("a second module declaring type 5: %v", err)
 	}
-	id, err := h.SpawnEntity(replicate.Spawn{Type: 5})
+	id, err := h.SpawnEntity(module.Spawn{Type: 5})
 	if err != nil || !h.EntityIDs().Contains(id) {
 		t.Fatalf("spawn: %d %v (ids %+v)", id, err, h.EntityIDs())
 	}
@@ -123,7 +124,7 @@ func TestEntityTypesOwnedByModules(t *testing.T) {
 
 func TestEntityTypesNeedAWorld(t *testing.T) {
 	r := newRig(t, 0)
-	f := &module.Funcs{Manifest: module.Manifest{Name: "a", EntityTypes: []replicate.EntityType{{ID: 1, Name: "x"}}}}
+	f := &modules.Funcs{Manifest: module.Manifest{Name: "a", EntityTypes: []module.EntityType{{ID: 1, Name: "x"}}}}
 	if _, err := r.mgr.Load(spec(f)); !errors.Is(err, module.ErrNoWorld) {
 		t.Fatalf("%v", err)
 	}

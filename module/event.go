@@ -1,0 +1,69 @@
+package module
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// Tick describes the tick a Step runs in.
+type Tick struct {
+	Number uint64
+	DT     time.Duration // the fixed step
+	Now    time.Time     // the tick's time on the server's clock
+	// Deadline is when the module's work for this tick must be done (its
+	// budget); runtimes that can be interrupted (Lua) enforce it, and the
+	// server stops waiting for a plugin's answer then.
+	Deadline time.Time
+}
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventAdmitted   EventKind = iota + 1 // Client, Name: a client joined (also sent for every present client when a module loads)
+	EventLeft                            // Client, Reason: a client left
+	EventMessage                         // Client, Type, Payload: one of the module's messages
+	EventMatchStart                      // Match
+	EventMatchEnd                        // MatchEnd
+	EventMapChange                       // Map, MapIndex
+	EventInput                           // Client, Input: a ClientInput (modules with Manifest.Inputs)
+)
+
+// String names the kind.
+func (k EventKind) String() string {
+	switch k {
+	case EventAdmitted:
+		return "admitted"
+	case EventLeft:
+		return "left"
+	case EventMessage:
+		return "message"
+	case EventMatchStart:
+		return "match_start"
+	case EventMatchEnd:
+		return "match_end"
+	case EventMapChange:
+		return "map_change"
+	case EventInput:
+		return "input"
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened since the module's last Step.
+type Event struct {
+	Kind     EventKind
+	Client   uint32
+	Name     string                // EventAdmitted
+	Reason   wire.DisconnectReason // EventLeft
+	Type     wire.MessageType      // EventMessage
+	Payload  []byte                // EventMessage: a copy owned by the event
+	Match    gamemsg.MatchStart    // EventMatchStart
+	MatchEnd gamemsg.MatchEnd      // EventMatchEnd
+	Map      string                // EventMapChange
+	MapIndex int                   // EventMapChange
+	Input    gamemsg.ClientInput   // EventInput
+}

@@ -1,0 +1,157 @@
+package module
+
+import (
+	"errors"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// Host is the set of services the server offers a module, whatever its
+// runtime. In the server its methods are called on the game thread; in a
+// plugin process, from the module's callbacks (the plugin SDK collects the
+// calls as actions of the tick's batch and the server carries them out when
+// the batch returns, in order).
+type Host interface {
+	// Send sends a message of one of the module's types (or a built-in
+	// server-to-client game type) to one client, on the type's channel.
+	// The payload is checked against the schema first; the error says why
+	// not.
+	Send(client uint32, t wire.MessageType, payload []byte) error
+	// Broadcast sends to every admitted client.
+	Broadcast(t wire.MessageType, payload []byte) error
+	// BroadcastExcept sends to every admitted client but one.
+	BroadcastExcept(except uint32, t wire.MessageType, payload []byte) error
+	// Kick disconnects a client with reason Kicked and the given detail.
+	Kick(client uint32, detail string) error
+	// AddScore adds to a client's score in the current match.
+	AddScore(client uint32, score, kills, deaths int32)
+	// Fault reports an error the module caught and survived (a script
+	// error, a budget overrun); the server counts it, shows it in
+	// `module info` and may fail the module after too many.
+	Fault(err error)
+	// Log is the module's logger (its records carry the module's name).
+	Log() *slog.Logger
+	// Client returns an admitted client's facts.
+	Client(id uint32) (ClientInfo, bool)
+	// Clients lists the admitted clients in id order.
+	Clients() []ClientInfo
+	// Server returns the server's facts as of this tick.
+	Server() ServerInfo
+	// KV is the module's small persistent key-value store in its data
+	// directory (64 KiB a value, 1 MiB in all); every write is durable when
+	// it returns. The error says why the store cannot be opened.
+	KV() (KV, error)
+
+	// Now is the current tick's time (the server's clock).
+	Now() time.Time
+	// After runs fn once, at the first tick at or after Now()+d.
+	After(d time.Duration, fn func()) TimerID
+	// Every runs fn every period (at most once per tick), first at
+	// Now()+period.
+	Every(period time.Duration, fn func()) TimerID
+	// Cancel stops a timer; it reports whether the timer was pending.
+	Cancel(id TimerID) bool
+
+	// Entities (§9.3; docs/replication.md). A module spawns entities of the
+	// types it declared, with ids from its own block, and may touch only
+	// those. Clients learn of them at the next replication frame. Entities
+	// exist from the first tick on: not during Load.
+
+	// EntityIDs is the block of entity ids this module owns. A Spawn with
+	// ID 0 gets the next free id of the block.
+	EntityIDs() IDRange
+	// SpawnEntity creates an entity and returns its id.
+	SpawnEntity(s Spawn) (uint32, error)
+	// DestroyEntity removes one of the module's entities.
+	DestroyEntity(id uint32) error
+	// SetEntityPosition moves an entity (and writes its PositionField);
+	// teleport marks a jump that lag compensation must not interpolate
+	// across (a respawn).
+	SetEntityPosition(id uint32, pos wire.Vec3, teleport bool) error
+	// SetEntityFields writes field values (Index and the member of the
+	// field's Kind); values that do not change are not sent to clients.
+	SetEntityFields(id uint32, values ...gamemsg.FieldValue) error
+	// SetEntityOwner gives an entity to a client (0: none), who then sees
+	// its Private fields.
+	SetEntityOwner(id, client uint32) error
+	// SetEntityParty puts an entity in a party (0: none).
+	SetEntityParty(id, party uint32) error
+	// SetClientView sets a client's party, spectator flag and focus.
+	SetClientView(client uint32, v ClientView) error
+	// Raycast validates a hitscan shot of client shooter against the
+	// hitboxes of the module's entities as they were half the shooter's
+	// round trip ago (lag compensation). A miss is a Hit with Entity 0; a
+	// refusal (a latency beyond the window, an unknown shooter, a bad ray,
+	// no type with a Box) is an error.
+	Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (Hit, error)
+}
+
+// TimerID names a timer for Host.Cancel.
+type TimerID uint64
+
+// KV is a small persistent key-value store private to one module. Every
+// write is durable when it returns (write to a temporary file, fsync,
+// rename), so a crash never leaves it half written.
+type KV interface {
+	Get(key string) (string, bool)
+	Set(key, value string) error
+	Delete(key string) error
+	Keys() []string
+}
+
+// ClientInfo is what a module may know about an admitted client.
+type ClientInfo struct {
+	ID   uint32
+	Name string
+	Addr netip.AddrPort
+	// Ping is the smoothed round trip (refreshed about once a second in a
+	// plugin).
+	Ping time.Duration
+	// ChannelBinding is the session's handshake transcript hash: unique to
+	// this sealed session, for binding in-channel authentication (SCRAM).
+	ChannelBinding [32]byte
+}
+
+// ServerInfo is what a module may know about the server, as of this tick.
+type ServerInfo struct {
+	Name       string
+	Map        string
+	Mode       gamemsg.GameMode
+	MatchState gamemsg.MatchState
+	TickRate   int
+	Tick       uint64
+	Players    int
+	MaxPlayers int
+	// DataDir is the module's own directory inside the server's data
+	// directory (created on demand by the module).
+	DataDir string
+	// ModulesDir holds every module's own directory (DataDir is
+	// ModulesDir/NAME); a runtime that learns its module's name later (a
+	// plugin, during Load) derives DataDir from it.
+	ModulesDir string
+	// ReplicationRate is how many replication frames clients get per
+	// second (Hz).
+	ReplicationRate int
+	// LagWindow is how far back Raycast rewinds at most.
+	LagWindow time.Duration
+}
+
+// Errors a Host returns that a module may match with errors.Is.
+var (
+	// ErrNoClient: the client is not (or no longer) admitted.
+	ErrNoClient = errors.New("module: no such admitted client")
+	// ErrNotYourType: a module may send only its own types and the
+	// built-in server-to-client game types.
+	ErrNotYourType = errors.New("module may only send its own types or built-in server-to-client types")
+	// ErrReplicated: entity replication sends this type (EntitySpawn,
+	// EntityStateUpdate, EntityDestroy, GameStateSync); use the entity API.
+	ErrReplicated = errors.New("entity replication sends this type; use the entity API (SpawnEntity, SetEntityFields, DestroyEntity)")
+	// ErrNoWorld: this server has no entity replication.
+	ErrNoWorld = errors.New("this server has no entity replication")
+	// ErrNoHitboxes: Raycast by a module that declared no type with a Box.
+	ErrNoHitboxes = errors.New("module: no entity type of the manifest has a box")
+)

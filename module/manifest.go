@@ -1,0 +1,47 @@
+package module
+
+import "github.com/sparkhost/sparkhost/netstack/wire"
+
+// Manifest is what a module declares when it loads.
+type Manifest struct {
+	Name    string // the owner of its message types, entity types and commands
+	Version string
+	// Messages are the UserDefined types (id ≥ 1000) the module owns;
+	// payloads of these types are checked against the schema before the
+	// module sees them.
+	Messages []wire.Schema
+	Commands []CommandSpec // admin console commands the module adds
+	// EntityTypes are the replicated entity types the module owns (§9.2):
+	// registered with its message types, all or none; an id another module
+	// owns is refused. They go, and every entity of the module is destroyed
+	// for clients, when the module unloads, crashes or reloads.
+	EntityTypes []EntityType
+	// Inputs subscribes the module to ClientInput: each valid input of an
+	// admitted client reaches it as an EventInput.
+	Inputs bool
+}
+
+// CommandSpec declares one admin console command of a module.
+type CommandSpec struct {
+	Name, Usage, Help string
+}
+
+// MaxCommandNameLen bounds a console command's name.
+const MaxCommandNameLen = 32
+
+// ValidCommandName reports whether name may name a console command: 1..32
+// bytes, a lowercase ASCII letter first, then lowercase letters, digits,
+// '-', '_' or '.'.
+func ValidCommandName(name string) bool {
+	if name == "" || len(name) > MaxCommandNameLen || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

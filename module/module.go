@@ -1,0 +1,77 @@
+// Package module is the one contract every game module implements, whatever
+// its runtime (Lua in-process, a Go plugin out of process, plain Go in
+// tests): the Module interface and its optional capabilities, the events a
+// module receives, the Host handle through which it acts, its manifest and
+// message schemas, and the registry of runtimes. The plugin SDK (package
+// plugin) builds on these same types, so a client, an event or a schema has
+// one definition.
+//
+// It holds types only: it imports no host package, opens nothing and runs
+// nothing. The manager that loads modules into the DedicatedServer is
+// host/modules; the runtimes (host/lua, host/pluginhost) are registered with
+// RegisterRuntime by the program (cmd/sparkhost), never imported by the host.
+//
+// Threads: every Module method and every Host call happens on the game
+// thread. A module never sees a Securing slot and never a payload that
+// failed its schema.
+package module
+
+import "errors"
+
+// Module is what every runtime implements. Every method is called on the
+// game thread, never concurrently, and the manager recovers a panic in any
+// of them as a fault of the module.
+type Module interface {
+	// Load starts the module. It returns the module's manifest: its name,
+	// version, message types, entity types and console commands. The Host
+	// stays valid until Unload returns.
+	Load(h Host) (Manifest, error)
+	// Step runs one tick of the module: first the events that arrived since
+	// the last tick, in arrival order, then the module's due timers and its
+	// tick handler. A runtime reports each fault through Host.Fault and goes
+	// on; a returned error means the module cannot continue.
+	Step(t Tick, events []Event) error
+	// Command runs one of the module's console commands.
+	Command(name string, args []string) (string, error)
+	// Unload stops the module and releases everything it holds.
+	Unload() error
+}
+
+// ErrCrashed marks an error after which a module instance is gone: its
+// process exited, panicked, hung or outgrew its memory cap and was killed.
+// A Step, Command or Load error that wraps it makes the manager detach the
+// module (its message types and commands are removed, players stay
+// connected) and start a fresh instance after a backoff.
+var ErrCrashed = errors.New("module crashed")
+
+// StateCarrier is the optional capability of a module that hands state to
+// its successor on reload (Lua: save_state() → on_reload(state)).
+type StateCarrier interface {
+	// SaveState returns the state to carry; called on the old instance.
+	SaveState() ([]byte, error)
+	// RestoreState receives it; called on the new instance after Load.
+	RestoreState(state []byte) error
+}
+
+// Backlogger is the optional capability of a module that can defer events
+// past a tick (Lua when its budget runs out, a plugin whose answer is
+// late). The manager takes no more from the module's inbox than the inbox
+// capacity minus Backlog, so a module that falls behind fills its bounded
+// inbox instead of its memory, and the network side drops and counts.
+type Backlogger interface {
+	Backlog() int
+}
+
+// Process is the optional capability of a module that runs as a process of
+// its own (a Go plugin): its pid, for `module info` and a debugger; 0 when
+// it is not running.
+type Process interface {
+	Pid() int
+}
+
+// CodeHasher is the optional capability of a module that can name the code
+// it runs (the SHA-256 of a script or an executable), shown by
+// `module info`.
+type CodeHasher interface {
+	CodeHash() string
+}

@@ -1,0 +1,5 @@
+package mmo_test
+
+import "github.com/sparkhost/sparkhost/internal/runtimes"
+
+func init() { runtimes.Register() }
