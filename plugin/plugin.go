@@ -99,6 +99,12 @@ type Manifest struct {
 	// implement InputHandler, whose OnInput receives every valid input of
 	// every admitted client.
 	Inputs bool
+	// Metrics are the module's own numbers (logins, kills, players in a
+	// mode): the server exports each as sparkhost_<module>_<name> on its
+	// metrics endpoint and shows them on its status page. At most 32, each
+	// one number without labels; set them with Host.SetMetric and
+	// Host.AddMetric.
+	Metrics []MetricSpec
 }
 
 // CommandSpec declares one admin console command.
@@ -171,6 +177,11 @@ type Host interface {
 	Fault(err error)
 	// Log is the module's logger; records reach the server's log.
 	Log() *slog.Logger
+	// SetMetric sets one of the manifest's metrics; AddMetric adds to it
+	// (a counter only goes up). The server learns the new value with the
+	// tick's answer.
+	SetMetric(name string, value float64) error
+	AddMetric(name string, delta float64) error
 	// Client returns an admitted client.
 	Client(id uint32) (Client, bool)
 	// Clients lists the admitted clients in id order.

@@ -40,6 +40,7 @@ type runtime struct {
 	kv      *kvfile.Store
 	actions []*pluginv1.Action
 	ents    entities
+	metrics metrics
 }
 
 var _ Host = (*runtime)(nil)
@@ -63,6 +64,9 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	// even before it has the manifest.
 	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*Client)}
 	r.ents.types = types
+	if r.metrics, err = newMetrics(man.Metrics); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
 	return r, nil
 }
 
@@ -120,7 +124,7 @@ func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.
 		r.mod.OnTick(t)
 	})
 	r.recordHistory()
-	return &pluginv1.StepResponse{Actions: acts}, nil
+	return &pluginv1.StepResponse{Actions: acts, Metrics: r.metricUpdates()}, nil
 }
 
 func (r *runtime) dispatch(ev *pluginv1.Event) {
@@ -341,5 +345,6 @@ func manifestToPB(m Manifest) *pluginv1.Manifest {
 		pm.Commands = append(pm.Commands, &pluginv1.CommandSpec{Name: c.Name, Usage: c.Usage, Help: c.Help})
 	}
 	pm.EntityTypes, pm.Inputs = encodeManifestTypes(m.EntityTypes), m.Inputs
+	pm.Metrics = metricsToPB(m.Metrics)
 	return pm
 }

@@ -134,6 +134,7 @@ type instance struct {
 	nextStart    time.Time   // when a restarting module starts again
 	runningSince time.Time   // tick time of the last (re)start
 	history      []LifecycleEvent
+	tickTime     time.Duration // wall time spent in the module's Step since it was loaded
 }
 
 // Manager loads modules and runs them on the game thread. All methods except
@@ -593,7 +594,9 @@ func (m *Manager) Step(t Tick, budget time.Duration) {
 		inst.late = inst.late[:0]
 		mt := t
 		mt.Deadline = time.Now().Add(budget)
+		began := time.Now()
 		err := inst.mod.Step(mt, inst.batch)
+		inst.tickTime += time.Since(began)
 		clear(inst.batch) // drop payload references
 		if errors.Is(err, ErrCrashed) {
 			m.crash(inst, err)
@@ -681,6 +684,10 @@ type Status struct {
 	// StaleInputs counts the ClientInputs dropped because a newer one of
 	// the same client had been delivered already.
 	StaleInputs uint64
+	// TickTime is the wall time spent in the module's Step since it was
+	// loaded; Metrics are what it reports (MetricsSource), if anything.
+	TickTime time.Duration
+	Metrics  []MetricValue
 	// Restarts counts the successful restarts after crashes since the
 	// module was (last) loaded.
 	Restarts uint64
@@ -709,9 +716,13 @@ func (m *Manager) Modules() []Status {
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
+			TickTime: inst.tickTime,
 		}
 		if p, ok := inst.mod.(Process); ok {
 			st.PID = p.Pid()
+		}
+		if ms, ok := inst.mod.(MetricsSource); ok {
+			st.Metrics = ms.Metrics()
 		}
 		for _, s := range inst.manifest.Messages {
 			st.Types = append(st.Types, s.ID)
