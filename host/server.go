@@ -25,6 +25,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/ops"
 )
 
 // eventQueueSize bounds the events network goroutines hand to the game
@@ -53,6 +54,8 @@ type Options struct {
 	// for NAME it returns the executable and arguments that serve it (the
 	// sparkhost binary and a hidden sub-command). nil = none.
 	Builtin func(name string) (path string, args []string, ok bool)
+	// Version is the program's version, shown by the ops layer.
+	Version string
 }
 
 // Server is the DedicatedServer.
@@ -93,6 +96,7 @@ type Server struct {
 	peakPlayers int
 	served      atomic.Uint64
 
+	ops  opsState // metrics, probes, status page, Agones (snapshot.go)
 	opts Options
 }
 
@@ -146,6 +150,8 @@ func New(opts Options) (*Server, error) {
 		players:  make(map[uint32]netstack.ClientInfo),
 		cmds:     admin.NewRegistry(),
 	}
+	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
+	announceIdentity(log, cfg.Server.DataDir)
 	identity, created, err := trust.LoadOrCreateIdentity(cfg.Server.DataDir)
 	if err != nil {
 		return nil, err
@@ -317,6 +323,14 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("lan discovery: %w", err)
 		}
 	}
+	if err := s.startOps(); err != nil {
+		if s.disc != nil {
+			s.disc.Close()
+		}
+		s.sock.Close()
+		s.net.Close()
+		return err
+	}
 	var wg sync.WaitGroup
 	consoleCtx, stopConsole := context.WithCancel(ctx)
 	if s.opts.Console != nil {
@@ -330,12 +344,14 @@ func (s *Server) Run(ctx context.Context) error {
 			admin.ServeConsole(consoleCtx, s.opts.Console, out, s.Exec)
 		}()
 	}
+	s.ops.serving.Store(true)
 	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
 		"map", s.match.Phase(time.Now()).Map, "admin_socket", sockPath)
 
 	runErr := s.loop.Run(ctx, s.step)
 	stopConsole()
 	s.shutdown()
+	s.stopOps()
 	wg.Wait()
 	if errors.Is(runErr, context.Canceled) {
 		return nil
@@ -346,6 +362,7 @@ func (s *Server) Run(ctx context.Context) error {
 // shutdown stops serving in an order that loses nothing: clients are told
 // first, then the admin front ends close; bans are persisted on every change.
 func (s *Server) shutdown() {
+	s.ops.serving.Store(false)
 	s.log.Info("shutting down", "players", len(s.players))
 	s.net.Close()
 	s.drainEvents(time.Now())
@@ -362,6 +379,7 @@ func (s *Server) shutdown() {
 
 // step is one tick on the game thread.
 func (s *Server) step(t tick.Tick) {
+	began := time.Now()
 	s.now = t.Now
 	s.drainEvents(t.Now)
 	s.runAdminRequests()
@@ -375,6 +393,7 @@ func (s *Server) step(t tick.Tick) {
 	s.world.Tick(at)
 	s.flushScores()
 	s.publishView(t.Now)
+	s.afterStep(t.Now, began)
 }
 
 // runAdminRequests executes the admin commands that arrived since the last tick.

@@ -40,6 +40,8 @@ type Config struct {
 	LAN     LANSection     `toml:"lan"`
 	Logging LoggingSection `toml:"logging"`
 	Modules ModulesSection `toml:"modules"`
+	Ops     OpsSection     `toml:"ops"`
+	Agones  AgonesSection  `toml:"agones"`
 
 	origin *origin // where values came from; nil for a Config built in code
 }
@@ -189,6 +191,8 @@ func Default() Config {
 			RestartWindow:      600,
 			SHA256:             map[string]string{},
 		},
+		Ops:    defaultOps(),
+		Agones: defaultAgones(),
 	}
 }
 

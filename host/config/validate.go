@@ -41,6 +41,7 @@ func (c *Config) Validate() error {
 	for _, check := range [...]func(*Config) *Error{
 		(*Config).checkServer, (*Config).checkNetwork, (*Config).checkMatch,
 		(*Config).checkLAN, (*Config).checkLogging, (*Config).checkModules,
+		(*Config).checkOps, (*Config).checkAgones,
 	} {
 		if e := check(c); e != nil {
 			return e
