@@ -498,6 +498,7 @@ func (a announcer) MatchEnd(m wire.MatchEnd) {
 	a.s.flushScores()
 	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
 	a.s.broadcast(wire.TypeMatchEnd, wire.AppendMatchEnd(nil, &m))
+	a.s.opsMatchEnded()
 	if a.s.mods != nil {
 		a.s.mods.MatchEnd(m)
 	}

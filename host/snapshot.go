@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/module"
-	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/ops/agones"
 )
@@ -30,7 +29,6 @@ type opsState struct {
 	rosterKey   [2]uint64 // (admissions, players) when the roster was built
 	modulesAt   time.Time // tick time of the last modules publication
 	agonesReady bool
-	lastState   wire.MatchState
 	lastMap     string
 }
 
@@ -123,14 +121,16 @@ func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
 		s.ops.lastMap = v.status.Map
 		a.SetLabel("map", v.status.Map)
 	}
-	if v.status.State != s.ops.lastState {
-		s.ops.lastState = v.status.State
-		if v.status.State == wire.MatchEnded && s.cfg.Agones.ShutdownOnMatchEnd {
-			s.log.Info("match ended: asking Agones to shut this GameServer down (agones.shutdown_on_match_end)")
-			a.Shutdown()
-		}
-	}
 	a.Tick(now)
+}
+
+// opsMatchEnded runs when a match ends (game thread): a match-based
+// GameServer asks Agones to shut it down.
+func (s *Server) opsMatchEnded() {
+	if s.ops.agones != nil && s.cfg.Agones.ShutdownOnMatchEnd {
+		s.log.Info("match ended: asking Agones to shut this GameServer down (agones.shutdown_on_match_end)")
+		s.ops.agones.Shutdown()
+	}
 }
 
 // modulesRunning reports whether every loaded module runs (game thread).
