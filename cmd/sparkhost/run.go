@@ -96,7 +96,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer closeLog()
 
-	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout, Builtin: builtinLookup}
+	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout, Builtin: builtinLookup, Version: readBuildInfo().Version}
 	if stdinIsUsable(stdin) {
 		opts.Console = stdin
 	}

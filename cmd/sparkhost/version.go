@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// buildInfo is what the binary knows of how it was built.
+type buildInfo struct {
+	Version  string // -ldflags "-X main.version=…", else the module version, else version
+	Module   string // the main module's path and version ("(devel)" for a build in a work tree)
+	Revision string // VCS revision, "" when unknown
+	Time     string // VCS commit time
+	Modified bool   // built from a work tree with changes
+	Go       string
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Go: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	b.Module = bi.Main.Path + " " + bi.Main.Version
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" && version == defaultVersion {
+		b.Version = bi.Main.Version // go install …@v1.2.3
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.time":
+			b.Time = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+func versionCommand(args []string) int { return versionMain(args, os.Stdout, os.Stderr) }
+
+func versionMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: sparkhost version (prints the version, the VCS revision and the Go version)")
+		return 2
+	}
+	b := readBuildInfo()
+	fmt.Fprintf(stdout, "sparkhost %s (protocol v3)\n", b.Version)
+	if b.Module != "" {
+		fmt.Fprintf(stdout, "module %s\n", b.Module)
+	}
+	switch {
+	case b.Revision == "":
+		fmt.Fprintln(stdout, "revision unknown (built without VCS information)")
+	case b.Modified:
+		fmt.Fprintf(stdout, "revision %s (%s, with uncommitted changes)\n", b.Revision, b.Time)
+	default:
+		fmt.Fprintf(stdout, "revision %s (%s)\n", b.Revision, b.Time)
+	}
+	fmt.Fprintf(stdout, "go %s %s/%s\n", b.Go, runtime.GOOS, runtime.GOARCH)
+	return 0
+}
