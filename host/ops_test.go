@@ -118,6 +118,9 @@ func echoSpec(stall *atomic.Pointer[chan struct{}]) module.Spec {
 				}
 			},
 			OnTick: func(module.Host, module.Tick) {
+				if stall == nil {
+					return
+				}
 				if ch := stall.Load(); ch != nil {
 					<-*ch // the game thread is stuck here until the test lets go
 				}

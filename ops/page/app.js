@@ -93,7 +93,7 @@ function plot(canvas, t, series, colors, opts) {
   const left = 44, right = 8, top = 8, bottom = 18;
   const pw = w - left - right, ph = h - top - bottom;
   let ymax = opts.min || 1;
-  for (const s of series) for (const v of s) ymax = Math.max(ymax, v);
+  for (const s of series) for (const v of s) ymax = Math.max(ymax, v * 1.1);
   const step = niceStep(ymax / 4);
   ymax = Math.ceil(ymax / step) * step;
   g.font = "11px system-ui, sans-serif";
@@ -120,6 +120,10 @@ function plot(canvas, t, series, colors, opts) {
     g.beginPath();
     s.forEach((v, i) => (i ? g.lineTo(x(t[i]), y(v)) : g.moveTo(x(t[i]), y(v))));
     g.stroke();
+    if (s.length) { // the newest value, so a short history still shows
+      g.fillStyle = css(colors[k]);
+      g.beginPath(); g.arc(x(t[s.length - 1]), y(s[s.length - 1]), 2.5, 0, 2 * Math.PI); g.fill();
+    }
   });
   canvas.dataset.points = t.length;
 }
