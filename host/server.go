@@ -242,6 +242,11 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := s.startOps(); err != nil {
+		s.mods.UnloadAll()
+		s.net.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -311,6 +316,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sockPath := filepath.Join(s.cfg.Server.DataDir, admin.SocketName)
 	if s.sock, err = admin.ListenSocket(sockPath, s.Exec, s.log); err != nil {
 		s.net.Close()
+		s.stopOps()
 		return err
 	}
 	if s.cfg.LAN.Enabled {
@@ -320,16 +326,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			s.sock.Close()
 			s.net.Close()
+			s.stopOps()
 			return fmt.Errorf("lan discovery: %w", err)
 		}
-	}
-	if err := s.startOps(); err != nil {
-		if s.disc != nil {
-			s.disc.Close()
-		}
-		s.sock.Close()
-		s.net.Close()
-		return err
 	}
 	var wg sync.WaitGroup
 	consoleCtx, stopConsole := context.WithCancel(ctx)

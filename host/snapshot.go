@@ -33,7 +33,9 @@ type opsState struct {
 }
 
 // startOps opens the ops listener and starts the Agones adapter, as
-// configured (both are off by default).
+// configured (both are off by default). New calls it last, so that the
+// probes answer (starting, not ready) while Run has not begun; the end of
+// Run closes them.
 func (s *Server) startOps() error {
 	if s.cfg.Ops.Listen != "" {
 		srv, err := ops.Listen(ops.Config{
