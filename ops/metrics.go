@@ -93,6 +93,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMatch, 1, s.Map, s.Mode, s.MatchState)
 	gauge(descBuild, 1, s.Version)
 	c.collectNet(ch, s)
+	seen := make(map[string]bool)
 	for _, m := range s.Modules {
 		for _, st := range moduleStates {
 			gauge(descModState, b2f(m.State == st), m.Name, st)
@@ -103,7 +104,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descModCap, float64(m.InboxCapacity), m.Name)
 		counter(descModDrops, float64(m.InboxDrops), m.Name)
 		counter(descModTick, m.TickTime.Seconds(), m.Name)
-		c.collectModule(ch, m)
+		c.collectModule(ch, m, seen)
 	}
 }
 
@@ -153,12 +154,17 @@ func ModuleMetricName(module, name string) string {
 	return b.String()
 }
 
-func (c *collector) collectModule(ch chan<- prometheus.Metric, m Module) {
+// collectModule exports a module's own metrics; seen holds the names
+// exported so far, so two modules whose names map to the same one ("a-b",
+// "a_b") cannot make the scrape fail with a duplicate.
+func (c *collector) collectModule(ch chan<- prometheus.Metric, m Module, seen map[string]bool) {
 	for _, mm := range m.Metrics {
 		name := ModuleMetricName(m.Name, mm.Name)
-		if c.reserved(name) {
+		if seen[name] || c.reserved(name) {
+			c.warnOnce(name)
 			continue
 		}
+		seen[name] = true
 		vt := prometheus.GaugeValue
 		if mm.Counter {
 			vt = prometheus.CounterValue
@@ -174,16 +180,19 @@ func (c *collector) collectModule(ch chan<- prometheus.Metric, m Module) {
 func (c *collector) reserved(name string) bool {
 	for _, p := range reservedPrefixes {
 		if strings.HasPrefix(name, p) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !c.warned[name] {
-				c.warned[name] = true
-				c.log.Warn("module metric not exported: its name clashes with the server's own metrics; rename the module or the metric", "metric", name)
-			}
 			return true
 		}
 	}
 	return false
+}
+
+func (c *collector) warnOnce(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.warned[name] {
+		c.warned[name] = true
+		c.log.Warn("module metric not exported: its name clashes with the server's own metrics or another module's; rename the module or the metric", "metric", name)
+	}
 }
 
 func b2f(b bool) float64 {
