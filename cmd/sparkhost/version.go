@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 )
@@ -18,6 +19,14 @@ type buildInfo struct {
 	Go       string
 }
 
+// releaseRE matches a tagged module version; pseudoRE the timestamp and
+// revision of a pseudo-version (an untagged commit: the revision line says
+// which).
+var (
+	releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
+	pseudoRE  = regexp.MustCompile(`[0-9]{14}-[0-9a-f]{12}`)
+)
+
 func readBuildInfo() buildInfo {
 	b := buildInfo{Version: version, Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
@@ -25,8 +34,8 @@ func readBuildInfo() buildInfo {
 		return b
 	}
 	b.Module = bi.Main.Path + " " + bi.Main.Version
-	if bi.Main.Version != "" && bi.Main.Version != "(devel)" && version == defaultVersion {
-		b.Version = bi.Main.Version // go install …@v1.2.3
+	if v := bi.Main.Version; version == defaultVersion && releaseRE.MatchString(v) && !pseudoRE.MatchString(v) {
+		b.Version = v // go install …@v1.2.3
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {
