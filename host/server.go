@@ -26,6 +26,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -49,6 +50,8 @@ type Options struct {
 	// for NAME it returns the executable and arguments that serve it (the
 	// sparkhost binary and a hidden sub-command). nil = none.
 	Builtin func(name string) (path string, args []string, ok bool)
+	// Version is the program's version, shown by the ops layer.
+	Version string
 }
 
 // Server is the DedicatedServer.
@@ -90,6 +93,7 @@ type Server struct {
 	peakPlayers int
 	served      atomic.Uint64
 
+	ops  opsState // metrics, probes, status page, Agones (snapshot.go)
 	opts Options
 }
 
@@ -128,6 +132,8 @@ func New(opts Options) (*Server, error) {
 		players:  make(map[uint32]netstack.ClientInfo),
 		cmds:     admin.NewRegistry(),
 	}
+	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
+	announceIdentity(log, cfg.Server.DataDir)
 	identity, created, err := trust.LoadOrCreateIdentity(cfg.Server.DataDir)
 	if err != nil {
 		return nil, err
@@ -226,6 +232,11 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := s.startOps(); err != nil {
+		s.mods.UnloadAll()
+		s.net.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -286,6 +297,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sockPath := filepath.Join(s.cfg.Server.DataDir, admin.SocketName)
 	if s.sock, err = admin.ListenSocket(sockPath, s.Exec, s.log); err != nil {
 		s.net.Close()
+		s.stopOps()
 		return err
 	}
 	if s.cfg.LAN.Enabled {
@@ -295,6 +307,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			s.sock.Close()
 			s.net.Close()
+			s.stopOps()
 			return fmt.Errorf("lan discovery: %w", err)
 		}
 	}
@@ -311,12 +324,14 @@ func (s *Server) Run(ctx context.Context) error {
 			admin.ServeConsole(consoleCtx, s.opts.Console, out, s.Exec)
 		}()
 	}
+	s.ops.serving.Store(true)
 	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
 		"map", s.match.Phase(time.Now()).Map, "admin_socket", sockPath)
 
 	runErr := s.loop.Run(ctx, s.step)
 	stopConsole()
 	s.shutdown()
+	s.stopOps()
 	wg.Wait()
 	if errors.Is(runErr, context.Canceled) {
 		return nil
@@ -327,6 +342,7 @@ func (s *Server) Run(ctx context.Context) error {
 // shutdown stops serving in an order that loses nothing: clients are told
 // first, then the admin front ends close; bans are persisted on every change.
 func (s *Server) shutdown() {
+	s.ops.serving.Store(false)
 	s.log.Info("shutting down", "players", len(s.players))
 	s.net.Close()
 	s.drainEvents(time.Now())
@@ -343,6 +359,7 @@ func (s *Server) shutdown() {
 
 // step is one tick on the game thread.
 func (s *Server) step(t tick.Tick) {
+	began := time.Now()
 	s.now = t.Now
 	s.drainEvents(t.Now)
 	s.relayChat()
@@ -357,6 +374,7 @@ func (s *Server) step(t tick.Tick) {
 	s.world.Tick(at)
 	s.flushScores()
 	s.publishView(t.Now)
+	s.afterStep(t.Now, began)
 }
 
 // runAdminRequests executes the admin commands that arrived since the last tick.
@@ -457,6 +475,7 @@ func (a announcer) MatchEnd(m gamemsg.MatchEnd) {
 	a.s.flushScores()
 	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
 	a.s.broadcast(gamemsg.TypeMatchEnd, gamemsg.AppendMatchEnd(nil, &m))
+	a.s.opsMatchEnded()
 	if a.s.mods != nil {
 		a.s.mods.MatchEnd(m)
 	}

@@ -46,6 +46,11 @@ type Host interface {
 	// it returns. The error says why the store cannot be opened.
 	KV() (KV, error)
 
+	// SetMetric sets one of the manifest's metrics; AddMetric adds to it. A
+	// counter cannot go down. The error names an undeclared metric.
+	SetMetric(name string, value float64) error
+	AddMetric(name string, delta float64) error
+
 	// Now is the current tick's time (the server's clock).
 	Now() time.Time
 	// After runs fn once, at the first tick at or after Now()+d.

@@ -19,6 +19,11 @@ type Manifest struct {
 	// Inputs subscribes the module to ClientInput: each valid input of an
 	// admitted client reaches it as an EventInput.
 	Inputs bool
+	// Metrics are the module's own numbers (logins, kills, players in a
+	// mode), exported as sparkhost_<module>_<name>: at most MaxMetrics,
+	// each one number without labels; set them with Host.SetMetric and
+	// Host.AddMetric.
+	Metrics []MetricSpec
 }
 
 // CommandSpec declares one admin console command of a module.

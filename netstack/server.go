@@ -129,6 +129,7 @@ type Server struct {
 	handlers   map[wire.MessageType]Handler
 
 	ctr Counters
+	hs  handshakeCounters // answers to Connect (metrics.go)
 
 	// Receive-goroutine scratch: deliveries collected under a peer's lock and
 	// dispatched after it is released, so handlers may call Send.

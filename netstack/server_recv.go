@@ -133,6 +133,7 @@ func (s *Server) handlePlain(pkt []byte, from netip.AddrPort, now time.Time) {
 	p.accepted = wire.AppendPacket([]byte{classPlain}, &hdr, res.Payload[:])
 	s.byAddr[from] = p
 	s.byID[id] = p
+	s.hs.accepted.Add(1)
 	s.writePlain(p.accepted, from)
 }
 
@@ -156,6 +157,7 @@ func rejectDetail(r wire.RejectReason) string {
 
 // reject sends ConnectRejected, in a plain frame or (to a legacy client) bare.
 func (s *Server) reject(to netip.AddrPort, reason wire.RejectReason, detail string, framed bool, now time.Time) {
+	s.hs.refuse(reason)
 	var buf [1 + wire.HeaderSize + 5 + 256]byte
 	var pl [5 + 256]byte
 	payload := wire.AppendConnectRejected(pl[:0], &wire.ConnectRejected{Reason: uint8(reason), ServerVersion: wire.ProtocolVersion, Detail: detail})

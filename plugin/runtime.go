@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/internal/kvfile"
+	"github.com/sparkhost/sparkhost/internal/metricset"
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/internal/timerq"
 	"github.com/sparkhost/sparkhost/module"
@@ -43,6 +44,7 @@ type runtime struct {
 	kv      *kvfile.Store
 	actions []*pluginv1.Action
 	ents    entities
+	metrics *metricset.Set
 }
 
 var _ module.Host = (*runtime)(nil)
@@ -66,6 +68,9 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	// even before it has the manifest.
 	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*module.ClientInfo)}
 	r.ents.types = types
+	if r.metrics, err = metricset.New(man.Metrics); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
 	return r, nil
 }
 
@@ -123,7 +128,7 @@ func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.
 		r.mod.OnTick(t)
 	})
 	r.recordHistory()
-	return &pluginv1.StepResponse{Actions: acts}, nil
+	return &pluginv1.StepResponse{Actions: acts, Metrics: r.metricUpdates()}, nil
 }
 
 func (r *runtime) dispatch(ev *pluginv1.Event) {
@@ -344,5 +349,6 @@ func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 		pm.Commands = append(pm.Commands, &pluginv1.CommandSpec{Name: c.Name, Usage: c.Usage, Help: c.Help})
 	}
 	pm.EntityTypes, pm.Inputs = encodeManifestTypes(m.EntityTypes), m.Inputs
+	pm.Metrics = metricsToPB(m.Metrics)
 	return pm
 }

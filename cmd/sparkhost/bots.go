@@ -169,7 +169,10 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bots := make([]*botRun, o.count)
 	connected := 0
 	var wg sync.WaitGroup
+	fmt.Fprintf(stdout, "connecting %d bots to %s\n", o.count, o.server)
+	prog := newProgress(stdout)
 	for i := range bots {
+		prog.botsIn(connected, i-connected, o.count)
 		r := &botRun{name: fmt.Sprintf("bot%d", i+1)}
 		bots[i] = r
 		if ctx.Err() != nil {

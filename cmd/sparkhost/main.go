@@ -9,7 +9,9 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+var version = defaultVersion
+
+const defaultVersion = "0.1.0-dev"
 
 const usage = `usage: sparkhost COMMAND [FLAGS]
 
@@ -20,7 +22,9 @@ commands:
   discover   list servers on this machine and the LAN (sparkhost discover --help)
   module     describe a Go plugin module (sparkhost module --help)
   bots       run headless deathmatch bots against a server (sparkhost bots --help)
-  version    print the version
+  check      validate the config and load every module without serving (sparkhost check --help)
+  health     probe a running server's /healthz (sparkhost health --help)
+  version    print the version, VCS revision and Go version
 `
 
 func main() {
@@ -47,9 +51,12 @@ func dispatch(args []string) int {
 		return botsCommand(args[1:])
 	case serveModuleCommand:
 		return serveModule(args[1:])
+	case "check":
+		return checkCommand(args[1:])
+	case "health":
+		return healthCommand(args[1:])
 	case "version", "--version":
-		fmt.Printf("sparkhost %s (protocol v3)\n", version)
-		return 0
+		return versionCommand(args[1:])
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return 0

@@ -96,7 +96,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer closeLog()
 
-	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout, Builtin: builtinLookup}
+	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout, Builtin: builtinLookup, Version: readBuildInfo().Version}
 	if stdinIsUsable(stdin) {
 		opts.Console = stdin
 	}
@@ -107,6 +107,9 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
+	if a := srv.OpsAddr(); a != nil {
+		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -41,6 +41,8 @@ type Config struct {
 	Logging LoggingSection `toml:"logging"`
 	Modules ModulesSection `toml:"modules"`
 	Limits  LimitsSection  `toml:"limits"`
+	Ops     OpsSection     `toml:"ops"`
+	Agones  AgonesSection  `toml:"agones"`
 
 	origin *origin // where values came from; nil for a Config built in code
 }
@@ -213,6 +215,8 @@ func Default() Config {
 			ChatKickAfter:         30,
 			ModuleMessagesPerTick: 64,
 		},
+		Ops:    defaultOps(),
+		Agones: defaultAgones(),
 	}
 }
 

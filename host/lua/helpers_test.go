@@ -130,6 +130,8 @@ func (h *testHost) KV() (module.KV, error) {
 	}
 	return h.kv, nil
 }
+func (h *testHost) SetMetric(string, float64) error            { return errors.New("test host: no metrics") }
+func (h *testHost) AddMetric(string, float64) error            { return errors.New("test host: no metrics") }
 func (h *testHost) Now() time.Time                             { return time.Time{} }
 func (h *testHost) After(time.Duration, func()) module.TimerID { return 0 }
 func (h *testHost) Every(time.Duration, func()) module.TimerID { return 0 }

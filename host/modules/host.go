@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
+	"github.com/sparkhost/sparkhost/internal/metricset"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -133,6 +134,20 @@ func (h *moduleHost) KV() (module.KV, error) {
 }
 
 func (h *moduleHost) Now() time.Time { return h.inst.m.now }
+
+func (h *moduleHost) SetMetric(name string, value float64) error {
+	if h.inst.metrics == nil {
+		return fmt.Errorf("metric %q: %w", name, metricset.ErrUnknown)
+	}
+	return h.inst.metrics.Set(name, value)
+}
+
+func (h *moduleHost) AddMetric(name string, delta float64) error {
+	if h.inst.metrics == nil {
+		return fmt.Errorf("metric %q: %w", name, metricset.ErrUnknown)
+	}
+	return h.inst.metrics.Add(name, delta)
+}
 
 func (h *moduleHost) After(d time.Duration, fn func()) module.TimerID {
 	return h.inst.timers.Add(h.inst.m.now, d, 0, fn)

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/replicate"
 	"github.com/sparkhost/sparkhost/internal/kvfile"
+	"github.com/sparkhost/sparkhost/internal/metricset"
 	"github.com/sparkhost/sparkhost/internal/timerq"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
@@ -111,7 +112,8 @@ type instance struct {
 	hash     string
 	log      *slog.Logger
 	kv       *kvfile.Store
-	timers   timerq.Queue // Host.After/Every of this instance (game thread)
+	timers   timerq.Queue   // Host.After/Every of this instance (game thread)
+	metrics  *metricset.Set // Host.SetMetric/AddMetric of an in-process module
 
 	block replicate.Block // entity id block, for the instance's whole life
 	inbox chan module.Event
@@ -135,6 +137,7 @@ type instance struct {
 	nextStart    time.Time   // when a restarting module starts again
 	runningSince time.Time   // tick time of the last (re)start
 	history      []LifecycleEvent
+	tickTime     time.Duration // wall time spent in the module's Step since it was loaded
 }
 
 // Manager loads modules and runs them on the game thread. All methods except
@@ -258,6 +261,10 @@ func (inst *instance) start() (module.Module, module.Manifest, error) {
 		mod.Unload()
 		return nil, module.Manifest{}, fmt.Errorf("module %s declares no name", inst.spec.Source)
 	}
+	if err := module.CheckMetrics(man.Metrics); err != nil {
+		mod.Unload()
+		return nil, module.Manifest{}, fmt.Errorf("module %s: %w", man.Name, err)
+	}
 	return mod, man, nil
 }
 
@@ -266,6 +273,7 @@ func (inst *instance) adopt(mod module.Module, man module.Manifest) {
 	inst.mod, inst.manifest, inst.state = mod, man, StateRunning
 	inst.runningSince, inst.nextStart = inst.m.now, time.Time{}
 	inst.log = inst.m.cfg.Log.With("module", man.Name)
+	inst.metrics, _ = metricset.New(man.Metrics) // start checked them
 	inst.hash = ""
 	if h, ok := mod.(module.CodeHasher); ok {
 		inst.hash = h.CodeHash()
@@ -597,8 +605,10 @@ func (m *Manager) Step(t module.Tick, budget time.Duration) {
 		inst.late = inst.late[:0]
 		mt := t
 		mt.Deadline = time.Now().Add(budget)
+		began := time.Now()
 		inst.timers.Run(t.Now, nil)
 		err := inst.mod.Step(mt, inst.batch)
+		inst.tickTime += time.Since(began)
 		clear(inst.batch) // drop payload references
 		if errors.Is(err, module.ErrCrashed) {
 			m.crash(inst, err)
@@ -690,6 +700,10 @@ type Status struct {
 	// StaleInputs counts the ClientInputs dropped because a newer one of
 	// the same client had been delivered already.
 	StaleInputs uint64
+	// TickTime is the wall time spent in the module's Step since it was
+	// loaded; Metrics are what it reports (MetricsSource), if anything.
+	TickTime time.Duration
+	Metrics  []module.MetricValue
 	// Restarts counts the successful restarts after crashes since the
 	// module was (last) loaded.
 	Restarts uint64
@@ -713,9 +727,15 @@ func (m *Manager) Modules() []Status {
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
+			TickTime: inst.tickTime,
 		}
 		if p, ok := inst.mod.(module.Process); ok {
 			st.PID = p.Pid()
+		}
+		if ms, ok := inst.mod.(module.MetricsSource); ok {
+			st.Metrics = ms.Metrics()
+		} else if inst.metrics != nil {
+			st.Metrics = inst.metrics.Values()
 		}
 		for _, s := range inst.manifest.Messages {
 			st.Types = append(st.Types, s.ID)

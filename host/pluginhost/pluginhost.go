@@ -85,6 +85,7 @@ type Module struct {
 	evp      []*pluginv1.Event
 	lastPing time.Time
 	dead     error // set once the process is gone
+	metrics  []module.MetricValue
 }
 
 var _ module.Module = (*Module)(nil)
@@ -207,6 +208,9 @@ func (m *Module) start() (module.Manifest, error) {
 	if err != nil {
 		return module.Manifest{}, err
 	}
+	if m.metrics, err = metricsFromPB(resp.GetManifest()); err != nil {
+		return module.Manifest{}, err
+	}
 	m.apply(resp.GetActions())
 	return man, nil
 }
@@ -240,6 +244,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 		return m.crashed(err)
 	}
 	m.apply(resp.GetActions())
+	m.applyMetrics(resp.GetMetrics())
 	return nil
 }
 

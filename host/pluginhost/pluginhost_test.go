@@ -84,6 +84,8 @@ func (h *stubHost) Clients() []module.ClientInfo {
 func (h *stubHost) Server() module.ServerInfo                  { return module.ServerInfo{Name: "stub", TickRate: 60} }
 func (h *stubHost) AddScore(uint32, int32, int32, int32)       {}
 func (h *stubHost) KV() (module.KV, error)                     { return nil, errors.New("stub: no kv") }
+func (h *stubHost) SetMetric(string, float64) error            { return nil }
+func (h *stubHost) AddMetric(string, float64) error            { return nil }
 func (h *stubHost) Now() time.Time                             { return time.Time{} }
 func (h *stubHost) After(time.Duration, func()) module.TimerID { return 0 }
 func (h *stubHost) Every(time.Duration, func()) module.TimerID { return 0 }

@@ -42,7 +42,7 @@ var rules = []rule{
 		reason: "the operator's surfaces read snapshots; they never reach into the game"},
 	{from: "client", allow: []string{"client", "netstack", "sim", "internal/cmdline"},
 		reason: "a client is not a server"},
-	{from: "plugin", allow: []string{"plugin", "module", "sim", "proto", "netstack/wire", "internal/kvfile", "internal/pluginwire", "internal/timerq"},
+	{from: "plugin", allow: []string{"plugin", "module", "sim", "proto", "netstack/wire", "internal/kvfile", "internal/pluginwire", "internal/timerq", "internal/metricset"},
 		reason: "the SDK builds on the module contract and nothing of the server"},
 	{from: "modules", deny: []string{"host", "internal/runtimes", "cmd"},
 		reason: "a module sees the server only through the SDK"},

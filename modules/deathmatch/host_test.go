@@ -202,3 +202,10 @@ func (h *fakeHost) deliverLate(m plugin.Module) {
 		ev(m)
 	}
 }
+
+// SetMetric and AddMetric accept the module's metrics (the real SDK checks
+// their names against the manifest; see plugin's tests).
+func (h *fakeHost) SetMetric(string, float64) error { return nil }
+
+// AddMetric: see SetMetric.
+func (h *fakeHost) AddMetric(string, float64) error { return nil }

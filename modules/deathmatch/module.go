@@ -101,6 +101,7 @@ func (m *Module) Manifest() module.Manifest {
 		Messages:    slices.Clone(schemas),
 		EntityTypes: []module.EntityType{PlayerType()},
 		Inputs:      true,
+		Metrics:     metricSpecs,
 		Commands: []module.CommandSpec{
 			{Name: "dm_status", Help: "deathmatch map, phase and players (team, health, kills, deaths, score)"},
 			{Name: "dm_maps", Help: "the deathmatch maps loaded and where from"},
@@ -225,6 +226,7 @@ func (m *Module) OnTick(module.Tick) {
 			m.bodies.moved(p)
 		}
 	}
+	m.h.SetMetric(metricPlayers, float64(len(m.players)))
 }
 
 func (m *Module) apply(e *game.Event) {
@@ -253,6 +255,7 @@ func (m *Module) apply(e *game.Event) {
 // score reports a kill to the host's scoreboard (see game's doc for the
 // rules) and tells everyone.
 func (m *Module) score(e *game.Event) {
+	m.h.AddMetric(metricKills, 1)
 	// The victim's death first: the killer's point may reach the score
 	// limit, and the host counts nothing after that.
 	var flags uint8

@@ -109,7 +109,7 @@ func New() plugin.Module { return &Module{} }
 // Manifest declares the module's types and admin commands.
 func (m *Module) Manifest() module.Manifest {
 	return module.Manifest{
-		Name: mmoproto.Owner, Version: Version, Messages: mmoproto.Schemas(),
+		Name: mmoproto.Owner, Version: Version, Messages: mmoproto.Schemas(), Metrics: metricSpecs,
 		Commands: []module.CommandSpec{
 			{Name: "mmo_accounts", Usage: "mmo_accounts", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "mmo_online", Help: "logged-in accounts, their characters and positions"},
@@ -215,6 +215,8 @@ func (m *Module) OnTick(t module.Tick) {
 	if len(m.queue) == 0 {
 		m.queue = nil // let the backing array go
 	}
+	m.h.SetMetric(metricInWorld, float64(len(m.players)))
+	m.h.SetMetric(metricOnline, float64(len(m.online)))
 	m.ticks++
 	m.w.Step()
 	if m.ticks%m.replEvery == 0 {
@@ -389,6 +391,7 @@ func (m *Module) register(s *session, r *mmoproto.Register) {
 		m.storeError(s, r.RequestID, err)
 		return
 	}
+	m.h.AddMetric(metricRegistrations, 1)
 	m.h.Log().Info("account registered", "account", acct.Name, "client", s.client.ID)
 	m.send(s.client.ID, &mmoproto.RegisterResult{RequestID: r.RequestID, Account: acct.Name})
 }
@@ -415,6 +418,7 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 		return
 	}
 	if wait, ok := m.gate.Check(key, s.addr, m.h.Now()); !ok {
+		m.h.AddMetric(metricThrottled, 1)
 		m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.Throttled, RetryAfterMS: uint32(wait.Milliseconds())})
 		return
 	}
@@ -451,6 +455,7 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 	if err != nil {
 		now := m.h.Now()
 		m.gate.Failure(key, s.addr, now)
+		m.h.AddMetric(metricLoginFailures, 1)
 		m.h.Log().Info("login failed", "account", key, "client", s.client.ID, "addr", s.addr)
 		m.fail(s.client.ID, r.RequestID, mmoproto.AuthFailed, "")
 		return
@@ -462,6 +467,7 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 	}
 	s.state, s.account = loggedIn, key
 	m.online[key] = s
+	m.h.AddMetric(metricLogins, 1)
 	m.h.Log().Info("logged in", "account", key, "client", s.client.ID)
 	m.send(s.client.ID, &mmoproto.LoginResult{RequestID: r.RequestID, Account: key, ServerFinal: final})
 }

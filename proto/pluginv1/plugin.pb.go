@@ -35,6 +35,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type MetricKind int32
+
+const (
+	MetricKind_METRIC_UNSPECIFIED MetricKind = 0
+	MetricKind_METRIC_GAUGE       MetricKind = 1 // a value that goes up and down
+	MetricKind_METRIC_COUNTER     MetricKind = 2 // a count that only goes up (reset when the process restarts)
+)
+
+// Enum value maps for MetricKind.
+var (
+	MetricKind_name = map[int32]string{
+		0: "METRIC_UNSPECIFIED",
+		1: "METRIC_GAUGE",
+		2: "METRIC_COUNTER",
+	}
+	MetricKind_value = map[string]int32{
+		"METRIC_UNSPECIFIED": 0,
+		"METRIC_GAUGE":       1,
+		"METRIC_COUNTER":     2,
+	}
+)
+
+func (x MetricKind) Enum() *MetricKind {
+	p := new(MetricKind)
+	*p = x
+	return p
+}
+
+func (x MetricKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MetricKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_pluginv1_plugin_proto_enumTypes[0].Descriptor()
+}
+
+func (MetricKind) Type() protoreflect.EnumType {
+	return &file_pluginv1_plugin_proto_enumTypes[0]
+}
+
+func (x MetricKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MetricKind.Descriptor instead.
+func (MetricKind) EnumDescriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
 type EventKind int32
 
 const (
@@ -83,11 +132,11 @@ func (x EventKind) String() string {
 }
 
 func (EventKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_pluginv1_plugin_proto_enumTypes[0].Descriptor()
+	return file_pluginv1_plugin_proto_enumTypes[1].Descriptor()
 }
 
 func (EventKind) Type() protoreflect.EnumType {
-	return &file_pluginv1_plugin_proto_enumTypes[0]
+	return &file_pluginv1_plugin_proto_enumTypes[1]
 }
 
 func (x EventKind) Number() protoreflect.EnumNumber {
@@ -96,7 +145,7 @@ func (x EventKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventKind.Descriptor instead.
 func (EventKind) EnumDescriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{0}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{1}
 }
 
 type ActionKind int32
@@ -162,11 +211,11 @@ func (x ActionKind) String() string {
 }
 
 func (ActionKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_pluginv1_plugin_proto_enumTypes[1].Descriptor()
+	return file_pluginv1_plugin_proto_enumTypes[2].Descriptor()
 }
 
 func (ActionKind) Type() protoreflect.EnumType {
-	return &file_pluginv1_plugin_proto_enumTypes[1]
+	return &file_pluginv1_plugin_proto_enumTypes[2]
 }
 
 func (x ActionKind) Number() protoreflect.EnumNumber {
@@ -175,7 +224,7 @@ func (x ActionKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActionKind.Descriptor instead.
 func (ActionKind) EnumDescriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 // Schema is a UserDefined message type (id >= 1000), as in protocol v3 §10.
@@ -546,13 +595,17 @@ func (x *EntityType) GetBoxMax() *Vec3 {
 }
 
 type Manifest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Messages      []*Schema              `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
-	Commands      []*CommandSpec         `protobuf:"bytes,4,rep,name=commands,proto3" json:"commands,omitempty"`
-	EntityTypes   []*EntityType          `protobuf:"bytes,5,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
-	Inputs        bool                   `protobuf:"varint,6,opt,name=inputs,proto3" json:"inputs,omitempty"` // subscribe to ClientInput (EVENT_INPUT)
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version     string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Messages    []*Schema              `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
+	Commands    []*CommandSpec         `protobuf:"bytes,4,rep,name=commands,proto3" json:"commands,omitempty"`
+	EntityTypes []*EntityType          `protobuf:"bytes,5,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	Inputs      bool                   `protobuf:"varint,6,opt,name=inputs,proto3" json:"inputs,omitempty"` // subscribe to ClientInput (EVENT_INPUT)
+	// The module's own metrics, exported by the server's metrics endpoint as
+	// sparkhost_<module>_<name>; at most 32, each a plain number without
+	// labels, so their cardinality is fixed by the manifest.
+	Metrics       []*MetricSpec `protobuf:"bytes,7,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -629,6 +682,127 @@ func (x *Manifest) GetInputs() bool {
 	return false
 }
 
+func (x *Manifest) GetMetrics() []*MetricSpec {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+// MetricSpec declares one metric a module reports.
+type MetricSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // [a-z][a-z0-9_]*, at most 64 bytes; a counter's ends in _total
+	Help          string                 `protobuf:"bytes,2,opt,name=help,proto3" json:"help,omitempty"`
+	Kind          MetricKind             `protobuf:"varint,3,opt,name=kind,proto3,enum=sparkhost.plugin.v1.MetricKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricSpec) Reset() {
+	*x = MetricSpec{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricSpec) ProtoMessage() {}
+
+func (x *MetricSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricSpec.ProtoReflect.Descriptor instead.
+func (*MetricSpec) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MetricSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MetricSpec) GetHelp() string {
+	if x != nil {
+		return x.Help
+	}
+	return ""
+}
+
+func (x *MetricSpec) GetKind() MetricKind {
+	if x != nil {
+		return x.Kind
+	}
+	return MetricKind_METRIC_UNSPECIFIED
+}
+
+// MetricValue is the current value of the manifest's metrics[index].
+type MetricValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Value         float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricValue) Reset() {
+	*x = MetricValue{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricValue) ProtoMessage() {}
+
+func (x *MetricValue) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricValue.ProtoReflect.Descriptor instead.
+func (*MetricValue) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MetricValue) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *MetricValue) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 type ServerInfo struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -649,7 +823,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +835,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +848,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ServerInfo) GetName() string {
@@ -774,7 +948,7 @@ type ClientInfo struct {
 
 func (x *ClientInfo) Reset() {
 	*x = ClientInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +960,7 @@ func (x *ClientInfo) String() string {
 func (*ClientInfo) ProtoMessage() {}
 
 func (x *ClientInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +973,7 @@ func (x *ClientInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientInfo.ProtoReflect.Descriptor instead.
 func (*ClientInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClientInfo) GetId() uint32 {
@@ -852,7 +1026,7 @@ type InitRequest struct {
 
 func (x *InitRequest) Reset() {
 	*x = InitRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -864,7 +1038,7 @@ func (x *InitRequest) String() string {
 func (*InitRequest) ProtoMessage() {}
 
 func (x *InitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -877,7 +1051,7 @@ func (x *InitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitRequest.ProtoReflect.Descriptor instead.
 func (*InitRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InitRequest) GetProtocol() uint32 {
@@ -926,7 +1100,7 @@ type InitResponse struct {
 
 func (x *InitResponse) Reset() {
 	*x = InitResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1112,7 @@ func (x *InitResponse) String() string {
 func (*InitResponse) ProtoMessage() {}
 
 func (x *InitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1125,7 @@ func (x *InitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitResponse.ProtoReflect.Descriptor instead.
 func (*InitResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InitResponse) GetManifest() *Manifest {
@@ -991,7 +1165,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1177,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1190,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetKind() EventKind {
@@ -1085,7 +1259,7 @@ type ClientPing struct {
 
 func (x *ClientPing) Reset() {
 	*x = ClientPing{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1271,7 @@ func (x *ClientPing) String() string {
 func (*ClientPing) ProtoMessage() {}
 
 func (x *ClientPing) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1284,7 @@ func (x *ClientPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientPing.ProtoReflect.Descriptor instead.
 func (*ClientPing) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ClientPing) GetClient() uint32 {
@@ -1142,7 +1316,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1328,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1341,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepRequest) GetTick() uint64 {
@@ -1245,7 +1419,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1431,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1444,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Action) GetKind() ActionKind {
@@ -1386,15 +1560,18 @@ func (x *Action) GetSpectator() bool {
 }
 
 type StepResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Actions       []*Action              `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Actions []*Action              `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	// The metrics whose value changed since the last StepResponse (all of
+	// them in the first).
+	Metrics       []*MetricValue `protobuf:"bytes,2,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1583,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,12 +1596,19 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StepResponse) GetActions() []*Action {
 	if x != nil {
 		return x.Actions
+	}
+	return nil
+}
+
+func (x *StepResponse) GetMetrics() []*MetricValue {
+	if x != nil {
+		return x.Metrics
 	}
 	return nil
 }
@@ -1439,7 +1623,7 @@ type CommandRequest struct {
 
 func (x *CommandRequest) Reset() {
 	*x = CommandRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1635,7 @@ func (x *CommandRequest) String() string {
 func (*CommandRequest) ProtoMessage() {}
 
 func (x *CommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1648,7 @@ func (x *CommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandRequest.ProtoReflect.Descriptor instead.
 func (*CommandRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CommandRequest) GetName() string {
@@ -1492,7 +1676,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1688,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1701,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CommandResponse) GetOutput() string {
@@ -1549,7 +1733,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1745,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1758,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 type ShutdownResponse struct {
@@ -1586,7 +1770,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1782,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1795,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ShutdownResponse) GetActions() []*Action {
@@ -1656,14 +1840,23 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
 	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
 	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
-	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\x8b\x02\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xc6\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
 	"\bmessages\x18\x03 \x03(\v2\x1b.sparkhost.plugin.v1.SchemaR\bmessages\x12<\n" +
 	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\x12B\n" +
 	"\fentity_types\x18\x05 \x03(\v2\x1f.sparkhost.plugin.v1.EntityTypeR\ventityTypes\x12\x16\n" +
-	"\x06inputs\x18\x06 \x01(\bR\x06inputs\"\xde\x02\n" +
+	"\x06inputs\x18\x06 \x01(\bR\x06inputs\x129\n" +
+	"\ametrics\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.MetricSpecR\ametrics\"i\n" +
+	"\n" +
+	"MetricSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04help\x18\x02 \x01(\tR\x04help\x123\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1f.sparkhost.plugin.v1.MetricKindR\x04kind\"9\n" +
+	"\vMetricValue\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\xde\x02\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -1738,9 +1931,10 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06global\x18\r \x01(\bR\x06global\x12\x1a\n" +
 	"\bteleport\x18\x0e \x01(\bR\bteleport\x12\x16\n" +
 	"\x06fields\x18\x0f \x01(\fR\x06fields\x12\x1c\n" +
-	"\tspectator\x18\x10 \x01(\bR\tspectator\"E\n" +
+	"\tspectator\x18\x10 \x01(\bR\tspectator\"\x81\x01\n" +
 	"\fStepResponse\x125\n" +
-	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\"8\n" +
+	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\x12:\n" +
+	"\ametrics\x18\x02 \x03(\v2 .sparkhost.plugin.v1.MetricValueR\ametrics\"8\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\"v\n" +
@@ -1750,7 +1944,12 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\aactions\x18\x03 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\"\x11\n" +
 	"\x0fShutdownRequest\"I\n" +
 	"\x10ShutdownResponse\x125\n" +
-	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions*\xac\x01\n" +
+	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions*J\n" +
+	"\n" +
+	"MetricKind\x12\x16\n" +
+	"\x12METRIC_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fMETRIC_GAUGE\x10\x01\x12\x12\n" +
+	"\x0eMETRIC_COUNTER\x10\x02*\xac\x01\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -1794,64 +1993,70 @@ func file_pluginv1_plugin_proto_rawDescGZIP() []byte {
 	return file_pluginv1_plugin_proto_rawDescData
 }
 
-var file_pluginv1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_pluginv1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_pluginv1_plugin_proto_goTypes = []any{
-	(EventKind)(0),           // 0: sparkhost.plugin.v1.EventKind
-	(ActionKind)(0),          // 1: sparkhost.plugin.v1.ActionKind
-	(*Schema)(nil),           // 2: sparkhost.plugin.v1.Schema
-	(*CommandSpec)(nil),      // 3: sparkhost.plugin.v1.CommandSpec
-	(*Vec3)(nil),             // 4: sparkhost.plugin.v1.Vec3
-	(*EntityField)(nil),      // 5: sparkhost.plugin.v1.EntityField
-	(*EntityType)(nil),       // 6: sparkhost.plugin.v1.EntityType
-	(*Manifest)(nil),         // 7: sparkhost.plugin.v1.Manifest
-	(*ServerInfo)(nil),       // 8: sparkhost.plugin.v1.ServerInfo
-	(*ClientInfo)(nil),       // 9: sparkhost.plugin.v1.ClientInfo
-	(*InitRequest)(nil),      // 10: sparkhost.plugin.v1.InitRequest
-	(*InitResponse)(nil),     // 11: sparkhost.plugin.v1.InitResponse
-	(*Event)(nil),            // 12: sparkhost.plugin.v1.Event
-	(*ClientPing)(nil),       // 13: sparkhost.plugin.v1.ClientPing
-	(*StepRequest)(nil),      // 14: sparkhost.plugin.v1.StepRequest
-	(*Action)(nil),           // 15: sparkhost.plugin.v1.Action
-	(*StepResponse)(nil),     // 16: sparkhost.plugin.v1.StepResponse
-	(*CommandRequest)(nil),   // 17: sparkhost.plugin.v1.CommandRequest
-	(*CommandResponse)(nil),  // 18: sparkhost.plugin.v1.CommandResponse
-	(*ShutdownRequest)(nil),  // 19: sparkhost.plugin.v1.ShutdownRequest
-	(*ShutdownResponse)(nil), // 20: sparkhost.plugin.v1.ShutdownResponse
+	(MetricKind)(0),          // 0: sparkhost.plugin.v1.MetricKind
+	(EventKind)(0),           // 1: sparkhost.plugin.v1.EventKind
+	(ActionKind)(0),          // 2: sparkhost.plugin.v1.ActionKind
+	(*Schema)(nil),           // 3: sparkhost.plugin.v1.Schema
+	(*CommandSpec)(nil),      // 4: sparkhost.plugin.v1.CommandSpec
+	(*Vec3)(nil),             // 5: sparkhost.plugin.v1.Vec3
+	(*EntityField)(nil),      // 6: sparkhost.plugin.v1.EntityField
+	(*EntityType)(nil),       // 7: sparkhost.plugin.v1.EntityType
+	(*Manifest)(nil),         // 8: sparkhost.plugin.v1.Manifest
+	(*MetricSpec)(nil),       // 9: sparkhost.plugin.v1.MetricSpec
+	(*MetricValue)(nil),      // 10: sparkhost.plugin.v1.MetricValue
+	(*ServerInfo)(nil),       // 11: sparkhost.plugin.v1.ServerInfo
+	(*ClientInfo)(nil),       // 12: sparkhost.plugin.v1.ClientInfo
+	(*InitRequest)(nil),      // 13: sparkhost.plugin.v1.InitRequest
+	(*InitResponse)(nil),     // 14: sparkhost.plugin.v1.InitResponse
+	(*Event)(nil),            // 15: sparkhost.plugin.v1.Event
+	(*ClientPing)(nil),       // 16: sparkhost.plugin.v1.ClientPing
+	(*StepRequest)(nil),      // 17: sparkhost.plugin.v1.StepRequest
+	(*Action)(nil),           // 18: sparkhost.plugin.v1.Action
+	(*StepResponse)(nil),     // 19: sparkhost.plugin.v1.StepResponse
+	(*CommandRequest)(nil),   // 20: sparkhost.plugin.v1.CommandRequest
+	(*CommandResponse)(nil),  // 21: sparkhost.plugin.v1.CommandResponse
+	(*ShutdownRequest)(nil),  // 22: sparkhost.plugin.v1.ShutdownRequest
+	(*ShutdownResponse)(nil), // 23: sparkhost.plugin.v1.ShutdownResponse
 }
 var file_pluginv1_plugin_proto_depIdxs = []int32{
-	5,  // 0: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
-	4,  // 1: sparkhost.plugin.v1.EntityType.box_min:type_name -> sparkhost.plugin.v1.Vec3
-	4,  // 2: sparkhost.plugin.v1.EntityType.box_max:type_name -> sparkhost.plugin.v1.Vec3
-	2,  // 3: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
-	3,  // 4: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
-	6,  // 5: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
-	8,  // 6: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	7,  // 7: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
-	15, // 8: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	0,  // 9: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
-	9,  // 10: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
-	8,  // 11: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	12, // 12: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
-	13, // 13: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
-	1,  // 14: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
-	4,  // 15: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
-	15, // 16: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	15, // 17: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	15, // 18: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	10, // 19: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
-	14, // 20: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
-	17, // 21: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
-	19, // 22: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
-	11, // 23: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
-	16, // 24: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
-	18, // 25: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
-	20, // 26: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 0: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
+	5,  // 1: sparkhost.plugin.v1.EntityType.box_min:type_name -> sparkhost.plugin.v1.Vec3
+	5,  // 2: sparkhost.plugin.v1.EntityType.box_max:type_name -> sparkhost.plugin.v1.Vec3
+	3,  // 3: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
+	4,  // 4: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
+	7,  // 5: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
+	9,  // 6: sparkhost.plugin.v1.Manifest.metrics:type_name -> sparkhost.plugin.v1.MetricSpec
+	0,  // 7: sparkhost.plugin.v1.MetricSpec.kind:type_name -> sparkhost.plugin.v1.MetricKind
+	11, // 8: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	8,  // 9: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
+	18, // 10: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	1,  // 11: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
+	12, // 12: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
+	11, // 13: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	15, // 14: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
+	16, // 15: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
+	2,  // 16: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
+	5,  // 17: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
+	18, // 18: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	10, // 19: sparkhost.plugin.v1.StepResponse.metrics:type_name -> sparkhost.plugin.v1.MetricValue
+	18, // 20: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	18, // 21: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	13, // 22: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
+	17, // 23: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
+	20, // 24: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
+	22, // 25: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
+	14, // 26: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
+	19, // 27: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
+	21, // 28: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
+	23, // 29: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
+	26, // [26:30] is the sub-list for method output_type
+	22, // [22:26] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_pluginv1_plugin_proto_init() }
@@ -1864,8 +2069,8 @@ func file_pluginv1_plugin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pluginv1_plugin_proto_rawDesc), len(file_pluginv1_plugin_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   19,
+			NumEnums:      3,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,187 @@
+package host
+
+import (
+	"cmp"
+	"net"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/module"
+	"github.com/sparkhost/sparkhost/ops"
+	"github.com/sparkhost/sparkhost/ops/agones"
+)
+
+// modulesPublishEvery is how often the game thread publishes the modules'
+// status for the ops layer (a few times a second: the page polls once).
+const modulesPublishEvery = 250 * time.Millisecond
+
+// opsState is what the game thread publishes for the ops layer and the
+// Agones adapter, and the listener itself.
+type opsState struct {
+	tick    *ops.TickRecorder
+	http    *ops.Server
+	agones  *agones.Adapter
+	serving atomic.Bool
+
+	roster      atomic.Pointer[[]ops.Player] // id and name of the admitted clients
+	modules     atomic.Pointer[[]ops.Module]
+	rosterKey   [2]uint64 // (admissions, players) when the roster was built
+	modulesAt   time.Time // tick time of the last modules publication
+	agonesReady bool
+	lastMap     string
+}
+
+// startOps opens the ops listener and starts the Agones adapter, as
+// configured (both are off by default). New calls it last, so that the
+// probes answer (starting, not ready) while Run has not begun; the end of
+// Run closes them.
+func (s *Server) startOps() error {
+	if s.cfg.Ops.Listen != "" {
+		srv, err := ops.Listen(ops.Config{
+			Listen: s.cfg.Ops.Listen, Source: s, Tick: s.ops.tick, Stall: s.cfg.OpsStall(),
+			History: s.cfg.Ops.HistorySeconds, Log: s.log,
+		})
+		if err != nil {
+			return err
+		}
+		s.ops.http = srv
+		s.log.Info("ops listener started: metrics, probes and the status page", "url", "http://"+srv.Addr().String()+"/")
+	}
+	if s.cfg.Agones.Enabled {
+		s.ops.agones = agones.Start(agones.Config{Port: s.cfg.Agones.SDKPort, HealthInterval: s.cfg.AgonesHealthInterval(), Log: s.log})
+		s.log.Info("agones adapter started", "sdk_port", s.ops.agones.Port())
+	}
+	return nil
+}
+
+// stopOps closes what startOps opened.
+func (s *Server) stopOps() {
+	s.ops.serving.Store(false)
+	if s.ops.http != nil {
+		s.ops.http.Close()
+	}
+	if s.ops.agones != nil {
+		s.ops.agones.Close()
+	}
+}
+
+// OpsAddr is the ops listener's address (nil when it is off or not started).
+func (s *Server) OpsAddr() net.Addr {
+	if s.ops.http == nil {
+		return nil
+	}
+	return s.ops.http.Addr()
+}
+
+// afterStep is the end of every tick on the game thread: it records the
+// tick's duration, publishes what the ops layer reads, and drives the
+// Agones adapter (so a stuck tick stops its health pings).
+func (s *Server) afterStep(t time.Time, began time.Time) {
+	if key := [2]uint64{s.served.Load(), uint64(len(s.players))}; key != s.ops.rosterKey || s.ops.roster.Load() == nil {
+		s.ops.rosterKey = key
+		r := make([]ops.Player, 0, len(s.players))
+		for _, ci := range s.players {
+			r = append(r, ops.Player{ID: ci.ID, Name: ci.Name})
+		}
+		s.ops.roster.Store(&r)
+	}
+	if t.Sub(s.ops.modulesAt) >= modulesPublishEvery || s.ops.modules.Load() == nil {
+		s.ops.modulesAt = t
+		s.publishModules()
+	}
+	if a := s.ops.agones; a != nil {
+		s.driveAgones(a, t)
+	}
+	end := time.Now()
+	s.ops.tick.Observe(end, end.Sub(began))
+}
+
+func (s *Server) publishModules() {
+	st := s.mods.Modules()
+	out := make([]ops.Module, len(st))
+	for i, m := range st {
+		om := ops.Module{Name: m.Name, Kind: m.Kind, Version: m.Version, State: m.State, LastError: m.LastError,
+			Faults: m.Faults, Restarts: m.Restarts, InboxDrops: m.InboxDrops,
+			InboxDepth: m.InboxDepth, InboxCapacity: m.InboxCapacity, TickTime: m.TickTime}
+		for _, v := range m.Metrics {
+			om.Metrics = append(om.Metrics, ops.ModuleMetric{Name: v.Name, Help: v.Help, Counter: v.Kind == module.MetricCounter, Value: v.Value})
+		}
+		out[i] = om
+	}
+	s.ops.modules.Store(&out)
+}
+
+func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
+	v := s.view.Load()
+	if !s.ops.agonesReady && s.ops.serving.Load() && s.modulesRunning() {
+		s.ops.agonesReady = true
+		a.SetLabel("mode", s.cfg.Match.GameMode)
+		a.Ready()
+	}
+	if v.status.Map != s.ops.lastMap {
+		s.ops.lastMap = v.status.Map
+		a.SetLabel("map", v.status.Map)
+	}
+	a.Tick(now)
+}
+
+// opsMatchEnded runs when a match ends (game thread): a match-based
+// GameServer asks Agones to shut it down.
+func (s *Server) opsMatchEnded() {
+	if s.ops.agones != nil && s.cfg.Agones.ShutdownOnMatchEnd {
+		s.log.Info("match ended: asking Agones to shut this GameServer down (agones.shutdown_on_match_end)")
+		s.ops.agones.Shutdown()
+	}
+}
+
+// modulesRunning reports whether every loaded module runs (game thread).
+func (s *Server) modulesRunning() bool {
+	for _, m := range s.mods.Modules() {
+		if m.State != modules.StateRunning {
+			return false
+		}
+	}
+	return true
+}
+
+// Snapshot is the server as the ops layer sees it (ops.Source): published
+// views, atomics and the transport's counters; safe from any goroutine and
+// never waits for the game thread.
+func (s *Server) Snapshot() ops.Snapshot {
+	v := s.view.Load()
+	ts := s.loop.Stats()
+	snap := ops.Snapshot{
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.Match.GameMode, MatchState: v.status.State.String(),
+		Round: v.status.Round, Started: s.start, Version: s.opts.Version,
+		TickRate: ts.Rate, Ticks: ts.Ticks, LateTicks: ts.LateTicks, SkippedTicks: ts.Skipped, Serving: s.ops.serving.Load(),
+		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,
+		ConnectionsServed: s.served.Load(),
+		ChatRelayed:       s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatRateLimited: s.chat.kicked.Load(),
+		Net: s.net.AppendCounters(nil),
+	}
+	if r := s.ops.roster.Load(); r != nil {
+		snap.PlayerList = make([]ops.Player, 0, len(*r))
+		for _, p := range *r {
+			if st, ok := s.net.ClientStats(p.ID); ok {
+				p.Ping, p.Loss, p.BandwidthUp, p.BandwidthDown = st.Ping, st.PacketLoss, st.BandwidthUp, st.BandwidthDown
+			}
+			snap.PlayerList = append(snap.PlayerList, p)
+		}
+		sortPlayers(snap.PlayerList)
+	}
+	if m := s.ops.modules.Load(); m != nil {
+		snap.Modules = *m
+	}
+	if snap.Version == "" {
+		snap.Version = "unknown"
+	}
+	return snap
+}
+
+func sortPlayers(p []ops.Player) {
+	slices.SortFunc(p, func(a, b ops.Player) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+var _ ops.Source = (*Server)(nil)

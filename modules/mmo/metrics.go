@@ -1,0 +1,23 @@
+package mmo
+
+import "github.com/sparkhost/sparkhost/module"
+
+// The module's metrics (plugin.Manifest.Metrics): the server exports them as
+// sparkhost_mmo_<name>. Counters count since the module's process started.
+const (
+	metricLogins        = "logins_total"
+	metricLoginFailures = "login_failures_total"
+	metricRegistrations = "registrations_total"
+	metricThrottled     = "throttled_total"
+	metricInWorld       = "characters_in_world"
+	metricOnline        = "accounts_online"
+)
+
+var metricSpecs = []module.MetricSpec{
+	{Name: metricLogins, Kind: module.MetricCounter, Help: "Successful logins."},
+	{Name: metricLoginFailures, Kind: module.MetricCounter, Help: "Logins refused for a wrong proof (bad password or unknown account)."},
+	{Name: metricRegistrations, Kind: module.MetricCounter, Help: "Accounts registered."},
+	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (too many failures for the account or the address)."},
+	{Name: metricInWorld, Kind: module.MetricGauge, Help: "Characters in the world."},
+	{Name: metricOnline, Kind: module.MetricGauge, Help: "Accounts logged in."},
+}

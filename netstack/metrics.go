@@ -1,0 +1,105 @@
+package netstack
+
+import (
+	"sync/atomic"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// CounterSample is one server-wide counter as an exporter sees it: a
+// Prometheus-style family name (without the exporter's prefix), an optional
+// label that splits the family (reason="security"), and its value. Labels
+// come from fixed tables, never from peers, so their number is bounded.
+type CounterSample struct {
+	Family     string // e.g. "datagrams_dropped_total"
+	Help       string // the family's meaning
+	LabelName  string // "" for a family without labels
+	LabelValue string
+	Value      uint64
+}
+
+// counterTable lists every server-wide counter exporters see, in families.
+// A counter added to Counters is exported by adding one line here.
+var counterTable = []struct {
+	family, help, label, value string
+	get                        func(*Server) uint64
+}{
+	{"bytes_sent_total", "UDP payload bytes sent.", "", "", func(s *Server) uint64 { return s.ctr.BytesSent.Load() }},
+	{"bytes_received_total", "UDP payload bytes received.", "", "", func(s *Server) uint64 { return s.ctr.BytesReceived.Load() }},
+	{"datagrams_sent_total", "UDP datagrams sent.", "", "", func(s *Server) uint64 { return s.ctr.PacketsSent.Load() }},
+	{"datagrams_received_total", "UDP datagrams received.", "", "", func(s *Server) uint64 { return s.ctr.PacketsReceived.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "security", func(s *Server) uint64 { return s.ctr.SecurityDrops.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "plaintext", func(s *Server) uint64 { return s.ctr.PlaintextFramesDropped.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "malformed", func(s *Server) uint64 { return s.ctr.MalformedDropped.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "policy", func(s *Server) uint64 { return s.ctr.PolicyDrops.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "rate_limited", func(s *Server) uint64 { return s.ctr.ConnectRateLimited.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "other", otherDrops},
+	{"retransmissions_total", "Reliable messages sent again after their retransmission timeout.", "", "", func(s *Server) uint64 { return s.ctr.Retransmissions.Load() }},
+	{"inbox_drops_total", "Messages dropped because a module's inbox was full.", "", "", func(s *Server) uint64 { return s.ctr.InboxDrops.Load() }},
+	{"handshakes_total", "Handshakes answered with ConnectAccepted.", "", "", func(s *Server) uint64 { return s.hs.accepted.Load() }},
+}
+
+const droppedHelp = "Datagrams dropped before reaching a session or a handler, by reason (protocol §13)."
+
+// otherDrops is PacketsDropped less the drops counted under a reason.
+func otherDrops(s *Server) uint64 {
+	c := &s.ctr
+	all := c.PacketsDropped.Load()
+	named := c.SecurityDrops.Load() + c.PlaintextFramesDropped.Load() + c.MalformedDropped.Load() +
+		c.PolicyDrops.Load() + c.ConnectRateLimited.Load()
+	if named > all { // the loads are not one snapshot
+		return 0
+	}
+	return all - named
+}
+
+// handshakeCounters count the answers to Connect datagrams.
+type handshakeCounters struct {
+	accepted atomic.Uint64
+	refused  [256]atomic.Uint64 // by wire.RejectReason
+}
+
+func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
+
+// refusalReasons are the reasons exported even while zero, so that a
+// dashboard sees every series from the start.
+var refusalReasons = []wire.RejectReason{
+	wire.RejectProtocolMissing, wire.RejectProtocolTooOld, wire.RejectProtocolTooNew,
+	wire.RejectMalformedHandshake, wire.RejectUnsupportedSuite, wire.RejectServerFull, wire.RejectBanned,
+}
+
+// AppendCounters appends every server-wide counter to dst; safe from any
+// goroutine (atomic loads only, no lock).
+func (s *Server) AppendCounters(dst []CounterSample) []CounterSample {
+	for _, c := range counterTable {
+		dst = append(dst, CounterSample{Family: c.family, Help: c.help, LabelName: c.label, LabelValue: c.value, Value: c.get(s)})
+	}
+	for _, r := range refusalReasons {
+		dst = append(dst, CounterSample{
+			Family: "handshake_refusals_total", Help: "Connect datagrams answered with ConnectRejected, by reason (protocol §5.6).",
+			LabelName: "reason", LabelValue: refusalLabel(r), Value: s.hs.refused[r].Load(),
+		})
+	}
+	return dst
+}
+
+// refusalLabel is a reject reason as a label value: snake case.
+func refusalLabel(r wire.RejectReason) string {
+	switch r {
+	case wire.RejectProtocolMissing:
+		return "protocol_missing"
+	case wire.RejectProtocolTooOld:
+		return "protocol_too_old"
+	case wire.RejectProtocolTooNew:
+		return "protocol_too_new"
+	case wire.RejectMalformedHandshake:
+		return "malformed_handshake"
+	case wire.RejectUnsupportedSuite:
+		return "unsupported_suite"
+	case wire.RejectServerFull:
+		return "server_full"
+	case wire.RejectBanned:
+		return "banned"
+	}
+	return "other"
+}

@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"net/http"
+	"time"
+)
+
+// statusJSON is /api/status: what the page's header and tables show.
+type statusJSON struct {
+	Name              string       `json:"name"`
+	Version           string       `json:"version"`
+	Map               string       `json:"map"`
+	Mode              string       `json:"mode"`
+	MatchState        string       `json:"match_state"`
+	Round             int          `json:"round"`
+	UptimeSeconds     float64      `json:"uptime_seconds"`
+	TickRate          int          `json:"tick_rate"`
+	Ticks             uint64       `json:"ticks"`
+	TickOverruns      uint64       `json:"tick_overruns"`
+	Players           int          `json:"players"`
+	MaxPlayers        int          `json:"max_players"`
+	PeakPlayers       int          `json:"peak_players"`
+	ConnectionsServed uint64       `json:"connections_served"`
+	BytesIn           uint64       `json:"bytes_in"`
+	BytesOut          uint64       `json:"bytes_out"`
+	Dropped           uint64       `json:"dropped"`
+	Healthy           bool         `json:"healthy"`
+	Health            string       `json:"health"`
+	Ready             bool         `json:"ready"`
+	Readiness         string       `json:"readiness"`
+	Modules           []moduleJSON `json:"modules"`
+	PlayerList        []playerJSON `json:"player_list"`
+}
+
+type moduleJSON struct {
+	Name          string       `json:"name"`
+	Kind          string       `json:"kind"`
+	Version       string       `json:"version"`
+	State         string       `json:"state"`
+	Faults        uint64       `json:"faults"`
+	Restarts      uint64       `json:"restarts"`
+	InboxDepth    int          `json:"inbox_depth"`
+	InboxCapacity int          `json:"inbox_capacity"`
+	InboxDrops    uint64       `json:"inbox_drops"`
+	TickSeconds   float64      `json:"tick_seconds"`
+	LastError     string       `json:"last_error,omitempty"`
+	Metrics       []metricJSON `json:"metrics"`
+}
+
+type metricJSON struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+type playerJSON struct {
+	ID     uint32  `json:"id"`
+	Name   string  `json:"name"`
+	PingMS float64 `json:"ping_ms"`
+	Loss   float64 `json:"loss"`
+	Up     float64 `json:"up"`
+	Down   float64 `json:"down"`
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	now := time.Now()
+	snap := s.cfg.Source.Snapshot()
+	out := statusJSON{
+		Name: snap.Name, Version: snap.Version, Map: snap.Map, Mode: snap.Mode, MatchState: snap.MatchState, Round: snap.Round,
+		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
+		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
+		Modules: []moduleJSON{}, PlayerList: []playerJSON{},
+	}
+	for _, n := range snap.Net {
+		switch n.Family {
+		case "bytes_received_total":
+			out.BytesIn += n.Value
+		case "bytes_sent_total":
+			out.BytesOut += n.Value
+		case "datagrams_dropped_total", "inbox_drops_total":
+			out.Dropped += n.Value
+		}
+	}
+	out.Healthy, out.Health = s.health(now)
+	out.Ready, out.Readiness = s.ready(now)
+	for _, m := range snap.Modules {
+		mj := moduleJSON{Name: m.Name, Kind: m.Kind, Version: m.Version, State: m.State, Faults: m.Faults, Restarts: m.Restarts,
+			InboxDepth: m.InboxDepth, InboxCapacity: m.InboxCapacity, InboxDrops: m.InboxDrops,
+			TickSeconds: m.TickTime.Seconds(), LastError: m.LastError, Metrics: []metricJSON{}}
+		for _, mm := range m.Metrics {
+			mj.Metrics = append(mj.Metrics, metricJSON{Name: mm.Name, Value: mm.Value})
+		}
+		out.Modules = append(out.Modules, mj)
+	}
+	for _, p := range snap.PlayerList {
+		out.PlayerList = append(out.PlayerList, playerJSON{ID: p.ID, Name: p.Name, PingMS: ms(p.Ping), Loss: p.Loss,
+			Up: p.BandwidthUp, Down: p.BandwidthDown})
+	}
+	writeJSON(w, out)
+}
+
+// historyJSON is /api/history: the samples as columns, oldest first.
+type historyJSON struct {
+	Period   float64   `json:"period"` // seconds between samples
+	TickRate int       `json:"tick_rate"`
+	Time     []int64   `json:"t"` // unix milliseconds
+	TickAvg  []float64 `json:"tick_avg_ms"`
+	TickPeak []float64 `json:"tick_peak_ms"`
+	Players  []int     `json:"players"`
+	BytesIn  []float64 `json:"bytes_in"`
+	BytesOut []float64 `json:"bytes_out"`
+	Drops    []float64 `json:"drops"`
+}
+
+func (s *Server) serveHistory(w http.ResponseWriter, _ *http.Request) {
+	samples := s.hist.Samples()
+	n := len(samples)
+	h := historyJSON{Period: s.cfg.SampleEvery.Seconds(), TickRate: s.cfg.Source.Snapshot().TickRate,
+		Time: make([]int64, n), TickAvg: make([]float64, n), TickPeak: make([]float64, n), Players: make([]int, n),
+		BytesIn: make([]float64, n), BytesOut: make([]float64, n), Drops: make([]float64, n)}
+	for i, x := range samples {
+		h.Time[i], h.TickAvg[i], h.TickPeak[i], h.Players[i] = x.Time.UnixMilli(), x.TickAvgMS, x.TickPeakMS, x.Players
+		h.BytesIn[i], h.BytesOut[i], h.Drops[i] = x.BytesIn, x.BytesOut, x.Drops
+	}
+	writeJSON(w, h)
+}

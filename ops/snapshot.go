@@ -1,0 +1,74 @@
+package ops
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack"
+)
+
+// Source is what the ops layer reads. Snapshot must be safe from any
+// goroutine and must not wait for the game thread.
+type Source interface {
+	Snapshot() Snapshot
+}
+
+// Snapshot is the server as the operator sees it at one moment.
+type Snapshot struct {
+	Name, Map, Mode, MatchState string
+	Round                       int
+	Started                     time.Time // when the server was built
+	Version                     string    // the program's version
+
+	TickRate     int    // configured ticks per second (Hz)
+	Ticks        uint64 // ticks run
+	LateTicks    uint64 // ticks that started after their slot
+	SkippedTicks uint64 // slots dropped because the loop fell too far behind
+	// Serving is true while the game port is open and the tick loop runs.
+	Serving bool
+
+	Players, PeakPlayers, MaxPlayers int
+	ConnectionsServed                uint64 // clients admitted since start
+	ChatRelayed, ChatDropped         uint64 // chat messages relayed; dropped over a client's budget or a full queue
+	ChatRateLimited                  uint64 // clients disconnected for flooding chat (RateLimited)
+
+	Net        []netstack.CounterSample // the transport's counters
+	PlayerList []Player                 // admitted clients, by id
+	Modules    []Module                 // loaded modules, in load order (published by the game thread a few times a second)
+}
+
+// Player is one admitted client. The address is left out on purpose: the
+// page shows who plays, not where from.
+type Player struct {
+	ID            uint32
+	Name          string
+	Ping          time.Duration
+	Loss          float64 // inbound packet loss 0..1
+	BandwidthUp   float64 // bytes/s the server sends it
+	BandwidthDown float64 // bytes/s it sends the server
+}
+
+// Module is one loaded module.
+type Module struct {
+	Name, Kind, Version, State, LastError string
+	Faults, Restarts, InboxDrops          uint64
+	InboxDepth, InboxCapacity             int
+	TickTime                              time.Duration // time spent in its Step since it loaded
+	Metrics                               []ModuleMetric
+}
+
+// ModuleMetric is one metric a module reports (at most 32 per module, no
+// labels: the module's manifest fixes them).
+type ModuleMetric struct {
+	Name, Help string
+	Counter    bool // else a gauge
+	Value      float64
+}
+
+// Module states as the host names them.
+const (
+	StateRunning    = "running"
+	StateRestarting = "restarting"
+	StateFailed     = "failed"
+)
+
+var moduleStates = [...]string{StateRunning, StateRestarting, StateFailed}
