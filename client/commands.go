@@ -187,7 +187,9 @@ func cmdWait(c *Console, args []string) error {
 			return fmt.Errorf("wait: %w", err)
 		}
 	}
+	c.blocked.Add(1)
 	_, err = c.events.wait(c.context(), re, timeout)
+	c.blocked.Add(-1)
 	switch {
 	case errors.Is(err, errWaitTimeout):
 		return fmt.Errorf("wait: no event matching %q within %s", args[0], timeout)
@@ -207,6 +209,8 @@ func cmdSleep(c *Console, args []string) error {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	c.blocked.Add(1)
+	defer c.blocked.Add(-1)
 	select {
 	case <-t.C:
 		return nil

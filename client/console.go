@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/sparkhost/sparkhost/netstack"
@@ -78,6 +79,9 @@ type Console struct {
 	// thing on the terminal, so an event line replaces it and re-prints it.
 	promptShown bool
 	events      eventLog
+	// blocked counts the commands blocked in a wait or a sleep (tests
+	// use it to act once a command is known to wait).
+	blocked atomic.Int32
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc

@@ -134,3 +134,13 @@ func (c *testConsole) waitOutput(t *testing.T, want string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// untilBlocked returns once a command of c blocks in a wait or a sleep.
+func untilBlocked(t *testing.T, c *client.Console) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); client.Blocked(c) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no command blocked within 10 s")
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sparkhost/sparkhost/client"
 )
@@ -88,10 +87,10 @@ func TestClientRunInteractiveFromAPipe(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int)
 		go func() { done <- c.RunInteractive(ctx, strings.NewReader("sleep 1m\n")) }()
-		time.Sleep(20 * time.Millisecond) // let the sleep start; a cancel before it also returns 1
+		untilBlocked(t, c.Console)
 		cancel()
-		if code := <-done; code != 1 {
-			t.Errorf("interrupted script exit code %d, want 1", code)
+		if code := <-done; code != 1 || !strings.Contains(c.out.String(), "sleep: interrupted") {
+			t.Errorf("interrupted script exit code %d, want 1 with sleep: interrupted:\n%s", code, c.out.String())
 		}
 	})
 }

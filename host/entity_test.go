@@ -117,7 +117,13 @@ func watch(t *testing.T, c *netstack.Client) *watcher {
 	return w
 }
 
-func ptr[T any](v T) *T { return &v }
+// waitTicks returns once the server's game thread has run n more ticks:
+// progress, not wall time, so a busy machine only makes it slower.
+func waitTicks(t *testing.T, srv *host.Server, n uint64) {
+	t.Helper()
+	start := srv.Stats().Ticks
+	eventually(t, "ticks to pass", func() bool { return srv.Stats().Ticks >= start+n })
+}
 
 func isEntityMsg(t wire.MessageType) bool {
 	return t == gamemsg.TypeEntitySpawn || t == gamemsg.TypeEntityStateUpdate || t == gamemsg.TypeEntityDestroy
@@ -155,7 +161,7 @@ func TestReplicationPrivateFieldNeverReachesOthers(t *testing.T) {
 		wm.run(t, func(h module.Host) error {
 			return h.SetEntityFields(a, gamemsg.FieldValue{Index: avSecret, Kind: gamemsg.KindUint32, Uint: secretMark | i<<4 | alice.c.ID()})
 		})
-		time.Sleep(10 * time.Millisecond)
+		waitTicks(t, srv, 3) // a replication frame (20 Hz at 60 Hz ticks) between changes
 	}
 	final := secretMark | 19<<4 | alice.c.ID()
 	eventually(t, "alice sees her last secret", func() bool {
@@ -209,7 +215,7 @@ func TestReplicationInterest(t *testing.T) {
 	})
 	for range 10 { // bob walks about far away
 		wm.run(t, func(h module.Host) error { return h.SetEntityPosition(b, wire.Vec3{X: 500, Z: 3}, false) })
-		time.Sleep(20 * time.Millisecond)
+		waitTicks(t, srv, 3)
 	}
 	for _, m := range alice.received() {
 		if !isEntityMsg(m.Header.Type) {
@@ -243,7 +249,7 @@ func TestReplicationSendsOnlyDirtyFields(t *testing.T) {
 	eventually(t, "a player", func() bool { return srv.Stats().Players == 1 })
 	a := spawnAvatar(t, wm, alice.c.ID(), 0, wire.Vec3{})
 	eventually(t, "spawned", func() bool { _, ok := alice.entity(a); return ok })
-	time.Sleep(200 * time.Millisecond)
+	waitTicks(t, srv, 6) // a few frames: with one repeat and no refresh nothing else is sent
 	alice.received()
 	for i := range int32(10) { // one change per replication frame: the client saw the last one
 		wm.run(t, func(h module.Host) error {
@@ -294,8 +300,7 @@ func TestReplicationLateJoinerGetsFullState(t *testing.T) {
 				gamemsg.FieldValue{Index: avTeam, Kind: gamemsg.KindBool, Bool: true})
 		})
 	}
-	wm.run(t, func(h module.Host) error { return h.DestroyEntity(ids[4]) })
-	time.Sleep(200 * time.Millisecond)
+	wm.run(t, func(h module.Host) error { return h.DestroyEntity(ids[4]) }) // done on the game thread when run returns
 	carol := watch(t, dialHost(t, srv, "carol"))
 	wm.run(t, func(h module.Host) error { return h.SetClientView(carol.c.ID(), module.ClientView{Party: 7}) })
 	eventually(t, "carol has the world", func() bool { return len(carol.world.Entities()) == 4 })
