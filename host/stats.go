@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -28,6 +29,10 @@ type ServerStats struct {
 	MatchTimeRemaining time.Duration
 	Round              int
 	EventsDropped      uint64
+	// Net is the transport's totals: traffic, drops by kind, and the
+	// handshake counters an operator watches during an attack (half-open
+	// handshakes, cookies, signatures, budget refusals).
+	Net netstack.Stats
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -43,7 +48,7 @@ func (s *Server) Stats() ServerStats {
 		BytesIn: ns.BytesReceived, BytesOut: ns.BytesSent, ConnectionsServed: s.served.Load(),
 		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
-		EventsDropped: s.dropped.Load(),
+		EventsDropped: s.dropped.Load(), Net: ns,
 	}
 }
 
@@ -61,5 +66,12 @@ func (st ServerStats) String() string {
 	if st.EventsDropped > 0 {
 		fmt.Fprintf(&b, "\nevents dropped %d", st.EventsDropped)
 	}
+	n := &st.Net
+	fmt.Fprintf(&b, "\nhandshakes: half-open %d (evicted %d), cookies sent %d verified %d failed %d, signatures %d, plain bytes in %d out %d",
+		n.HalfOpen, n.HalfOpenEvicted, n.CookiesSent, n.CookiesVerified, n.CookiesFailed, n.HandshakesSigned, n.PlainBytesReceived, n.PlainBytesSent)
+	fmt.Fprintf(&b, "\nrefused: address budget %d, prefix budget %d, signature budget %d, unvalidated-reply budget %d, half-open caps %d, oversized answers %d, v3 hellos %d",
+		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
+	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
+		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
 	return b.String()
 }

@@ -12,8 +12,7 @@ import (
 // own opener; only a ClientFinished whose structure parses leaves the
 // half-open table, and only then is a session built. Capacity (max_clients)
 // is judged here, at admission: a full server closes the new session with
-// Disconnect(ServerFull). Admissions happen on the receive goroutine only, so
-// nobody else can fill the last slot between the check and the insertion.
+// Disconnect(ServerFull).
 func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	if ho.opener == nil {
 		ho.opener = seal.NewOpener(ho.keys.recv)
@@ -49,18 +48,24 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	p.ctr.PacketsReceived.Add(1)
 	p.ctr.BytesReceived.Add(uint64(len(d)))
 	p.q.traffic(now, 0, len(d))
-	if perr == nil && s.admittedCount() >= s.cfg.MaxClients {
-		p.closeLocked(wire.DisconnectServerFull, "server is full; try again later", now)
-		p.mu.Unlock()
-		return
-	}
-	admitted := s.finishLocked(p, &h, payload, now)
-	if admitted {
+	if perr == nil {
+		// Capacity and insertion under one lock: the peer is visible, but
+		// locked and not yet Connected, until finishLocked has admitted it,
+		// so Clients, Send and the service loop skip it until then.
 		s.mu.Lock()
-		s.byAddr[p.addr] = p
-		s.byID[p.id] = p
+		full := len(s.byID) >= s.cfg.MaxClients
+		if !full {
+			s.byAddr[p.addr] = p
+			s.byID[p.id] = p
+		}
 		s.mu.Unlock()
+		if full {
+			p.closeLocked(wire.DisconnectServerFull, "server is full; try again later", now)
+			p.mu.Unlock()
+			return
+		}
 	}
+	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
 	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
 	p.mu.Unlock()
 	if !admitted {
