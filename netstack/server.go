@@ -164,6 +164,8 @@ type Server struct {
 	nextID uint32 // receive goroutine only: the id of the next ConnectAccepted
 	open   []byte // receive goroutine only: scratch for a half-open's ClientFinished
 	reply  []byte // receive goroutine only: scratch for plain answers
+	// replyPayload is the receive goroutine's scratch for a ConnectRejected payload.
+	replyPayload []byte
 
 	handlersMu sync.RWMutex
 	handlers   map[wire.MessageType]Handler
@@ -240,14 +242,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		validate: cfg.MaxProtocol >= MaxProtocol && !cfg.SkipAddressValidation,
 		open:     make([]byte, 0, wire.MaxDatagram),
 		reply:    make([]byte, 0, 1+wire.HeaderSize+5+wire.MaxDetailLen),
-		reg:      cfg.Registry,
-		log:      cfg.Logger,
-		origin:   time.Now(),
-		byAddr:   make(map[netip.AddrPort]*peer),
-		byID:     make(map[uint32]*peer),
-		nextID:   1,
-		handlers: make(map[wire.MessageType]Handler),
-		done:     make(chan struct{}),
+
+		replyPayload: make([]byte, 0, 5+wire.MaxDetailLen),
+		reg:          cfg.Registry,
+		log:          cfg.Logger,
+		origin:       time.Now(),
+		byAddr:       make(map[netip.AddrPort]*peer),
+		byID:         make(map[uint32]*peer),
+		nextID:       1,
+		handlers:     make(map[wire.MessageType]Handler),
+		done:         make(chan struct{}),
 	}
 	s.collectFn = s.collect
 	s.chcfg.populate()

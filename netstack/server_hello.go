@@ -283,8 +283,8 @@ func (s *Server) refuse(to netip.AddrPort, rule answer, reason wire.RejectReason
 			return
 		}
 	}
-	var pl [5 + wire.MaxDetailLen]byte
-	payload := wire.AppendConnectRejected(pl[:0], &wire.ConnectRejected{Reason: uint8(reason), ServerVersion: rule.version, Detail: detail})
+	s.replyPayload = wire.AppendConnectRejected(s.replyPayload[:0], &wire.ConnectRejected{Reason: uint8(reason), ServerVersion: rule.version, Detail: detail})
+	payload := s.replyPayload
 	h := wire.Header{Type: wire.TypeConnectRejected, Timestamp: s.timeAt(now)}
 	s.reply = s.reply[:0]
 	if rule.framed {

@@ -1,0 +1,102 @@
+package netstack
+
+import (
+	"crypto/ed25519"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// sinkConn is a PacketConn that counts what the server writes and reads
+// nothing: the receive path is driven by calling handleDatagram.
+type sinkConn struct {
+	net.PacketConn // nil: only the methods below are used
+	sent, bytes    atomic.Uint64
+	last           []byte
+}
+
+func (c *sinkConn) ReadFromUDPAddrPort([]byte) (int, netip.AddrPort, error) {
+	return 0, netip.AddrPort{}, net.ErrClosed
+}
+
+func (c *sinkConn) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) {
+	c.sent.Add(1)
+	c.bytes.Add(uint64(len(b)))
+	c.last = append(c.last[:0], b...)
+	return len(b), nil
+}
+
+func (c *sinkConn) Close() error { return nil }
+
+func sinkServer(t testing.TB, mod func(*ServerConfig)) (*Server, *sinkConn) {
+	t.Helper()
+	conn := &sinkConn{last: make([]byte, 0, 2048)}
+	cfg := ServerConfig{
+		Conn: conn, Identity: ed25519.NewKeyFromSeed(make([]byte, 32)), Logger: slog.New(slog.DiscardHandler),
+		ConnectBudget:          ratelimit.Config{Burst: 1 << 20, RefillPerSecond: 1e9},
+		PrefixBudget:           ratelimit.Config{Burst: 1 << 20, RefillPerSecond: 1e9},
+		UnvalidatedReplyBudget: ratelimit.BucketConfig{Burst: 1 << 20, RefillPerSecond: 1e9},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, conn
+}
+
+func v4Connect(t testing.TB, cookie []byte) ([]byte, *handshake.ClientHandshake) {
+	t.Helper()
+	hs, err := handshake.NewClientHandshake4(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := wire.Header{Type: wire.TypeConnect}
+	return wire.AppendPacket([]byte{classPlain}, &hdr, hs.Hello4(cookie)), hs
+}
+
+// Answering an unvalidated hello is the path a flood exercises: it must not
+// allocate, keep state, or cost a signature.
+func TestUnvalidatedAnswersDoNotAllocate(t *testing.T) {
+	s, conn := sinkServer(t, nil)
+	from := netip.MustParseAddrPort("127.0.0.1:40000")
+	hello, _ := v4Connect(t, nil)
+	bad := append([]byte(nil), hello...)
+	bad[len(bad)-1] = 1 // nonzero padding: MalformedHandshake
+	forged := append([]byte(nil), hello...)
+	forged[1+wire.HeaderSize+handshake.HelloCoreSize] = 20 // a cookie of zeros: fails
+	now := time.Now()
+	for name, d := range map[string][]byte{"cookie reply": hello, "refusal": bad, "forged cookie": forged} {
+		if n := testing.AllocsPerRun(500, func() { s.handleDatagram(d, from, now) }); n != 0 {
+			t.Errorf("%s: %v allocations per datagram", name, n)
+		}
+	}
+	st := s.Stats()
+	if st.HandshakesSigned != 0 || s.HalfOpenCount() != 0 {
+		t.Fatalf("signatures %d, half-open %d before any validation", st.HandshakesSigned, s.HalfOpenCount())
+	}
+	if st.PlainBytesSent > st.PlainBytesReceived || conn.sent.Load() == 0 {
+		t.Fatalf("sent %d bytes for %d received (%d datagrams)", st.PlainBytesSent, st.PlainBytesReceived, conn.sent.Load())
+	}
+}
+
+func BenchmarkAnswerUnvalidatedHello(b *testing.B) {
+	s, _ := sinkServer(b, nil)
+	from := netip.MustParseAddrPort("127.0.0.1:40000")
+	hello, _ := v4Connect(b, nil)
+	now := time.Now()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(hello)))
+	for b.Loop() {
+		s.handleDatagram(hello, from, now)
+	}
+}
