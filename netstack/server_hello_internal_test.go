@@ -100,3 +100,34 @@ func BenchmarkAnswerUnvalidatedHello(b *testing.B) {
 		s.handleDatagram(hello, from, now)
 	}
 }
+
+// FuzzUnvalidatedDatagram: whatever a source that has not proven its address
+// sends (any class byte, any payload), an internet-mode server never panics,
+// never answers with more bytes than it received, and never signs.
+func FuzzUnvalidatedDatagram(f *testing.F) {
+	hello, _ := v4Connect(f, nil)
+	forged, _ := v4Connect(f, make([]byte, 20))
+	hdr := wire.Header{Type: wire.TypeConnect}
+	v3 := wire.AppendPacket([]byte{classPlain}, &hdr, (&handshake.ClientHello{Version: 3, Suite: 1, EphemeralPub: [32]byte{9}}).Append(nil))
+	for _, seed := range [][]byte{hello, forged, v3, v3[1:], {classPlain}, {classSealed}, {classLegacy, 0x52, 0x50, 0x53}} {
+		f.Add(seed)
+	}
+	s, conn := sinkServer(f, func(c *ServerConfig) { c.Internet = true })
+	from := netip.MustParseAddrPort("127.0.0.1:40000")
+	now := time.Now() // virtual time: one millisecond per datagram
+	f.Fuzz(func(t *testing.T, d []byte) {
+		before := conn.bytes.Load()
+		n := conn.sent.Load()
+		now = now.Add(time.Millisecond)
+		s.handleDatagram(d, from, now)
+		if conn.sent.Load() > n+1 {
+			t.Fatalf("%d answers to one datagram", conn.sent.Load()-n)
+		}
+		if got := conn.bytes.Load() - before; got > uint64(len(d)) {
+			t.Fatalf("%d bytes answered to a %d-byte datagram %x", got, len(d), d)
+		}
+		if s.Stats().HandshakesSigned != 0 {
+			t.Fatalf("a signature for an unvalidated datagram %x", d)
+		}
+	})
+}

@@ -142,3 +142,19 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// FuzzVerify: Verify never panics and accepts only the cookie the jar minted
+// for this source and binding (a forger cannot guess a 128-bit MAC).
+func FuzzVerify(f *testing.F) {
+	j := NewJar(time.Hour, nil)
+	c, _ := j.Mint(t0, src, binding)
+	f.Add(c[:])
+	f.Add(c[:Size-1])
+	f.Add(append(c[:], 0))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if j.Verify(t0, src, binding, b) == Valid && !bytes.Equal(b, c[:]) {
+			t.Fatalf("a forged cookie %x verified", b)
+		}
+	})
+}
