@@ -101,7 +101,7 @@ func floodSources(t *testing.T, n int) []*floodSource {
 // within the same 1× rule.
 func TestUDPHelloFloodFrom250Sources(t *testing.T) {
 	for _, tc := range []struct {
-		name               string
+		name                string
 		internet, unlimited bool
 	}{{"private", false, false}, {"private, budgets lifted", false, true}, {"internet", true, false}} {
 		internet := tc.internet

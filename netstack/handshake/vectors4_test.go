@@ -34,29 +34,29 @@ type vectors4 struct {
 		Source       string   `json:"source"`
 		SourceIPv6   string   `json:"source_ipv6"`
 	} `json:"inputs"`
-	HelloCore          hexBytes `json:"client_hello_core"`
-	Hello              hexBytes `json:"client_hello"`
-	ConnectDatagram    hexBytes `json:"connect_datagram"`
-	CookieMACInput     hexBytes `json:"cookie_mac_input"`
-	CookieMAC          hexBytes `json:"cookie_mac"`
-	CookieMACIPv6      hexBytes `json:"cookie_mac_ipv6"`
-	Cookie             hexBytes `json:"cookie"`
-	CookieReply        hexBytes `json:"cookie_reply_payload"`
-	CookieReplyDgram   hexBytes `json:"cookie_reply_datagram"`
-	HelloWithCookie    hexBytes `json:"client_hello_with_cookie"`
-	ConnectWithCookie  hexBytes `json:"connect_datagram_with_cookie"`
-	AcceptPrefix       hexBytes `json:"accept_prefix"`
-	ServerHello        hexBytes `json:"server_hello"`
-	AcceptedPayload    hexBytes `json:"connect_accepted_payload"`
-	AcceptedDatagram   hexBytes `json:"connect_accepted_datagram"`
-	TranscriptInput    hexBytes `json:"transcript_input"`
-	TH                 hexBytes `json:"th"`
-	Signature          hexBytes `json:"signature"`
-	SS                 hexBytes `json:"ss"`
-	S                  hexBytes `json:"S"`
-	KC2S0              hexBytes `json:"k_c2s_0"`
-	KS2C0              hexBytes `json:"k_s2c_0"`
-	V3Downgrade struct {
+	HelloCore         hexBytes `json:"client_hello_core"`
+	Hello             hexBytes `json:"client_hello"`
+	ConnectDatagram   hexBytes `json:"connect_datagram"`
+	CookieMACInput    hexBytes `json:"cookie_mac_input"`
+	CookieMAC         hexBytes `json:"cookie_mac"`
+	CookieMACIPv6     hexBytes `json:"cookie_mac_ipv6"`
+	Cookie            hexBytes `json:"cookie"`
+	CookieReply       hexBytes `json:"cookie_reply_payload"`
+	CookieReplyDgram  hexBytes `json:"cookie_reply_datagram"`
+	HelloWithCookie   hexBytes `json:"client_hello_with_cookie"`
+	ConnectWithCookie hexBytes `json:"connect_datagram_with_cookie"`
+	AcceptPrefix      hexBytes `json:"accept_prefix"`
+	ServerHello       hexBytes `json:"server_hello"`
+	AcceptedPayload   hexBytes `json:"connect_accepted_payload"`
+	AcceptedDatagram  hexBytes `json:"connect_accepted_datagram"`
+	TranscriptInput   hexBytes `json:"transcript_input"`
+	TH                hexBytes `json:"th"`
+	Signature         hexBytes `json:"signature"`
+	SS                hexBytes `json:"ss"`
+	S                 hexBytes `json:"S"`
+	KC2S0             hexBytes `json:"k_c2s_0"`
+	KS2C0             hexBytes `json:"k_s2c_0"`
+	V3Downgrade       struct {
 		ServerNonce     hexBytes `json:"server_nonce"`
 		AcceptedPayload hexBytes `json:"connect_accepted_payload"`
 	} `json:"v3_downgrade"`
