@@ -277,7 +277,7 @@ func (a *helloAttempt) setCookie(cookie []byte) {
 	a.connect = wire.AppendPacket([]byte{classPlain}, &hdr, payload)
 }
 
-// handshake sends Connect (resending on the §3.2 schedule) until a verified
+// handshake sends Connect (resending on the §3.10 schedule) until a verified
 // ConnectAccepted or a ConnectRejected arrives, following CookieReplies and,
 // with Protocol 0, falling back to v3 for a server that speaks only v3.
 func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.ClientResult, time.Time, error) {
