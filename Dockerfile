@@ -4,9 +4,10 @@
 #   docker build -t sparkhost .
 #   docker run --rm -p 27015:27015/udp -p 9150:9150 -v sparkhost-data:/data sparkhost
 #
-# The image's config (deploy/docker/config.toml) binds the game port to the
-# container's address and the ops listener (metrics, probes, status page) to
-# 0.0.0.0:9150 with ops.allow_remote; see docs/operations.md.
+# The image's config (deploy/docker/config.toml) runs the game port in
+# internet mode on every interface (protocol v4, address validation) and the
+# ops listener (metrics, probes, status page) on 0.0.0.0:9150; see
+# docs/operations.md.
 
 FROM golang:1.26 AS build
 WORKDIR /src

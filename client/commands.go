@@ -76,8 +76,8 @@ func cmdStatus(c *Console, args []string) error {
 	switch {
 	case conn != nil:
 		st := conn.client.Stats()
-		c.println(fmt.Sprintf("status: connected to %s as %s (id %d), ping %s, loss %.1f%%",
-			conn.server, conn.name, conn.client.ID(), msText(st.Ping), st.PacketLoss*100))
+		c.println(fmt.Sprintf("status: connected to %s as %s (id %d), ping %s, loss %.1f%%, protocol v%d",
+			conn.server, conn.name, conn.client.ID(), msText(st.Ping), st.PacketLoss*100, conn.client.Protocol()))
 	case dialing:
 		c.println("status: connecting")
 	default:

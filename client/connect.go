@@ -38,7 +38,7 @@ func cmdConnect(c *Console, args []string) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry}
+	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol}
 	if cfg.Pin == "" {
 		if c.cfg.DataDir == "" {
 			return errors.New("connect: no pin and no data directory for known_hosts; give the server's pin (--pin ed25519:...) or a data directory")
@@ -133,14 +133,14 @@ func connectError(server string, err error) error {
 	return fmt.Errorf("connect %s: %w", server, err)
 }
 
-// resolveServer parses HOST:PORT, resolving a host name to its first IPv4
-// address (the client's socket is IPv4).
+// resolveServer parses HOST:PORT (an IPv6 address in brackets, e.g.
+// [::1]:27015), resolving a host name to its first IPv4 address.
 func resolveServer(ctx context.Context, s string) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		ip := ap.Addr().Unmap()
 		switch {
-		case !ip.Is4():
-			return netip.AddrPort{}, fmt.Errorf("%s: only IPv4 servers are supported", s)
+		case ip.Zone() != "":
+			return netip.AddrPort{}, fmt.Errorf("%s: link-local addresses with a zone are not supported", s)
 		case ap.Port() == 0:
 			return netip.AddrPort{}, fmt.Errorf("%s: port must be 1..65535", s)
 		}

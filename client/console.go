@@ -53,6 +53,9 @@ type Config struct {
 	// Registry holds the module message schemas the client understands;
 	// nil = built-in types only.
 	Registry *wire.Registry
+	// Protocol is the handshake: 0 speaks v4 and falls back to v3 for a v3
+	// server, 4 insists on v4, 3 speaks v3 only (netstack.ClientConfig).
+	Protocol uint16
 }
 
 // MessageHook is called for an incoming message of the type it was added for.

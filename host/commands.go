@@ -39,7 +39,7 @@ func (s *Server) registerBuiltins() {
 }
 
 func (s *Server) cmdStatus([]string) (string, error) {
-	return fmt.Sprintf("%s on %s, pin %s\n%s", s.cfg.Server.Name, s.Addr(), s.Pin(), s.Stats()), nil
+	return fmt.Sprintf("%s on %s, pin %s\n%s\n%s", s.cfg.Server.Name, s.Addr(), s.Pin(), s.Exposure(), s.Stats()), nil
 }
 
 func (s *Server) cmdPlayers([]string) (string, error) {

@@ -153,9 +153,8 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	s.publishView(s.start)
-	reg := gamemsg.NewRegistry()
-	s.net, err = netstack.NewServer(netstack.ServerConfig{
-		Registry:          reg,
+	s.net, err = netstack.NewServer(withHandshakeRules(&cfg, netstack.ServerConfig{
+		Registry:          gamemsg.NewRegistry(),
 		Bind:              cfg.Network.BindAddress,
 		Port:              cfg.Server.Port,
 		Identity:          identity,
@@ -172,7 +171,7 @@ func New(opts Options) (*Server, error) {
 		OnDisconnected: func(ci netstack.ClientInfo, r wire.DisconnectReason, d string) {
 			s.events.push(event{kind: evLeft, client: ci, reason: r, detail: d})
 		},
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +264,13 @@ func (s *Server) Addr() netip.AddrPort { return s.net.Addr() }
 
 // Pin returns the server identity pin.
 func (s *Server) Pin() string { return s.net.Pin() }
+
+// Exposure says who can reach the server and which protocols it accepts,
+// e.g. "exposed to every IPv4 and IPv6 address, on every interface; protocol
+// v4 with address validation, v3 refused".
+func (s *Server) Exposure() string {
+	return "exposed to " + s.net.Policy().Exposure() + "; " + s.net.Protocols()
+}
 
 // Net exposes the transport (modules send through it).
 func (s *Server) Net() *netstack.Server { return s.net }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -31,6 +32,10 @@ type ServerStats struct {
 	// dropped (over a client's budget, or past a full queue) and the
 	// clients disconnected for flooding (RateLimited).
 	ChatRelayed, ChatDropped, ChatKicked uint64
+	// Net is the transport's totals: traffic, drops by kind, and the
+	// handshake counters an operator watches during an attack (half-open
+	// handshakes, cookies, signatures, budget refusals).
+	Net netstack.Stats
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -47,6 +52,7 @@ func (s *Server) Stats() ServerStats {
 		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
 		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
+		Net: ns,
 	}
 }
 
@@ -62,5 +68,12 @@ func (st ServerStats) String() string {
 	}
 	fmt.Fprintf(&b, "\nbytes in %d, out %d", st.BytesIn, st.BytesOut)
 	fmt.Fprintf(&b, "\nchat relayed %d, dropped %d, clients rate-limited %d", st.ChatRelayed, st.ChatDropped, st.ChatKicked)
+	n := &st.Net
+	fmt.Fprintf(&b, "\nhandshakes: half-open %d (evicted %d), cookies sent %d verified %d failed %d, signatures %d, plain bytes in %d out %d",
+		n.HalfOpen, n.HalfOpenEvicted, n.CookiesSent, n.CookiesVerified, n.CookiesFailed, n.HandshakesSigned, n.PlainBytesReceived, n.PlainBytesSent)
+	fmt.Fprintf(&b, "\nrefused: address budget %d, prefix budget %d, signature budget %d, unvalidated-reply budget %d, half-open caps %d, oversized answers %d, v3 hellos %d",
+		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
+	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
+		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
 	return b.String()
 }

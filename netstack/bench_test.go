@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -110,3 +111,29 @@ func newBenchServer(b *testing.B, reg *wire.Registry, h netstack.Handler) *netst
 	srv.Handle(benchType, h)
 	return srv
 }
+
+// benchDial measures whole handshakes over loopback UDP, client included: a
+// Dial (hello, cookie round trip unless skipped, ConnectAccepted, client
+// verification, ClientFinished, GameStateSync) and a Close per operation.
+func benchDial(b *testing.B, protocol uint16, validate bool) {
+	lift := ratelimit.Config{Burst: 1 << 20, RefillPerSecond: 1e9}
+	srv := newTestServerTB(b, func(c *netstack.ServerConfig) {
+		c.ConnectBudget, c.PrefixBudget = lift, lift
+		c.MaxClients = 4096
+		c.SkipAddressValidation = !validate
+	})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "bench", Pin: srv.Pin(), Protocol: protocol})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handshakes/s")
+}
+
+func BenchmarkDialV4Validated(b *testing.B)   { benchDial(b, 4, true) }
+func BenchmarkDialV4Unvalidated(b *testing.B) { benchDial(b, 4, false) }
+func BenchmarkDialV3(b *testing.B)            { benchDial(b, 3, true) }

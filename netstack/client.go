@@ -57,6 +57,11 @@ type ClientConfig struct {
 	// the number of resends (10).
 	ConnectRetry   time.Duration
 	ConnectRetries int
+	// Protocol selects the handshake (docs/protocol.md §3.2): 0 speaks v4 and
+	// falls back to v3 when the server answers ProtocolTooNew with
+	// server_version 3; 4 speaks v4 only (no fallback, so no downgrade); 3
+	// speaks v3 only. Other values are refused.
+	Protocol uint16
 	// Timeout, HeartbeatInterval, Rotation and Reliable as in ServerConfig.
 	Timeout           time.Duration
 	HeartbeatInterval time.Duration
@@ -80,8 +85,13 @@ const (
 	HandshakeAuthFailed
 	// HandshakeTimeout: no usable answer after every resend.
 	HandshakeTimeout
-	// HandshakeRefusedName: the server closed the Securing slot (e.g. NameInvalid).
+	// HandshakeRefusedName: the server closed the handshake at admission
+	// (NameInvalid, or ServerFull when its last slot was taken meanwhile).
 	HandshakeRefusedName
+	// HandshakeDowngrade: after a ProtocolTooNew made the client fall back to
+	// v3, the server's signed answer showed it speaks v4: the refusal was
+	// forged. Nothing is sent; retry, or insist on v4 (Protocol 4).
+	HandshakeDowngrade
 )
 
 // HandshakeError is the error Dial returns when no session was established.
@@ -104,7 +114,12 @@ func (e *HandshakeError) Error() string {
 	case HandshakeTimeout:
 		return "no answer from the server; is it running and reachable?"
 	case HandshakeRefusedName:
+		if e.Disconnect == wire.DisconnectServerFull {
+			return fmt.Sprintf("server refused admission: ServerFull (%s)", e.Detail)
+		}
 		return fmt.Sprintf("server refused admission: %s (%s)", e.Disconnect, e.Detail)
+	case HandshakeDowngrade:
+		return "protocol downgrade detected: a forged ProtocolTooNew claimed the server speaks only v3, but the server's signed answer says it speaks v4; nothing was sent. Try again, or connect with protocol 4 only"
 	}
 	return "handshake failed"
 }
@@ -124,7 +139,7 @@ type Message struct {
 	Payload []byte
 }
 
-// Client is a connected protocol v3 client.
+// Client is a connected client (protocol v4, or v3 after a fallback).
 type Client struct {
 	cfg      ClientConfig
 	conn     *packetConn
@@ -133,6 +148,7 @@ type Client struct {
 	reg      *wire.Registry
 	identity [32]byte
 	welcome  Message // the first message of type cfg.Welcome (under sess.mu)
+	version  uint16
 
 	inbox     chan Message
 	pending   []Message   // collected by the receive goroutine under the lock
@@ -158,6 +174,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = wire.NewRegistry()
 	}
+	switch cfg.Protocol {
+	case 0, handshake.ProtocolVersion, handshake.ProtocolVersion4:
+	default:
+		return nil, fmt.Errorf("netstack: protocol %d: choose 3, 4 or 0 (v4 with fallback to v3)", cfg.Protocol)
+	}
 	var pin [32]byte
 	if cfg.Pin != "" {
 		var err error
@@ -178,7 +199,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Conn != nil {
 		c.conn = newPacketConn(cfg.Conn)
 	} else {
-		uc, err := net.ListenUDP("udp4", nil)
+		network := "udp4"
+		if cfg.Server.Addr().Is6() && !cfg.Server.Addr().Is4In6() {
+			network = "udp6"
+		}
+		uc, err := net.ListenUDP(network, nil)
 		if err != nil {
 			return nil, fmt.Errorf("netstack: open client socket: %w", err)
 		}
@@ -221,25 +246,65 @@ func (c *Client) verifyIdentity(pin [32]byte) func([32]byte) error {
 	}
 }
 
-// handshake sends Connect (resending on the §5.5 schedule) until a verified
-// ConnectAccepted or a ConnectRejected arrives.
+// maxCookieReplies bounds the CookieReplies one handshake follows, so that a
+// server (or a forger) answering every hello with a new cookie cannot keep a
+// client busy beyond its resend schedule.
+const maxCookieReplies = 8
+
+// helloAttempt is the hello the client currently sends: its handshake and
+// the Connect datagram carrying it.
+type helloAttempt struct {
+	hs      *handshake.ClientHandshake
+	connect []byte
+}
+
+func newHelloAttempt(version uint16) (*helloAttempt, error) {
+	var hs *handshake.ClientHandshake
+	var err error
+	if version == handshake.ProtocolVersion {
+		hs, err = handshake.NewClientHandshake(rand.Reader)
+	} else {
+		hs, err = handshake.NewClientHandshake4(rand.Reader)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := &helloAttempt{hs: hs}
+	a.setCookie(nil)
+	return a, nil
+}
+
+// setCookie rebuilds the Connect datagram (a v4 hello echoes cookie).
+func (a *helloAttempt) setCookie(cookie []byte) {
+	hdr := wire.Header{Type: wire.TypeConnect}
+	payload := a.hs.Hello()
+	if a.hs.Version() == handshake.ProtocolVersion4 {
+		payload = a.hs.Hello4(cookie)
+	}
+	a.connect = wire.AppendPacket([]byte{classPlain}, &hdr, payload)
+}
+
+// handshake sends Connect (resending on the §3.10 schedule) until a verified
+// ConnectAccepted or a ConnectRejected arrives, following CookieReplies and,
+// with Protocol 0, falling back to v3 for a server that speaks only v3.
 func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.ClientResult, time.Time, error) {
 	origin := time.Now()
-	hs, err := handshake.NewClientHandshake(rand.Reader)
+	version := handshake.ProtocolVersion4
+	if c.cfg.Protocol == handshake.ProtocolVersion {
+		version = handshake.ProtocolVersion
+	}
+	a, err := newHelloAttempt(version)
 	if err != nil {
 		return nil, origin, err
 	}
-	hdr := wire.Header{Type: wire.TypeConnect}
-	connect := wire.AppendPacket([]byte{classPlain}, &hdr, hs.Hello())
+	var fellBack, sawCookie bool
+	cookies := 0
 	buf := make([]byte, wire.MaxDatagram+1)
 	verify := c.verifyIdentity(pin)
 	for attempt := 0; attempt <= c.cfg.ConnectRetries; attempt++ {
-		if err := c.conn.write(connect, c.cfg.Server); err != nil {
-			return nil, origin, fmt.Errorf("netstack: send Connect: %w", err)
-		}
-		deadline := time.Now().Add(c.cfg.ConnectRetry)
-		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
+		deadline, err := c.sendHello(ctx, a)
+		if err != nil {
+			return nil, origin, err
 		}
 		for {
 			if err := ctx.Err(); err != nil {
@@ -262,14 +327,43 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 				continue
 			}
 			switch h.Type {
+			case wire.TypeCookieReply:
+				cr, err := handshake.ParseCookieReply(payload)
+				if err != nil || a.hs.Version() != handshake.ProtocolVersion4 || cr.Nonce != a.hs.Nonce() || cookies >= maxCookieReplies {
+					continue
+				}
+				cookies++
+				sawCookie = true
+				a.setCookie(cr.Cookie)
+				if deadline, err = c.sendHello(ctx, a); err != nil {
+					return nil, origin, err
+				}
 			case wire.TypeConnectRejected:
 				rej, err := wire.ParseConnectRejected(payload)
 				if err != nil {
 					continue
 				}
-				return nil, origin, &HandshakeError{Code: HandshakeRejected, Reason: wire.RejectReason(rej.Reason), Detail: rej.Detail}
+				reason := wire.RejectReason(rej.Reason)
+				if reason == wire.RejectProtocolTooNew && rej.ServerVersion == handshake.ProtocolVersion &&
+					c.cfg.Protocol == 0 && a.hs.Version() == handshake.ProtocolVersion4 && !sawCookie {
+					// A v3 server: speak v3 (§3.2). The refusal is not
+					// authenticated; the v3 answer's downgrade sentinel
+					// tells a forged one apart.
+					fellBack = true
+					if a, err = newHelloAttempt(handshake.ProtocolVersion); err != nil {
+						return nil, origin, err
+					}
+					if deadline, err = c.sendHello(ctx, a); err != nil {
+						return nil, origin, err
+					}
+					continue
+				}
+				if fellBack && reason == wire.RejectProtocolTooOld && rej.ServerVersion >= handshake.ProtocolVersion4 {
+					return nil, origin, &HandshakeError{Code: HandshakeDowngrade, Reason: reason, Detail: rej.Detail}
+				}
+				return nil, origin, &HandshakeError{Code: HandshakeRejected, Reason: reason, Detail: rej.Detail}
 			case wire.TypeConnectAccepted:
-				res, err := hs.Finish(payload, verify)
+				res, err := a.hs.Finish(payload, verify)
 				switch {
 				case errors.Is(err, handshake.ErrServerIdentityMismatch):
 					return nil, origin, &HandshakeError{Code: ServerIdentityMismatch, Err: err}
@@ -277,6 +371,9 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 					return nil, origin, &HandshakeError{Code: HandshakeAuthFailed, Err: err}
 				case err != nil:
 					continue // abandoned silently (e.g. all-zero ss, bad shape)
+				}
+				if fellBack && res.DowngradeMarked {
+					return nil, origin, &HandshakeError{Code: HandshakeDowngrade}
 				}
 				_ = c.conn.pc.SetReadDeadline(time.Time{})
 				return res, origin, nil
@@ -286,10 +383,23 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 	return nil, origin, &HandshakeError{Code: HandshakeTimeout}
 }
 
+// sendHello sends the current Connect and returns when to resend it.
+func (c *Client) sendHello(ctx context.Context, a *helloAttempt) (time.Time, error) {
+	if err := c.conn.write(a.connect, c.cfg.Server); err != nil {
+		return time.Time{}, fmt.Errorf("netstack: send Connect: %w", err)
+	}
+	deadline := time.Now().Add(c.cfg.ConnectRetry)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline, nil
+}
+
 // finish records trust on first use, opens the channel, sends ClientFinished
 // and waits for admission.
 func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin time.Time) error {
 	c.identity = res.IdentityPub
+	c.version = res.Version
 	if c.cfg.Pin == "" {
 		v, err := c.cfg.KnownHosts.Check(c.cfg.Server.String(), res.IdentityPub)
 		if err != nil {
@@ -438,6 +548,10 @@ func (c *Client) shutdown() {
 
 // ID returns the client id the server assigned.
 func (c *Client) ID() uint32 { return c.sess.id }
+
+// Protocol returns the protocol version of the session (4, or 3 after a
+// fallback to a v3 server).
+func (c *Client) Protocol() uint16 { return c.version }
 
 // ServerPin returns the verified server identity as a pin.
 func (c *Client) ServerPin() string { return trust.Pin(c.identity[:]) }

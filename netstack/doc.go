@@ -1,14 +1,22 @@
-// Package netstack speaks protocol v3 (see docs/protocol.md): the secure UDP
-// transport between sparkhost and its game clients.
+// Package netstack speaks protocol v4, and v3 for compatibility where allowed
+// (see docs/protocol.md): the secure UDP transport between sparkhost and its
+// game clients.
 //
-// It owns the socket, the endpoint policy, the per-source Connect budget, the
+// It owns the socket, the endpoint policy, the handshake budgets (per address,
+// per prefix, global signatures and replies to unvalidated sources), the
+// stateless address validation, the bounded table of half-open handshakes, the
 // handshake, the sealed channel of every peer, reliability, liveness and the
 // per-peer statistics. It knows nothing of games, modules or Lua: the host
 // registers handlers for message types and receives admitted/disconnected
 // events; a handler is called on a network goroutine with a payload that has
 // already passed its schema, and must copy what it keeps and never block.
 //
+// Until a v4 source has echoed a cookie the server keeps no state for it,
+// computes no key agreement or signature and never sends it more bytes than it
+// received; no lock that the game thread's sends or the service loop wait for
+// is ever held across a signature.
+//
 // Sub-packages hold the pure pieces: wire (codec, NetBuffer, schemas),
-// handshake, seal, replay, reliable, policy, ratelimit, trust, and memlink (a
-// seeded lossy in-memory link for tests).
+// handshake, cookie (address validation), seal, replay, reliable, policy,
+// ratelimit, trust, and memlink (a seeded lossy in-memory link for tests).
 package netstack

@@ -11,6 +11,7 @@ package netstack_test
 // quietWait when no such probe exists.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -165,6 +166,12 @@ func head(d []byte) []byte {
 // byte was removed) with reason want and server_version 3.
 func checkRejected(t *testing.T, h wire.Header, payload []byte, want wire.RejectReason) {
 	t.Helper()
+	checkRejectedV(t, h, payload, want, 3)
+}
+
+// checkRejectedV is checkRejected for server_version version.
+func checkRejectedV(t *testing.T, h wire.Header, payload []byte, want wire.RejectReason, version uint16) {
+	t.Helper()
 	if h.Type != wire.TypeConnectRejected || h.Channel != wire.Unreliable || h.SenderID != 0 || h.Sequence != 0 {
 		t.Fatalf("want ConnectRejected on channel 0 with SenderID 0, Sequence 0; got %+v", h)
 	}
@@ -172,22 +179,30 @@ func checkRejected(t *testing.T, h wire.Header, payload []byte, want wire.Reject
 	if err != nil {
 		t.Fatalf("ConnectRejected payload: %v", err)
 	}
-	if wire.RejectReason(rej.Reason) != want || rej.ServerVersion != 3 {
-		t.Fatalf("ConnectRejected reason %v server_version %d, want %v and 3 (detail %q)",
-			wire.RejectReason(rej.Reason), rej.ServerVersion, want, rej.Detail)
+	if wire.RejectReason(rej.Reason) != want || rej.ServerVersion != version {
+		t.Fatalf("ConnectRejected reason %v server_version %d, want %v and %d (detail %q)",
+			wire.RejectReason(rej.Reason), rej.ServerVersion, want, version, rej.Detail)
 	}
 }
 
 // expectRejected reads the next datagram and checks it is a plain-frame
-// ConnectRejected with reason want.
+// ConnectRejected with reason want and server_version 3.
 func expectRejected(t *testing.T, c *net.UDPConn, want wire.RejectReason) {
+	t.Helper()
+	expectRejectedV(t, c, want, 3)
+}
+
+// expectRejectedV is expectRejected for server_version version; it returns
+// the datagram.
+func expectRejectedV(t *testing.T, c *net.UDPConn, want wire.RejectReason, version uint16) []byte {
 	t.Helper()
 	d, _, ok := recvDatagram(t, c, waitLong)
 	if !ok {
 		t.Fatalf("no answer, want ConnectRejected %v", want)
 	}
 	h, p := parsePlain(t, d)
-	checkRejected(t, h, p, want)
+	checkRejectedV(t, h, p, want, version)
+	return d
 }
 
 // eventually polls cond every 5 ms until it holds or waitLong passes.
@@ -259,6 +274,35 @@ func newRawPeer(t *testing.T, server netip.AddrPort) *rawPeer {
 	return &rawPeer{t: t, conn: udpSocket(t, loopback), server: server, hs: hs, hello: hs.Hello()}
 }
 
+// newRawPeer4 is newRawPeer speaking v4: connect first fetches a cookie,
+// and hello is then the hello that echoes it.
+func newRawPeer4(t *testing.T, server netip.AddrPort, conn *net.UDPConn) *rawPeer {
+	t.Helper()
+	hs, err := handshake.NewClientHandshake4(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn == nil {
+		conn = udpSocket(t, loopback)
+	}
+	return &rawPeer{t: t, conn: conn, server: server, hs: hs, hello: hs.Hello4(nil)}
+}
+
+// fetchCookie sends the first v4 hello and returns the CookieReply's cookie.
+func (p *rawPeer) fetchCookie() []byte {
+	p.t.Helper()
+	p.write(connectFrame(p.hs.Hello4(nil)))
+	h, payload := parsePlain(p.t, p.nextPlain())
+	if h.Type != wire.TypeCookieReply {
+		p.t.Fatalf("want CookieReply, got %v", h.Type)
+	}
+	cr, err := handshake.ParseCookieReply(payload)
+	if err != nil || cr.Nonce != p.hs.Nonce() {
+		p.t.Fatalf("CookieReply %+v: %v", cr, err)
+	}
+	return bytes.Clone(cr.Cookie)
+}
+
 func (p *rawPeer) id() uint32 { return p.res.ClientID }
 
 func (p *rawPeer) write(b []byte) {
@@ -267,9 +311,13 @@ func (p *rawPeer) write(b []byte) {
 	p.lastSend = time.Now()
 }
 
-// connect sends the Connect and verifies the ConnectAccepted against pin.
+// connect sends the Connect (for v4 after fetching a cookie) and verifies the
+// ConnectAccepted against pin.
 func (p *rawPeer) connect(pin string) uint32 {
 	p.t.Helper()
+	if p.hs.Version() == handshake.ProtocolVersion4 {
+		p.hello = p.hs.Hello4(p.fetchCookie())
+	}
 	p.write(connectFrame(p.hello))
 	d := p.nextPlain()
 	h, payload := parsePlain(p.t, d)

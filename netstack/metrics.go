@@ -16,6 +16,8 @@ type CounterSample struct {
 	LabelName  string // "" for a family without labels
 	LabelValue string
 	Value      uint64
+	// Gauge marks a value that goes up and down (the others only grow).
+	Gauge bool
 }
 
 // counterTable lists every server-wide counter exporters see, in families.
@@ -34,9 +36,20 @@ var counterTable = []struct {
 	{"datagrams_dropped_total", droppedHelp, "reason", "policy", func(s *Server) uint64 { return s.ctr.PolicyDrops.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "rate_limited", func(s *Server) uint64 { return s.ctr.ConnectRateLimited.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "other", otherDrops},
+	{"datagrams_dropped_total", droppedHelp, "reason", "prefix_budget", func(s *Server) uint64 { return s.ctr.PrefixRateLimited.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "signature_budget", func(s *Server) uint64 { return s.ctr.HandshakeBudgetRefused.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "unvalidated_reply_budget", func(s *Server) uint64 { return s.ctr.UnvalidatedReplyRefused.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "half_open_cap", func(s *Server) uint64 { return s.ctr.HalfOpenCapRefused.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "amplification", func(s *Server) uint64 { return s.ctr.AmplificationDropped.Load() }},
+	{"plain_bytes_received_total", "Bytes of plain (handshake) datagrams received, after the endpoint policy.", "", "", func(s *Server) uint64 { return s.ctr.PlainBytesReceived.Load() }},
+	{"plain_bytes_sent_total", "Bytes of plain (handshake) datagrams sent.", "", "", func(s *Server) uint64 { return s.ctr.PlainBytesSent.Load() }},
 	{"retransmissions_total", "Reliable messages sent again after their retransmission timeout.", "", "", func(s *Server) uint64 { return s.ctr.Retransmissions.Load() }},
 	{"inbox_drops_total", "Messages dropped because a module's inbox was full.", "", "", func(s *Server) uint64 { return s.ctr.InboxDrops.Load() }},
-	{"handshakes_total", "Handshakes answered with ConnectAccepted.", "", "", func(s *Server) uint64 { return s.hs.accepted.Load() }},
+	{"handshakes_total", "Handshakes answered with a newly signed ConnectAccepted (key agreement and signature performed).", "", "", func(s *Server) uint64 { return s.ctr.HandshakesSigned.Load() }},
+	{"cookies_total", "Address-validation cookies, by result.", "result", "sent", func(s *Server) uint64 { return s.ctr.CookiesSent.Load() }},
+	{"cookies_total", "Address-validation cookies, by result.", "result", "verified", func(s *Server) uint64 { return s.ctr.CookiesVerified.Load() }},
+	{"cookies_total", "Address-validation cookies, by result.", "result", "failed", func(s *Server) uint64 { return s.ctr.CookiesFailed.Load() }},
+	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
 }
 
 const droppedHelp = "Datagrams dropped before reaching a session or a handler, by reason (protocol §13)."
@@ -46,17 +59,17 @@ func otherDrops(s *Server) uint64 {
 	c := &s.ctr
 	all := c.PacketsDropped.Load()
 	named := c.SecurityDrops.Load() + c.PlaintextFramesDropped.Load() + c.MalformedDropped.Load() +
-		c.PolicyDrops.Load() + c.ConnectRateLimited.Load()
+		c.PolicyDrops.Load() + c.ConnectRateLimited.Load() + c.PrefixRateLimited.Load() + c.HandshakeBudgetRefused.Load() +
+		c.UnvalidatedReplyRefused.Load() + c.HalfOpenCapRefused.Load() + c.AmplificationDropped.Load()
 	if named > all { // the loads are not one snapshot
 		return 0
 	}
 	return all - named
 }
 
-// handshakeCounters count the answers to Connect datagrams.
+// handshakeCounters count the ConnectRejected answers by reason.
 type handshakeCounters struct {
-	accepted atomic.Uint64
-	refused  [256]atomic.Uint64 // by wire.RejectReason
+	refused [256]atomic.Uint64 // by wire.RejectReason
 }
 
 func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
@@ -74,6 +87,8 @@ func (s *Server) AppendCounters(dst []CounterSample) []CounterSample {
 	for _, c := range counterTable {
 		dst = append(dst, CounterSample{Family: c.family, Help: c.help, LabelName: c.label, LabelValue: c.value, Value: c.get(s)})
 	}
+	dst = append(dst, CounterSample{Family: "half_open", Help: "Half-open handshakes now (validated, waiting for ClientFinished).",
+		Value: uint64(max(s.ctr.HalfOpen.Load(), 0)), Gauge: true})
 	for _, r := range refusalReasons {
 		dst = append(dst, CounterSample{
 			Family: "handshake_refusals_total", Help: "Connect datagrams answered with ConnectRejected, by reason (protocol §5.6).",

@@ -39,36 +39,39 @@ func TestUDPRejectionReasons(t *testing.T) {
 
 	wrongMagic := helloBytes(3, 1, goodKey)
 	wrongMagic[0] = 'X'
-	long4 := append(helloBytes(4, 1, goodKey), make([]byte, 80-55)...)
+	long5 := append(helloBytes(5, 1, goodKey), make([]byte, 80-55)...)
 	type helloCase struct {
-		name  string
-		hello []byte
-		want  wire.RejectReason
+		name    string
+		hello   []byte
+		want    wire.RejectReason
+		version uint16 // server_version; 0 means 3
 	}
 	cases := []helloCase{
-		{"empty payload", nil, wire.RejectProtocolMissing},
-		{"5 bytes", helloBytes(3, 1, goodKey)[:5], wire.RejectProtocolMissing},
-		{"wrong magic", wrongMagic, wire.RejectProtocolMissing},
-		{"version 2", helloBytes(2, 1, goodKey), wire.RejectProtocolTooOld},
-		{"version 2, 6 bytes", helloBytes(2, 1, goodKey)[:6], wire.RejectProtocolTooOld},
-		{"version 4", helloBytes(4, 1, goodKey), wire.RejectProtocolTooNew},
-		{"version 4, 80 bytes", long4, wire.RejectProtocolTooNew},
-		{"version 3, 54 bytes", helloBytes(3, 1, goodKey)[:54], wire.RejectMalformedHandshake},
-		{"version 3, 56 bytes", append(helloBytes(3, 1, goodKey), 0), wire.RejectMalformedHandshake},
-		{"suite 2", helloBytes(3, 2, goodKey), wire.RejectUnsupportedSuite},
+		{"empty payload", nil, wire.RejectProtocolMissing, 0},
+		{"5 bytes", helloBytes(3, 1, goodKey)[:5], wire.RejectProtocolMissing, 0},
+		{"wrong magic", wrongMagic, wire.RejectProtocolMissing, 0},
+		{"version 2", helloBytes(2, 1, goodKey), wire.RejectProtocolTooOld, 0},
+		{"version 2, 6 bytes", helloBytes(2, 1, goodKey)[:6], wire.RejectProtocolTooOld, 0},
+		{"version 5", helloBytes(5, 1, goodKey), wire.RejectProtocolTooNew, 4},
+		{"version 5, 80 bytes", long5, wire.RejectProtocolTooNew, 4},
+		// A v4 hello must be padded to 1176 bytes (docs/protocol.md §3.3).
+		{"version 4, 55 bytes", helloBytes(4, 1, goodKey), wire.RejectMalformedHandshake, 4},
+		{"version 3, 54 bytes", helloBytes(3, 1, goodKey)[:54], wire.RejectMalformedHandshake, 0},
+		{"version 3, 56 bytes", append(helloBytes(3, 1, goodKey), 0), wire.RejectMalformedHandshake, 0},
+		{"suite 2", helloBytes(3, 2, goodKey), wire.RejectUnsupportedSuite, 0},
 		// The suite is judged before the key (§5.5's order).
-		{"suite 2 with a small-order key", helloBytes(3, 2, [32]byte{}), wire.RejectUnsupportedSuite},
+		{"suite 2 with a small-order key", helloBytes(3, 2, [32]byte{}), wire.RejectUnsupportedSuite, 0},
 	}
 	for i, k := range smallOrderPoints {
-		cases = append(cases, helloCase{fmt.Sprintf("small-order point %d", i), helloBytes(3, 1, k), wire.RejectMalformedHandshake})
+		cases = append(cases, helloCase{fmt.Sprintf("small-order point %d", i), helloBytes(3, 1, k), wire.RejectMalformedHandshake, 0})
 		k[31] |= 0x80
-		cases = append(cases, helloCase{fmt.Sprintf("small-order point %d with bit 255", i), helloBytes(3, 1, k), wire.RejectMalformedHandshake})
+		cases = append(cases, helloCase{fmt.Sprintf("small-order point %d with bit 255", i), helloBytes(3, 1, k), wire.RejectMalformedHandshake, 0})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := udpSocket(t, loopback)
 			sendTo(t, c, srv.Addr(), connectFrame(tc.hello))
-			expectRejected(t, c, tc.want)
+			expectRejectedV(t, c, tc.want, max(tc.version, 3))
 		})
 	}
 	if n := srv.SlotCount(); n != 0 {
@@ -93,16 +96,26 @@ func TestUDPRejectServerFull(t *testing.T) {
 			t.Fatalf("second Dial: %v, want HandshakeRejected ServerFull", err)
 		}
 	})
-	t.Run("securing slot counts", func(t *testing.T) {
+	// Half-open handshakes hold no slot (docs/protocol.md §3.6): capacity is
+	// judged at the hello and again at admission.
+	t.Run("half-open handshakes do not count", func(t *testing.T) {
 		srv := quietServer(t, func(c *netstack.ServerConfig) { c.MaxClients = 1 })
 		p := newRawPeer(t, srv.Addr())
-		p.connect(srv.Pin()) // Securing, never finished
-		if len(srv.Clients()) != 0 || srv.SlotCount() != 1 {
-			t.Fatalf("Clients %d, slots %d; want 0 and 1", len(srv.Clients()), srv.SlotCount())
+		p.connect(srv.Pin()) // half-open, not finished yet
+		if len(srv.Clients()) != 0 || srv.HalfOpenCount() != 1 {
+			t.Fatalf("Clients %d, half-open %d; want 0 and 1", len(srv.Clients()), srv.HalfOpenCount())
 		}
-		c := udpSocket(t, loopback)
-		sendTo(t, c, srv.Addr(), connectFrame(freshHello(t)))
-		expectRejected(t, c, wire.RejectServerFull)
+		dial(t, srv, "second") // takes the one slot
+		// The half-open handshake finishes too late: Disconnect(ServerFull).
+		p.sendFinished("late", 1)
+		_, payload := p.await(wire.TypeDisconnect)
+		if m, err := wire.ParseDisconnect(payload); err != nil || wire.DisconnectReason(m.Reason) != wire.DisconnectServerFull {
+			t.Fatalf("Disconnect %+v (%v), want ServerFull", m, err)
+		}
+		eventually(t, "the late handshake freed", func() bool { return srv.HalfOpenCount() == 0 })
+		if cl := srv.Clients(); len(cl) != 1 || cl[0].Name != "second" {
+			t.Fatalf("Clients() = %+v", cl)
+		}
 	})
 }
 

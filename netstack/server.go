@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/cookie"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/policy"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
@@ -22,11 +23,20 @@ import (
 // DefaultMaxClients is the default slot capacity (§5.5).
 const DefaultMaxClients = 32
 
+// MaxProtocol is the newest protocol version this package speaks.
+const MaxProtocol = handshake.ProtocolVersion4
+
 // ServerConfig configures a Server. The zero value of every field means the
 // documented default.
 type ServerConfig struct {
-	// Bind is the endpoint policy text of §11 ("" = "127.0.0.1").
+	// Bind is the endpoint policy text of §11 ("" = "127.0.0.1"), or with
+	// Internet the bind address of policy.ParseInternet.
 	Bind string
+	// Internet opts into internet mode (docs/protocol.md §3.8): Bind may be a
+	// wildcard ("::" is dual stack), public or IPv6 address, every unicast
+	// peer may connect, protocol v3 is refused and every v4 source must prove
+	// its address. SkipAddressValidation and MaxProtocol 3 are refused.
+	Internet bool
 	// Port is the UDP port; 0 picks an ephemeral port (the host applies 27015).
 	Port int
 	// Conn, when set, is used instead of opening a UDP socket (in-memory links
@@ -34,12 +44,40 @@ type ServerConfig struct {
 	Conn net.PacketConn
 	// Identity is the server's Ed25519 identity key. Required.
 	Identity ed25519.PrivateKey
-	// MaxClients is the slot capacity, Securing slots included; 0 means 32.
+	// MaxClients is the number of admitted clients; 0 means 32. Half-open
+	// handshakes never count: capacity is judged at the hello (ServerFull)
+	// and again at admission (Disconnect ServerFull).
 	MaxClients int
-	// ConnectBudget is the per-source-IPv4 Connect token bucket; zero = burst 16, 4/s.
+	// ConnectBudget is the per-source-address token bucket of plain and
+	// legacy datagrams (IPv4 address or IPv6 address); zero = burst 16, 4/s.
 	ConnectBudget ratelimit.Config
-	// SecuringTimeout frees a slot without a valid ClientFinished; 0 means 5 s.
+	// PrefixBudget is the same per IPv4 /24 or IPv6 /64; zero = burst 64, 16/s.
+	PrefixBudget ratelimit.Config
+	// HandshakeBudget is the global budget of handshake signatures (X25519 +
+	// Ed25519) across all sources; zero = 1000/s, burst = one second's worth.
+	HandshakeBudget ratelimit.BucketConfig
+	// UnvalidatedReplyBudget is the global budget of datagrams sent to sources
+	// that have not proven their address; zero = 2000/s, burst = one second's.
+	UnvalidatedReplyBudget ratelimit.BucketConfig
+	// HalfOpen bounds the table of answered, unfinished handshakes.
+	HalfOpen HalfOpenConfig
+	// SecuringTimeout frees a half-open handshake without a valid
+	// ClientFinished; 0 means 5 s.
 	SecuringTimeout time.Duration
+	// RefuseV3 answers protocol v3 hellos with ProtocolTooOld on a private
+	// bind too (internet mode always does).
+	RefuseV3 bool
+	// SkipAddressValidation answers a v4 hello at once, without the cookie
+	// round trip (private binds only: it lets a spoofed source cost a
+	// signature). The zero value validates every v4 source.
+	SkipAddressValidation bool
+	// MaxProtocol is the newest version spoken; 0 means 4. 3 makes the server
+	// answer like a protocol v3 server (v4 hellos get ProtocolTooNew, no
+	// downgrade sentinel): for compatibility tests of v4 clients.
+	MaxProtocol uint16
+	// CookieRotation is how often the cookie secret changes; a cookie lives
+	// between one and two periods. 0 means 30 s.
+	CookieRotation time.Duration
 	// Timeout closes a peer from which nothing authenticated; 0 means 10 s.
 	Timeout time.Duration
 	// HeartbeatInterval between heartbeats; 0 means 1 s.
@@ -96,34 +134,43 @@ const (
 	slotClosed
 )
 
-// peer is one slot: a session plus the handshake facts. state, name and the
-// cached answer are guarded by the session's lock.
+// peer is one slot of an admitted client: a session plus its name. state and
+// name are guarded by the session's lock.
 type peer struct {
 	*session
-	state    slotState
-	created  time.Time
-	hello    [handshake.ClientHelloSize]byte
-	accepted []byte // the cached ConnectAccepted datagram
-	name     string
+	state slotState
+	name  string
 }
 
-// Server is the protocol v3 server endpoint.
+// Server is the server endpoint of protocol v4 (and v3 where allowed).
 type Server struct {
 	cfg      ServerConfig
 	chcfg    channelConfig
 	conn     *packetConn
 	ownsConn bool
 	policy   policy.Policy
-	limiter  *ratelimit.Limiter
+	budgets  *budgets
+	cookies  *cookie.Jar
+	halfOpen *halfOpenTable
+	allowV3  bool // v3 hellos are answered (not ProtocolTooOld)
+	validate bool // v4 sources must echo a cookie first
 	reg      *wire.Registry
 	log      *slog.Logger
 	identity *handshake.ServerIdentity
 	origin   time.Time
 
+	// mu guards the admitted clients' maps. It is never held across a
+	// signature, a key agreement or a syscall: the game thread's sends and the
+	// service loop take it briefly.
 	mu     sync.RWMutex
 	byAddr map[netip.AddrPort]*peer
 	byID   map[uint32]*peer
-	nextID uint32
+
+	nextID uint32 // receive goroutine only: the id of the next ConnectAccepted
+	open   []byte // receive goroutine only: scratch for a half-open's ClientFinished
+	reply  []byte // receive goroutine only: scratch for plain answers
+	// replyPayload is the receive goroutine's scratch for a ConnectRejected payload.
+	replyPayload []byte
 
 	handlersMu sync.RWMutex
 	handlers   map[wire.MessageType]Handler
@@ -150,9 +197,24 @@ type pendingDelivery struct {
 // NewServer validates cfg and opens the socket (or adopts cfg.Conn). Call
 // Start to begin serving.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	pol, err := policy.Parse(cfg.Bind)
+	parse := policy.Parse
+	if cfg.Internet {
+		parse = policy.ParseInternet
+	}
+	pol, err := parse(cfg.Bind)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MaxProtocol == 0 {
+		cfg.MaxProtocol = MaxProtocol
+	}
+	switch {
+	case cfg.MaxProtocol != 3 && cfg.MaxProtocol != MaxProtocol:
+		return nil, fmt.Errorf("netstack: MaxProtocol %d: this server speaks protocol 3 or 4", cfg.MaxProtocol)
+	case cfg.Internet && cfg.MaxProtocol < MaxProtocol:
+		return nil, errors.New("netstack: internet mode requires protocol v4; MaxProtocol 3 is for private binds only")
+	case cfg.Internet && cfg.SkipAddressValidation:
+		return nil, errors.New("netstack: internet mode always validates addresses; SkipAddressValidation is for private binds only")
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
@@ -169,33 +231,45 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.SocketBuffer <= 0 {
 		cfg.SocketBuffer = 4 << 20
 	}
+	populateBudgets(&cfg)
+	for _, err := range []error{cfg.ConnectBudget.Validate(), cfg.PrefixBudget.Validate(),
+		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate()} {
+		if err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{
 		cfg:      cfg,
 		chcfg:    channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout},
 		policy:   pol,
-		reg:      cfg.Registry,
-		log:      cfg.Logger,
-		origin:   time.Now(),
-		byAddr:   make(map[netip.AddrPort]*peer),
-		byID:     make(map[uint32]*peer),
-		nextID:   1,
-		handlers: make(map[wire.MessageType]Handler),
-		done:     make(chan struct{}),
+		budgets:  newBudgets(&cfg),
+		cookies:  cookie.NewJar(cfg.CookieRotation, nil),
+		allowV3:  !cfg.Internet && !cfg.RefuseV3,
+		validate: cfg.MaxProtocol >= MaxProtocol && !cfg.SkipAddressValidation,
+		open:     make([]byte, 0, wire.MaxDatagram),
+		reply:    make([]byte, 0, 1+wire.HeaderSize+5+wire.MaxDetailLen),
+
+		replyPayload: make([]byte, 0, 5+wire.MaxDetailLen),
+		reg:          cfg.Registry,
+		log:          cfg.Logger,
+		origin:       time.Now(),
+		byAddr:       make(map[netip.AddrPort]*peer),
+		byID:         make(map[uint32]*peer),
+		nextID:       1,
+		handlers:     make(map[wire.MessageType]Handler),
+		done:         make(chan struct{}),
 	}
 	s.collectFn = s.collect
 	s.chcfg.populate()
+	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
-	if err := cfg.ConnectBudget.Validate(); err != nil {
-		return nil, err
-	}
-	s.limiter = ratelimit.New(cfg.ConnectBudget)
 	if cfg.Conn != nil {
 		s.conn = newPacketConn(cfg.Conn)
 		return s, nil
 	}
-	uc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
+	uc, err := net.ListenUDP(pol.Network(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
 	if err != nil {
 		return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
 	}
@@ -224,6 +298,26 @@ func (s *Server) Addr() netip.AddrPort {
 
 // Pin returns the server identity pin ("ed25519:" + base64url).
 func (s *Server) Pin() string { return trust.Pin(s.identity.Public[:]) }
+
+// Policy returns the endpoint policy the server applies (its Exposure text
+// says which peers can reach it).
+func (s *Server) Policy() policy.Policy { return s.policy }
+
+// Protocols describes what the server accepts, for logs and banners, e.g.
+// "protocol v4 with address validation, v3 refused".
+func (s *Server) Protocols() string {
+	if s.cfg.MaxProtocol < MaxProtocol {
+		return "protocol v3 only"
+	}
+	out := "protocol v4 with address validation"
+	if !s.validate {
+		out = "protocol v4 without address validation"
+	}
+	if s.allowV3 {
+		return out + ", v3 accepted"
+	}
+	return out + ", v3 refused"
+}
 
 // Registry returns the schema registry used by the receive path.
 func (s *Server) Registry() *wire.Registry { return s.reg }
@@ -263,6 +357,7 @@ func (s *Server) Close() error {
 			p.mu.Unlock()
 			s.remove(p)
 		}
+		s.halfOpen.clearAll()
 		close(s.done)
 		// Unblock the receive goroutine.
 		_ = s.conn.pc.SetReadDeadline(time.Now())
@@ -284,7 +379,7 @@ func (s *Server) snapshotPeers(buf []*peer) []*peer {
 	return buf
 }
 
-// Clients lists the admitted clients (Securing slots are not visible).
+// Clients lists the admitted clients (half-open handshakes are not visible).
 func (s *Server) Clients() []ClientInfo {
 	var out []ClientInfo
 	for _, p := range s.snapshotPeers(nil) {
@@ -297,11 +392,24 @@ func (s *Server) Clients() []ClientInfo {
 	return out
 }
 
-// SlotCount returns the number of occupied slots, Securing ones included.
+// SlotCount returns the number of admitted clients plus half-open handshakes.
+// Only the admitted ones count toward MaxClients.
 func (s *Server) SlotCount() int {
 	s.mu.RLock()
+	n := len(s.byAddr)
+	s.mu.RUnlock()
+	return n + s.halfOpen.len()
+}
+
+// HalfOpenCount returns the number of half-open handshakes: answered with a
+// ConnectAccepted, no valid ClientFinished yet.
+func (s *Server) HalfOpenCount() int { return s.halfOpen.len() }
+
+// admittedCount returns the number of admitted clients.
+func (s *Server) admittedCount() int {
+	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.byAddr)
+	return len(s.byID)
 }
 
 func (s *Server) admitted(id uint32) *peer {
@@ -401,8 +509,6 @@ func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) er
 	}
 	p.mu.Lock()
 	if p.state != slotConnected {
-		// byID also holds Securing slots, which must only ever receive the
-		// handshake answers (§5.5).
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -471,6 +577,7 @@ func (s *Server) serviceLoop() {
 			// time.Now per peer, not the tick's value: a tick carries its
 			// scheduled time, which lags when this goroutine runs late, and a
 			// heartbeat stamped with it would inflate the ping.
+			s.halfOpen.expire(time.Now())
 			peers = s.snapshotPeers(peers)
 			for _, p := range peers {
 				s.servicePeer(p, time.Now())
@@ -483,12 +590,7 @@ func (s *Server) serviceLoop() {
 func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
-	switch p.state {
-	case slotSecuring:
-		if now.Sub(p.created) >= s.cfg.SecuringTimeout {
-			p.closed, closed = true, true
-		}
-	case slotConnected:
+	if p.state == slotConnected {
 		closed = p.serviceLocked(now)
 	}
 	p.mu.Unlock()

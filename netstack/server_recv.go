@@ -1,12 +1,9 @@
 package netstack
 
 import (
-	"bytes"
-	"crypto/rand"
 	"net/netip"
 	"time"
 
-	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -18,10 +15,11 @@ const (
 )
 
 // handleDatagram is the whole receive path for one datagram (§2): endpoint
-// policy first, then the frame class.
+// policy first, then the frame class; plain and legacy datagrams are charged
+// to their address and prefix budgets before any framing.
 func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 	addr := from.Addr()
-	if !addr.Is4() || !s.policy.Allows(addr) {
+	if from.Port() == 0 || !s.policy.Allows(addr) {
 		s.ctr.drop(dropPolicy)
 		return
 	}
@@ -33,18 +31,20 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 	case classSealed:
 		s.handleSealed(d, from, now)
 	case classPlain:
-		if !s.limiter.Allow(addr.As4(), now) {
-			s.ctr.drop(dropRateLimited)
+		s.ctr.PlainBytesReceived.Add(uint64(len(d)))
+		if kind, ok := s.budgets.chargeDatagram(addr, now); !ok {
+			s.ctr.drop(kind)
 			return
 		}
-		s.handlePlain(d[1:], from, now)
+		s.handlePlain(d, from, now)
 	case classLegacy:
+		s.ctr.PlainBytesReceived.Add(uint64(len(d)))
 		if len(d) < 4 || d[1] != 0x52 || d[2] != 0x50 || d[3] != 0x53 {
 			s.ctr.drop(dropMalformed)
 			return
 		}
-		if !s.limiter.Allow(addr.As4(), now) {
-			s.ctr.drop(dropRateLimited)
+		if kind, ok := s.budgets.chargeDatagram(addr, now); !ok {
+			s.ctr.drop(kind)
 			return
 		}
 		s.handleLegacy(d, from, now)
@@ -53,127 +53,13 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 	}
 }
 
-// handleLegacy answers a protocol v1 Connect with an unframed ConnectRejected
-// (ProtocolTooOld); anything else of that class is dropped.
-func (s *Server) handleLegacy(d []byte, from netip.AddrPort, now time.Time) {
-	h, _, err := wire.ParsePacket(d)
-	if err != nil || h.Type != wire.TypeConnect {
-		s.ctr.drop(dropMalformed)
-		return
-	}
-	s.ctr.PacketsReceived.Add(1)
-	s.reject(from, wire.RejectProtocolTooOld, "protocol v1 is no longer supported; update the client to protocol v3", false, now)
-}
-
-// handlePlain processes a plain handshake frame in the order of §5.5.
-func (s *Server) handlePlain(pkt []byte, from netip.AddrPort, now time.Time) {
-	h, payload, err := wire.ParsePacket(pkt)
-	if err != nil {
-		s.ctr.drop(dropMalformed)
-		return
-	}
-	if h.Type < wire.TypeConnect || h.Type > wire.TypeConnectRejected {
-		s.ctr.drop(dropPlaintext)
-		return
-	}
-	if h.Type != wire.TypeConnect || h.Channel != wire.Unreliable {
-		s.ctr.drop(dropMalformed) // ConnectAccepted/Rejected travel S→C only
-		return
-	}
-	s.ctr.PacketsReceived.Add(1)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := s.byAddr[from]
-	if old != nil {
-		old.mu.Lock()
-		state, cached := old.state, old.accepted
-		same := state == slotSecuring && bytes.Equal(payload, old.hello[:])
-		old.mu.Unlock()
-		if state == slotConnected {
-			s.ctr.drop(dropMalformed) // §5.5 names no counter, so the default one
-			return
-		}
-		if same {
-			s.writePlain(cached, from)
-			return
-		}
-	}
-	hello, reason := handshake.CheckClientHello(payload)
-	if reason != 0 {
-		s.reject(from, wire.RejectReason(reason), rejectDetail(wire.RejectReason(reason)), true, now)
-		return
-	}
-	if s.cfg.IsBanned != nil && s.cfg.IsBanned(from.Addr()) {
-		s.reject(from, wire.RejectBanned, "this address is banned from the server", true, now)
-		return
-	}
-	if old != nil { // a different valid hello replaces the Securing slot
-		old.mu.Lock()
-		old.closed, old.state = true, slotClosed
-		old.mu.Unlock()
-		delete(s.byAddr, from)
-		delete(s.byID, old.id)
-	}
-	if len(s.byAddr) >= s.cfg.MaxClients {
-		s.reject(from, wire.RejectServerFull, "server is full; try again later", true, now)
-		return
-	}
-	id := s.nextID
-	res, err := handshake.Accept(s.identity, payload, hello, id, s.timeAt(now), rand.Reader)
-	if err != nil {
-		s.reject(from, wire.RejectMalformedHandshake, "handshake refused", true, now)
-		return
-	}
-	s.nextID++
-	p := &peer{created: now}
-	copy(p.hello[:], payload)
-	p.session = s.newPeerSession(from, id, now, sessionKeys{send: res.S2C, recv: res.C2S, th: res.TH})
-	hdr := wire.Header{Type: wire.TypeConnectAccepted, Timestamp: s.timeAt(now)}
-	p.accepted = wire.AppendPacket([]byte{classPlain}, &hdr, res.Payload[:])
-	s.byAddr[from] = p
-	s.byID[id] = p
-	s.hs.accepted.Add(1)
-	s.writePlain(p.accepted, from)
-}
-
 func (s *Server) timeAt(now time.Time) float32 { return float32(now.Sub(s.origin).Seconds()) }
-
-func rejectDetail(r wire.RejectReason) string {
-	switch r {
-	case wire.RejectProtocolMissing:
-		return "not a protocol v3 ClientHello"
-	case wire.RejectProtocolTooOld:
-		return "client protocol too old; this server speaks protocol v3"
-	case wire.RejectProtocolTooNew:
-		return "client protocol too new; this server speaks protocol v3"
-	case wire.RejectMalformedHandshake:
-		return "malformed ClientHello"
-	case wire.RejectUnsupportedSuite:
-		return "unsupported cipher suite; this server offers suite 1"
-	}
-	return ""
-}
-
-// reject sends ConnectRejected, in a plain frame or (to a legacy client) bare.
-func (s *Server) reject(to netip.AddrPort, reason wire.RejectReason, detail string, framed bool, now time.Time) {
-	s.hs.refuse(reason)
-	var buf [1 + wire.HeaderSize + 5 + 256]byte
-	var pl [5 + 256]byte
-	payload := wire.AppendConnectRejected(pl[:0], &wire.ConnectRejected{Reason: uint8(reason), ServerVersion: wire.ProtocolVersion, Detail: detail})
-	h := wire.Header{Type: wire.TypeConnectRejected, Timestamp: s.timeAt(now)}
-	out := buf[:0]
-	if framed {
-		out = append(out, classPlain)
-	}
-	out = wire.AppendPacket(out, &h, payload)
-	s.writePlain(out, to)
-}
 
 func (s *Server) writePlain(b []byte, to netip.AddrPort) {
 	if err := s.conn.write(b, to); err == nil {
 		s.ctr.PacketsSent.Add(1)
 		s.ctr.BytesSent.Add(uint64(len(b)))
+		s.ctr.PlainBytesSent.Add(uint64(len(b)))
 	}
 }
 
@@ -183,13 +69,18 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	p := s.byAddr[from]
 	s.mu.RUnlock()
 	if p == nil {
+		if ho := s.halfOpen.lookup(from); ho != nil {
+			s.ctr.PacketsReceived.Add(1)
+			s.ctr.BytesReceived.Add(uint64(len(d)))
+			s.finishHalfOpen(ho, d, now)
+			return
+		}
 		s.ctr.drop(dropSecurity) // no channel for that endpoint
 		return
 	}
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(d)))
 
-	var admittedNow bool
 	p.mu.Lock()
 	if p.state == slotClosed {
 		p.mu.Unlock()
@@ -199,12 +90,6 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	h, payload := p.openLocked(d, now)
 	if h != nil {
 		switch {
-		case p.state == slotSecuring:
-			if h.Type == wire.TypeConnect && h.Channel == wire.Reliable && h.Sequence == 1 {
-				admittedNow = s.finishLocked(p, h, payload, now)
-			} else {
-				p.countDrop(dropMalformed)
-			}
 		case h.Type == wire.TypeConnect:
 			// A repeated ClientFinished is a duplicate by Sequence alone: acked,
 			// never processed again. Any other type-1 packet is dropped.
@@ -222,12 +107,6 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
 	p.mu.Unlock()
 
-	if admittedNow {
-		s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String())
-		if s.cfg.OnAdmitted != nil {
-			s.cfg.OnAdmitted(info)
-		}
-	}
 	s.dispatchPending(info)
 	if closed {
 		s.remove(p)

@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// Counters are the drop and traffic counters of protocol-v3.md §13. Every field
-// is updated atomically, so a Counters may be read while the network runs.
+// Counters are the drop and traffic counters of protocol-v3.md §13 and the
+// handshake counters of docs/protocol.md §11. Every field is updated
+// atomically, so a Counters may be read while the network runs (a metrics
+// exporter reads them as they are). Per-peer Counters use only the §13 ones.
 type Counters struct {
 	BytesSent              atomic.Uint64
 	BytesReceived          atomic.Uint64
@@ -18,9 +20,27 @@ type Counters struct {
 	PlaintextFramesDropped atomic.Uint64
 	MalformedDropped       atomic.Uint64
 	PolicyDrops            atomic.Uint64
-	ConnectRateLimited     atomic.Uint64
+	ConnectRateLimited     atomic.Uint64 // refused by the per-address budget
 	Retransmissions        atomic.Uint64
 	InboxDrops             atomic.Uint64 // incremented by the host's module inboxes
+
+	// Handshake traffic (server only).
+	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy
+	PlainBytesSent     atomic.Uint64 // every plain and legacy datagram sent
+	HalfOpen           atomic.Int64  // half-open handshakes now (a gauge)
+	HalfOpenEvicted    atomic.Uint64 // half-open handshakes evicted from a full table
+	CookiesSent        atomic.Uint64
+	CookiesVerified    atomic.Uint64
+	CookiesFailed      atomic.Uint64 // wrong MAC, other source or hello, or expired
+	HandshakesSigned   atomic.Uint64 // key agreements + signatures performed
+
+	// Refusals by budget or cap; each is also a drop (PacketsDropped).
+	PrefixRateLimited       atomic.Uint64 // per-/24 or per-/64 budget
+	HandshakeBudgetRefused  atomic.Uint64 // global signatures-per-second budget
+	UnvalidatedReplyRefused atomic.Uint64 // global replies-to-unvalidated-sources budget
+	HalfOpenCapRefused      atomic.Uint64 // per-address or per-prefix half-open cap
+	AmplificationDropped    atomic.Uint64 // an answer would exceed the size limit (§3.5)
+	ProtocolV3Refused       atomic.Uint64 // v3 hellos answered ProtocolTooOld (internet mode)
 }
 
 // Stats is a snapshot of one peer's statistics (§13), or of a whole server
@@ -44,6 +64,22 @@ type Stats struct {
 	Retransmissions        uint64
 	InboxDrops             uint64
 	RTO                    time.Duration // current retransmission timeout
+
+	// Server totals only: the handshake counters of Counters.
+	PlainBytesReceived      uint64
+	PlainBytesSent          uint64
+	HalfOpen                int
+	HalfOpenEvicted         uint64
+	CookiesSent             uint64
+	CookiesVerified         uint64
+	CookiesFailed           uint64
+	HandshakesSigned        uint64
+	PrefixRateLimited       uint64
+	HandshakeBudgetRefused  uint64
+	UnvalidatedReplyRefused uint64
+	HalfOpenCapRefused      uint64
+	AmplificationDropped    uint64
+	ProtocolV3Refused       uint64
 }
 
 func (c *Counters) snapshot() Stats {
@@ -60,6 +96,21 @@ func (c *Counters) snapshot() Stats {
 		ConnectRateLimited:     c.ConnectRateLimited.Load(),
 		Retransmissions:        c.Retransmissions.Load(),
 		InboxDrops:             c.InboxDrops.Load(),
+
+		PlainBytesReceived:      c.PlainBytesReceived.Load(),
+		PlainBytesSent:          c.PlainBytesSent.Load(),
+		HalfOpen:                int(c.HalfOpen.Load()),
+		HalfOpenEvicted:         c.HalfOpenEvicted.Load(),
+		CookiesSent:             c.CookiesSent.Load(),
+		CookiesVerified:         c.CookiesVerified.Load(),
+		CookiesFailed:           c.CookiesFailed.Load(),
+		HandshakesSigned:        c.HandshakesSigned.Load(),
+		PrefixRateLimited:       c.PrefixRateLimited.Load(),
+		HandshakeBudgetRefused:  c.HandshakeBudgetRefused.Load(),
+		UnvalidatedReplyRefused: c.UnvalidatedReplyRefused.Load(),
+		HalfOpenCapRefused:      c.HalfOpenCapRefused.Load(),
+		AmplificationDropped:    c.AmplificationDropped.Load(),
+		ProtocolV3Refused:       c.ProtocolV3Refused.Load(),
 	}
 }
 
@@ -72,7 +123,12 @@ const (
 	dropPlaintext
 	dropMalformed
 	dropPolicy
-	dropRateLimited
+	dropRateLimited // per-address budget
+	dropPrefixLimited
+	dropHandshakeBudget
+	dropUnvalidatedBudget
+	dropHalfOpenCap
+	dropAmplification
 )
 
 // drop counts one dropped datagram in its counter and in PacketsDropped.
@@ -88,6 +144,16 @@ func (c *Counters) drop(k dropKind) {
 		c.PolicyDrops.Add(1)
 	case dropRateLimited:
 		c.ConnectRateLimited.Add(1)
+	case dropPrefixLimited:
+		c.PrefixRateLimited.Add(1)
+	case dropHandshakeBudget:
+		c.HandshakeBudgetRefused.Add(1)
+	case dropUnvalidatedBudget:
+		c.UnvalidatedReplyRefused.Add(1)
+	case dropHalfOpenCap:
+		c.HalfOpenCapRefused.Add(1)
+	case dropAmplification:
+		c.AmplificationDropped.Add(1)
 	}
 	c.PacketsDropped.Add(1)
 }

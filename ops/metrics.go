@@ -129,7 +129,11 @@ func (c *collector) collectNet(ch chan<- prometheus.Metric, s Snapshot) {
 		if n.LabelName != "" {
 			lv = []string{n.LabelValue}
 		}
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(n.Value), lv...)
+		kind := prometheus.CounterValue
+		if n.Gauge {
+			kind = prometheus.GaugeValue
+		}
+		ch <- prometheus.MustNewConstMetric(d, kind, float64(n.Value), lv...)
 	}
 }
 

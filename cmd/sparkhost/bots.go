@@ -48,7 +48,8 @@ flags:
   --maps-dir DIR    the server's maps, when they are not the built-in ones
 
 Bots connect one after another (the server's Connect budget per address
-allows bursts of connect_burst, then connect_refill_per_second) and each
+allows bursts of connect_burst, then connect_refill_per_second; a v4
+handshake costs two datagrams: the hello and its echo of the cookie) and each
 plays from the moment it is in; --duration counts from the start. At the
 end one line per bot gives its inputs sent, InputAcks, respawns, inputs
 with the fire button held, hits, kills, deaths and largest prediction

@@ -59,7 +59,7 @@ func startBotsHost(t *testing.T) *host.Server {
 	cfg := config.Default()
 	port, dataDir := 0, filepath.Join(shortTempDir(t), "data")
 	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
-	cfg.Network.ConnectBurst = 256
+	cfg.Network.ConnectBurst, cfg.Network.PrefixBurst = 256, 256
 	cfg.Match.WarmupSeconds = 0
 	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -81,6 +81,31 @@ func TestCheck(t *testing.T) {
 			t.Errorf("the good module is not reported ok:\n%s", out)
 		}
 	})
+	t.Run("the shipped deployment configs", func(t *testing.T) {
+		// deploy/docker/config.toml, and the config of the Agones ConfigMap.
+		docker, _ := filepath.Abs("../../deploy/docker/config.toml")
+		manifest, err := os.ReadFile("../../deploy/agones/gameserver.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, toml, ok := strings.Cut(string(manifest), "agones.toml: |\n")
+		if !ok {
+			t.Fatal("gameserver.yaml has no agones.toml in its ConfigMap")
+		}
+		var body strings.Builder
+		for _, line := range strings.Split(toml, "\n") {
+			if !strings.HasPrefix(line, "    ") {
+				break
+			}
+			body.WriteString(strings.TrimPrefix(line, "    ") + "\n")
+		}
+		agones := write("agones.toml", body.String(), 0o644)
+		for _, cfg := range []string{docker, agones} {
+			if code, out, errs := runBinary(t, bin, "check", "--config", cfg, "--data-dir", data); code != 0 {
+				t.Errorf("%s: exit %d\n%s%s", cfg, code, out, errs)
+			}
+		}
+	})
 	t.Run("bad config key", func(t *testing.T) {
 		code, out, errs := runBinary(t, bin, "check", "--config", badKey)
 		want := "sparkhost check: " + badKey + `:3: unknown key "server.colour"`

@@ -18,7 +18,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--exec "CMD; CMD..."]
+const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--protocol N] [--exec "CMD; CMD..."]
 
 Starts the player console. Commands come from --exec (run in order, then
 exit), else from standard input: a prompt when it is a terminal, otherwise a
@@ -29,6 +29,9 @@ flags:
   --data-dir DIR   holds known_hosts (default: the user config dir + /sparkhost)
   --pin PIN        accept only this server identity (ed25519:...); without it
                    known_hosts decides, trusting a new server on first use
+  --protocol N     4: protocol v4 only, never fall back (a v3 server is
+                   refused); 3: protocol v3 only; default: v4, falling back
+                   to v3 when the server says it speaks only v3
   --exec SCRIPT    commands separated by ';' (quotes respected)
 
 console commands:
@@ -46,6 +49,7 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "")
 	pin := fs.String("pin", "", "")
 	script := fs.String("exec", "", "")
+	protocol := fs.Uint("protocol", 0, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, clientUsageText())
@@ -64,6 +68,10 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if *protocol != 0 && *protocol != 3 && *protocol != 4 {
+		fmt.Fprintf(stderr, "sparkhost client: --protocol %d: want 3 or 4 (default: v4 with fallback to v3)\n", *protocol)
+		return 2
+	}
 	dir, err := clientDataDir(*dataDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "sparkhost client: %v\n", err)
@@ -80,7 +88,7 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	con, err := newConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin})
+	con, err := newConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin, Protocol: uint16(*protocol)})
 	if err != nil {
 		fmt.Fprintf(stderr, "sparkhost client: %v\n", err)
 		return 1

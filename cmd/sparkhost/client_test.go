@@ -136,3 +136,37 @@ func TestClientCommandFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestClientReachesV3Server: `sparkhost client` speaks v4 and falls back to
+// v3 for a server that speaks only v3; --protocol 4 refuses to.
+func TestClientReachesV3Server(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, MaxProtocol: 3, Logger: slog.New(slog.DiscardHandler),
+		Registry: gamemsg.NewRegistry(), Welcome: gamemsg.Welcome(func(id uint32, dst []byte) []byte {
+			return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{ClientID: id, TickRate: 60, ReplicationRate: 20, ServerName: "old", Mode: gamemsg.ModeCustom})
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Close() })
+	addr := srv.Addr().String()
+
+	var out, errOut bytes.Buffer
+	code := runClient([]string{"--data-dir", t.TempDir(), "--pin", srv.Pin(), "--exec", "connect " + addr + " old; status; disconnect"}, nil, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "connected to "+addr+" as old") || !strings.Contains(out.String(), "protocol v3") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	code = runClient([]string{"--data-dir", t.TempDir(), "--pin", srv.Pin(), "--protocol", "4", "--exec", "connect " + addr + " strict"}, nil, &out, &errOut)
+	if code != 1 || !strings.Contains(out.String()+errOut.String(), "ProtocolTooNew") {
+		t.Fatalf("--protocol 4 against a v3 server: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	if code := runClient([]string{"--protocol", "5", "--exec", "status"}, nil, &out, &errOut); code != 2 {
+		t.Fatalf("--protocol 5: exit %d", code)
+	}
+}

@@ -16,13 +16,18 @@ import (
 )
 
 const runUsage = `usage: sparkhost run [--module NAME|PATH]... [--config FILE] [--port N] [--bind ADDR]
-                     [--data-dir DIR] [--max-clients N]
+                     [--data-dir DIR] [--max-clients N] [--internet]
 
 Starts a dedicated server. Without --config the built-in defaults apply (the
 same values as the repository's config.toml). Flags override the file;
 SPARK_NETWORK_BIND_ADDRESS overrides the file's bind address, --bind overrides
 both. Admin commands are read from stdin and from DATA_DIR/admin.sock
 (sparkhost admin COMMAND).
+
+By default the server serves loopback or one LAN only. --internet (or
+network.exposure = "internet") opts into facing the internet: it allows a
+wildcard, public or IPv6 bind (e.g. --internet --bind ::), speaks protocol v4
+only and makes every client prove its address before any handshake work.
 `
 
 // moduleFlags collects repeated --module values.
@@ -45,6 +50,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	bind := fs.String("bind", "", "bind address: 127.0.0.1 or an RFC1918 host/prefix like 192.168.1.20/24")
 	dataDir := fs.String("data-dir", "data", "data directory: identity key, bans, admin socket")
 	maxClients := fs.Int("max-clients", 32, "client slots")
+	internet := fs.Bool("internet", false, `internet mode (network.exposure = "internet"): wildcard, public and IPv6 binds; v4 clients with address validation only`)
 	var modules moduleFlags
 	fs.Var(&modules, "module", "game module to load, by name or path (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -83,6 +89,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	})
 	o.Modules = modules
+	o.Internet = *internet
 	cfg.Apply(o, os.Getenv)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
@@ -106,6 +113,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 1
 	}
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
+	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
 	if a := srv.OpsAddr(); a != nil {
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)

@@ -52,24 +52,69 @@ type ServerSection struct {
 	Name              string  `toml:"name"`               // shown to clients; 1..64 bytes
 	MOTD              string  `toml:"motd"`               // message of the day; at most 256 bytes
 	Port              int     `toml:"port"`               // UDP game port; 0 means any free port; 0..65535
-	MaxClients        int     `toml:"max_clients"`        // client slots, handshaking clients included; 1..4096
+	MaxClients        int     `toml:"max_clients"`        // admitted clients (half-open handshakes do not count); 1..4096
 	TickRate          int     `toml:"tick_rate"`          // simulation ticks per second (Hz); 1..1000
 	ClientTimeout     float64 `toml:"client_timeout"`     // seconds without an authenticated packet; 1..600
 	HeartbeatInterval float64 `toml:"heartbeat_interval"` // seconds between heartbeats; > 0 and < ClientTimeout
 	DataDir           string  `toml:"data_dir"`           // identity key, known hosts, bans; not empty
 }
 
-// NetworkSection is [network]: where the server binds and its Connect budget.
+// NetworkSection is [network]: where the server binds, who may reach it, and
+// the budgets and caps of the handshake (docs/protocol.md §3.6).
 type NetworkSection struct {
+	// Exposure is "private" (loopback and LAN binds only) or "internet"
+	// (wildcard, public and IPv6 binds; protocol v4 with address validation
+	// only). The --internet flag sets "internet".
+	Exposure string `toml:"exposure"`
 	// BindAddress is "127.0.0.1" (loopback peers only) or one RFC1918
 	// host/prefix such as "192.168.1.20/24"; checked by netstack/policy.Parse.
+	// In internet mode also "::" (IPv4 and IPv6), "0.0.0.0" or any address of
+	// the host (netstack/policy.ParseInternet).
 	BindAddress string `toml:"bind_address"`
-	// ConnectBurst is how many Connect datagrams one source IPv4 may send at once.
+	// AllowV3 accepts protocol v3 clients on a private bind; internet mode
+	// never does (setting it there is refused).
+	AllowV3 bool `toml:"allow_v3"`
+	// AddressValidation makes every v4 source echo a cookie before any key
+	// agreement or signature; false is refused in internet mode.
+	AddressValidation bool `toml:"address_validation"`
+	// ConnectBurst is how many Connect datagrams one source address may send at once.
 	ConnectBurst int `toml:"connect_burst"`
 	// ConnectRefillPerSecond is the rate, in datagrams per second, at which a
 	// source's Connect budget refills.
 	ConnectRefillPerSecond float64 `toml:"connect_refill_per_second"`
+	// PrefixBurst and PrefixRefillPerSecond are the Connect budget of one
+	// IPv4 /24 or IPv6 /64, beside the per-address one.
+	PrefixBurst           int     `toml:"prefix_burst"`
+	PrefixRefillPerSecond float64 `toml:"prefix_refill_per_second"`
+	// HandshakesPerSecond is the global budget of handshake signatures across
+	// all sources (burst: one second's worth); 1..1e6.
+	HandshakesPerSecond float64 `toml:"handshakes_per_second"`
+	// UnvalidatedRepliesPerSecond is the global budget of datagrams sent to
+	// sources that have not proven their address (burst: one second's
+	// worth); 1..1e6.
+	UnvalidatedRepliesPerSecond float64 `toml:"unvalidated_replies_per_second"`
+	// HalfOpenMax bounds the handshakes answered but not finished; they never
+	// count toward server.max_clients. 1..65536.
+	HalfOpenMax int `toml:"half_open_max"`
+	// HalfOpenPerAddress and HalfOpenPerPrefix bound those of one address and
+	// of one /24 or /64; 1..65536.
+	HalfOpenPerAddress int `toml:"half_open_per_address"`
+	HalfOpenPerPrefix  int `toml:"half_open_per_prefix"`
+	// HalfOpenTimeout is how long, in seconds, a handshake may stay half-open; 1..60.
+	HalfOpenTimeout float64 `toml:"half_open_timeout"`
 }
+
+// Exposure values of network.exposure.
+const (
+	ExposurePrivate  = "private"
+	ExposureInternet = "internet"
+)
+
+// Internet reports whether network.exposure is "internet".
+func (c *Config) Internet() bool { return c.Network.Exposure == ExposureInternet }
+
+// HalfOpenTimeoutDuration is network.half_open_timeout as a time.Duration.
+func (c *Config) HalfOpenTimeoutDuration() time.Duration { return seconds(c.Network.HalfOpenTimeout) }
 
 // MatchSection is [match]: the rules of the match and the map rotation.
 type MatchSection struct {
@@ -175,9 +220,20 @@ func Default() Config {
 			DataDir:           "data",
 		},
 		Network: NetworkSection{
-			BindAddress:            "127.0.0.1",
-			ConnectBurst:           16,
-			ConnectRefillPerSecond: 4,
+			BindAddress:                 "127.0.0.1",
+			ConnectBurst:                16,
+			ConnectRefillPerSecond:      4,
+			Exposure:                    ExposurePrivate,
+			AllowV3:                     true,
+			AddressValidation:           true,
+			PrefixBurst:                 64,
+			PrefixRefillPerSecond:       16,
+			HandshakesPerSecond:         1000,
+			UnvalidatedRepliesPerSecond: 2000,
+			HalfOpenMax:                 1024,
+			HalfOpenPerAddress:          16,
+			HalfOpenPerPrefix:           64,
+			HalfOpenTimeout:             5,
 		},
 		Match: MatchSection{
 			GameMode:            "deathmatch",

@@ -121,6 +121,9 @@ func TestModuleRestartAndDigestKeys(t *testing.T) {
 
 const hint = "; bind to 127.0.0.1 or a LAN host/prefix like 192.168.1.20/24"
 
+// internetHint follows the refusal of a bind that only internet mode allows.
+const internetHint = `; to face the internet, set network.exposure = "internet" (sparkhost run --internet)`
+
 // digest is a well-formed SHA-256 in lowercase hex (of "test").
 const digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
@@ -180,9 +183,9 @@ func TestBadFiles(t *testing.T) {
 		{"empty data dir", "[server]\ndata_dir = \"\"\n",
 			`config.toml:2: server.data_dir = "": must not be empty`, 2, "server.data_dir"},
 		{"wildcard bind", "[network]\nbind_address = \"0.0.0.0\"\n",
-			`config.toml:2: network.bind_address: policy: "0.0.0.0": wildcard address not allowed` + hint, 2, "network.bind_address"},
+			`config.toml:2: network.bind_address: policy: "0.0.0.0": wildcard address not allowed` + hint + internetHint, 2, "network.bind_address"},
 		{"public bind", "[network]\nbind_address = \"8.8.8.8\"\n",
-			`config.toml:2: network.bind_address: policy: "8.8.8.8": public address not allowed: sparkhost serves loopback and LAN peers only` + hint,
+			`config.toml:2: network.bind_address: policy: "8.8.8.8": public address not allowed: sparkhost serves loopback and LAN peers only` + hint + internetHint,
 			2, "network.bind_address"},
 		{"shorthand bind", "[network]\nbind_address = \"127.1\"\n",
 			`config.toml:2: network.bind_address: policy: "127.1": not a canonical IPv4 address: 2 octets, want 4 (shorthand like 127.1 is not allowed); write canonical dotted-decimal IPv4 such as 127.0.0.1 or 192.168.1.20/24`,
@@ -486,7 +489,7 @@ func TestRefusedOverrideNamesItsSource(t *testing.T) {
 		line int
 	}{
 		{"bind from env", Overrides{}, "0.0.0.0",
-			`network.bind_address (SPARK_NETWORK_BIND_ADDRESS): policy: "0.0.0.0": wildcard address not allowed` + hint, 0},
+			`network.bind_address (SPARK_NETWORK_BIND_ADDRESS): policy: "0.0.0.0": wildcard address not allowed` + hint + internetHint, 0},
 		{"bind from flag", Overrides{Bind: ptr("localhost")}, "10.0.0.5/8",
 			`network.bind_address (--bind): policy: "localhost": host names are not resolved; write the IPv4 address itself, e.g. 127.0.0.1 (for "localhost") or 192.168.1.20/24`, 0},
 		{"port from flag", Overrides{Port: ptr(70000)}, "",

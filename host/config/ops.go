@@ -14,10 +14,6 @@ type OpsSection struct {
 	// listener. The host is an IP address or "localhost"; port 0 means any
 	// free port.
 	Listen string `toml:"listen"`
-	// AllowRemote consents to a Listen address that is not loopback: the
-	// metrics and the status page (player names, pings) are then
-	// reachable from the network.
-	AllowRemote bool `toml:"allow_remote"`
 	// StallSeconds is how long the tick loop may go without finishing a
 	// tick before /healthz answers 503; 0.1..600.
 	StallSeconds float64 `toml:"stall_seconds"`
@@ -42,7 +38,7 @@ type AgonesSection struct {
 }
 
 func defaultOps() OpsSection {
-	return OpsSection{Listen: "", AllowRemote: false, StallSeconds: 5, HistorySeconds: 600}
+	return OpsSection{Listen: "", StallSeconds: 5, HistorySeconds: 600}
 }
 
 func defaultAgones() AgonesSection {
@@ -73,9 +69,9 @@ func (c *Config) checkOps() *Error {
 			}
 			loopback = ip.IsLoopback()
 		}
-		if !loopback && !o.AllowRemote {
-			return c.refuse("ops.listen", o.Listen,
-				"is not a loopback address: metrics and the status page (player names, pings) would be reachable from the network; set ops.allow_remote = true to consent, and firewall the port")
+		if !loopback && !c.Internet() {
+			return c.refuseVs("ops.listen", o.Listen, "network.exposure",
+				`is not a loopback address: metrics and the status page (player names, pings) would be reachable from the network; that takes the consent of network.exposure = "internet" (or --internet); firewall the port`)
 		}
 	}
 	if e := c.floatIn("ops.stall_seconds", o.StallSeconds, 0.1, 600, " seconds"); e != nil {

@@ -16,6 +16,7 @@ type Overrides struct {
 	DataDir    *string  // --data-dir: server.data_dir
 	MaxClients *int     // --max-clients: server.max_clients
 	Modules    []string // --module, repeatable: replaces modules.load
+	Internet   bool     // --internet: network.exposure = "internet"
 }
 
 // Apply lays the overrides over c. Precedence, highest first:
@@ -23,8 +24,8 @@ type Overrides struct {
 //   - network.bind_address: the --bind flag, then $SPARK_NETWORK_BIND_ADDRESS
 //     (read through env; empty means unset, as for netstack/policy.Resolve),
 //     then the file, then the default.
-//   - server.port, server.data_dir, server.max_clients: the flag, then the
-//     file, then the default.
+//   - server.port, server.data_dir, server.max_clients, network.exposure
+//     (--internet): the flag, then the file, then the default.
 //   - modules.load: any --module REPLACES the file's whole list rather than
 //     adding to it, so that the command line can also run fewer modules than
 //     the file names, and what runs is exactly what the command line says.
@@ -48,6 +49,10 @@ func (c *Config) Apply(o Overrides, env func(string) string) {
 	if len(o.Modules) > 0 {
 		c.Modules.Load = slices.Clone(o.Modules)
 		c.setBy("modules.load", "--module")
+	}
+	if o.Internet {
+		c.Network.Exposure = ExposureInternet
+		c.setBy("network.exposure", "--internet")
 	}
 	var fromEnv string
 	if env != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -24,6 +25,11 @@ const (
 	maxConnectBurst  = 1 << 20
 	minConnectRefill = 1e-3
 	maxConnectRefill = 1e9
+	// maxGlobalRate bounds the global budgets: their burst is one second's
+	// worth and a burst is at most maxConnectBurst.
+	maxGlobalRate = 1e6
+	// maxHalfOpen bounds the half-open caps (a few hundred bytes each).
+	maxHalfOpen = 65536
 )
 
 // maxMapNameLen bounds one match.map_rotation entry, in bytes.
@@ -85,12 +91,31 @@ func (c *Config) checkServer() *Error {
 
 func (c *Config) checkNetwork() *Error {
 	n := &c.Network
+	if n.Exposure != ExposurePrivate && n.Exposure != ExposureInternet {
+		return c.refuse("network.exposure", n.Exposure, `must be "private" or "internet"`)
+	}
 	if n.BindAddress == "" {
 		return c.refuse("network.bind_address", n.BindAddress,
 			`must not be empty; write "127.0.0.1" or a LAN host/prefix like "192.168.1.20/24"`)
 	}
-	if _, err := policy.Parse(n.BindAddress); err != nil {
-		return c.refuse("network.bind_address", nil, err.Error())
+	if c.Internet() {
+		if _, err := policy.ParseInternet(n.BindAddress); err != nil {
+			return c.refuse("network.bind_address", nil, err.Error())
+		}
+		if n.AllowV3 && c.givenExplicitly("network.allow_v3") {
+			return c.refuse("network.allow_v3", n.AllowV3,
+				`internet mode never accepts protocol v3 (it has no address validation); remove the key or set it to false`)
+		}
+		if !n.AddressValidation {
+			return c.refuse("network.address_validation", n.AddressValidation,
+				`internet mode always validates addresses; remove the key or set it to true`)
+		}
+	} else if _, err := policy.Parse(n.BindAddress); err != nil {
+		msg := err.Error()
+		if errors.Is(err, policy.ErrWildcard) || errors.Is(err, policy.ErrPublic) || errors.Is(err, policy.ErrIPv6) {
+			msg += `; to face the internet, set network.exposure = "internet" (sparkhost run --internet)`
+		}
+		return c.refuse("network.bind_address", nil, msg)
 	}
 	if n.ConnectBurst < 1 || n.ConnectBurst > maxConnectBurst {
 		return c.refuse("network.connect_burst", n.ConnectBurst, fmt.Sprintf("must be 1..%d datagrams", maxConnectBurst))
@@ -103,7 +128,35 @@ func (c *Config) checkNetwork() *Error {
 	if err := budget.Validate(); err != nil {
 		return c.refuse("network.connect_burst", nil, err.Error())
 	}
-	return nil
+	if n.PrefixBurst < 1 || n.PrefixBurst > maxConnectBurst {
+		return c.refuse("network.prefix_burst", n.PrefixBurst, fmt.Sprintf("must be 1..%d datagrams", maxConnectBurst))
+	}
+	if !(n.PrefixRefillPerSecond >= minConnectRefill && n.PrefixRefillPerSecond <= maxConnectRefill) {
+		return c.refuse("network.prefix_refill_per_second", n.PrefixRefillPerSecond,
+			"must be 0.001..1e9 datagrams per second")
+	}
+	if e := c.floatIn("network.handshakes_per_second", n.HandshakesPerSecond, 1, maxGlobalRate, " signatures per second"); e != nil {
+		return e
+	}
+	if e := c.floatIn("network.unvalidated_replies_per_second", n.UnvalidatedRepliesPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
+		return e
+	}
+	for _, cap := range []struct {
+		key string
+		v   int
+	}{{"network.half_open_max", n.HalfOpenMax}, {"network.half_open_per_address", n.HalfOpenPerAddress}, {"network.half_open_per_prefix", n.HalfOpenPerPrefix}} {
+		if e := c.intIn(cap.key, cap.v, 1, maxHalfOpen, " handshakes"); e != nil {
+			return e
+		}
+	}
+	return c.floatIn("network.half_open_timeout", n.HalfOpenTimeout, 1, 60, " seconds")
+}
+
+// givenExplicitly reports whether key's value came from the file, a flag or
+// the environment rather than the default (or code).
+func (c *Config) givenExplicitly(key string) bool {
+	line, label := c.origin.source(key)
+	return line > 0 || (label != "" && label != "default")
 }
 
 func (c *Config) checkMatch() *Error {
@@ -151,6 +204,10 @@ func (c *Config) checkMatch() *Error {
 func (c *Config) checkLAN() *Error {
 	if e := c.intIn("lan.port", c.LAN.Port, 1, 65535, ""); e != nil {
 		return e
+	}
+	if c.LAN.Enabled && c.Internet() {
+		return c.refuseVs("lan.enabled", c.LAN.Enabled, "network.exposure",
+			`LAN discovery is for private binds; set it to false in internet mode`)
 	}
 	if c.LAN.Port == c.Server.Port {
 		return c.refuseVs("lan.port", c.LAN.Port, "server.port",

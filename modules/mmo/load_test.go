@@ -26,6 +26,7 @@ func BenchmarkLoad200(b *testing.B) {
 		c.Server.MaxClients = 256
 		// Every session comes from 127.0.0.1: lift the per-source connect budget.
 		c.Network.ConnectBurst, c.Network.ConnectRefillPerSecond = 1000, 1000
+		c.Network.PrefixBurst, c.Network.PrefixRefillPerSecond = 1000, 1000
 	})
 	players := make([]*player, n)
 	var wg sync.WaitGroup

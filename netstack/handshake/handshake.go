@@ -1,6 +1,8 @@
-// Package handshake owns the protocol v3 handshake of §5: the ClientHello and its
-// server-side checks, the ConnectAccepted (accept prefix ‖ signed ServerHello),
-// the transcript hash, and the key schedule that feeds the sealed channel.
+// Package handshake owns the handshakes of protocol v3 and v4 (docs/protocol.md
+// §3): the ClientHellos and their server-side checks, the v4 CookieReply, the
+// ConnectAccepted (accept prefix ‖ signed ServerHello), the transcript hash,
+// the downgrade sentinel and the key schedule that feeds the sealed channel.
+// The cookie itself (its MAC and secrets) is package cookie's.
 //
 // It is pure computation: no sockets, no clocks, no slots. It never sends
 // anything and never decides policy (budgets, bans, capacity); callers do, in
@@ -17,7 +19,8 @@ import (
 const (
 	// HandshakeMagic opens a ClientHello: bytes 53 50 4E 48 ("SPNH").
 	HandshakeMagic uint32 = 0x484E5053
-	// ProtocolVersion is the only version this package speaks.
+	// ProtocolVersion is protocol v3, the version of the original handshake
+	// (ProtocolVersion4 is the address-validating one).
 	ProtocolVersion uint16 = 3
 	// SuiteX25519 is suite 1: X25519 / Ed25519 / ChaCha20-Poly1305 / SHA-256 /
 	// HKDF-SHA256, the only suite of protocol v3.
@@ -83,7 +86,7 @@ const (
 var (
 	// ErrMalformedAccept: the ConnectAccepted payload is not exactly 155 bytes.
 	ErrMalformedAccept = errors.New("handshake: ConnectAccepted payload is not 155 bytes")
-	// ErrVersionMismatch: the server echoed a protocol version other than 3.
+	// ErrVersionMismatch: the server echoed a protocol version other than the hello's.
 	ErrVersionMismatch = errors.New("handshake: server answered with another protocol version")
 	// ErrSuiteMismatch: the server chose a suite other than 1.
 	ErrSuiteMismatch = errors.New("handshake: server chose an unsupported cipher suite")
@@ -104,6 +107,11 @@ var (
 	// MalformedHandshake (Accept wraps it in a *RejectError).
 	ErrZeroSharedSecret = errors.New("handshake: all-zero shared secret")
 )
+
+// DowngradeSentinel ends the server nonce of every v3 ConnectAccepted sent by
+// a server that also speaks v4 ("SPv4DOWN"). The nonce is signed, so only the
+// server can set it; a v3 client takes it for random bytes.
+var DowngradeSentinel = [8]byte{'S', 'P', 'v', '4', 'D', 'O', 'W', 'N'}
 
 // RejectError is a server-side refusal that must reach the client as a
 // ConnectRejected with Reason.

@@ -5,13 +5,17 @@ import (
 	"crypto/sha256"
 )
 
-// Labels of the key schedule (§5.3): ASCII bytes, no terminator.
+// Labels of the key schedule (§5.3): ASCII bytes, no terminator. Protocol v4
+// uses its own transcript and session labels, so that no transcript or
+// session secret of one version can ever be taken for one of the other.
 const (
-	TranscriptLabel = "SPNH-v3"
-	sessionLabel    = "spark-net-100 session v3"
-	c2sLabel        = "spark-net-100 c2s"
-	s2cLabel        = "spark-net-100 s2c"
-	ratchetLabel    = "spark-net-100 ratchet"
+	TranscriptLabel   = "SPNH-v3"
+	TranscriptLabelV4 = "SPNH-v4"
+	sessionLabel      = "spark-net-100 session v3"
+	sessionLabelV4    = "spark-net-100 session v4"
+	c2sLabel          = "spark-net-100 c2s"
+	s2cLabel          = "spark-net-100 s2c"
+	ratchetLabel      = "spark-net-100 ratchet"
 )
 
 // Transcript returns th = SHA-256("SPNH-v3" ‖ clientHello ‖ acceptPrefix ‖
@@ -19,9 +23,25 @@ const (
 // but the signature). Callers pass exactly 55, 10 and 81 bytes; the hash binds
 // the server's answer to this client's hello and ephemeral key.
 func Transcript(clientHello, acceptPrefix, serverHello81 []byte) [KeySize]byte {
+	return transcript(ProtocolVersion, clientHello, acceptPrefix, serverHello81)
+}
+
+// TranscriptV4 returns the v4 th = SHA-256("SPNH-v4" ‖ hello core ‖
+// acceptPrefix ‖ serverHello81): the core is bytes 0..54 of the v4 ClientHello
+// (magic, version, suite, ephemeral key, nonce); the cookie and the padding are
+// not part of it.
+func TranscriptV4(helloCore, acceptPrefix, serverHello81 []byte) [KeySize]byte {
+	return transcript(ProtocolVersion4, helloCore, acceptPrefix, serverHello81)
+}
+
+func transcript(version uint16, clientHello, acceptPrefix, serverHello81 []byte) [KeySize]byte {
+	label := TranscriptLabel
+	if version == ProtocolVersion4 {
+		label = TranscriptLabelV4
+	}
 	// One stack buffer and Sum256: no allocation, one pass.
 	var buf [len(TranscriptLabel) + ClientHelloSize + AcceptPrefixSize + ServerHelloSignedSize]byte
-	b := append(buf[:0], TranscriptLabel...)
+	b := append(buf[:0], label...)
 	b = append(b, clientHello...)
 	b = append(b, acceptPrefix...)
 	b = append(b, serverHello81...)
@@ -37,7 +57,17 @@ func Transcript(clientHello, acceptPrefix, serverHello81 []byte) [KeySize]byte {
 //
 // S is zeroed before returning.
 func DeriveSessionKeys(ss, th [KeySize]byte) (c2s, s2c [KeySize]byte) {
-	s := sessionSecret(ss, th)
+	return deriveSessionKeys(ProtocolVersion, ss, th)
+}
+
+// DeriveSessionKeysV4 is DeriveSessionKeys with the v4 session label
+// "spark-net-100 session v4"; the direction and ratchet labels are shared.
+func DeriveSessionKeysV4(ss, th [KeySize]byte) (c2s, s2c [KeySize]byte) {
+	return deriveSessionKeys(ProtocolVersion4, ss, th)
+}
+
+func deriveSessionKeys(version uint16, ss, th [KeySize]byte) (c2s, s2c [KeySize]byte) {
+	s := sessionSecret(version, ss, th)
 	c2s = expand(s[:], c2sLabel)
 	s2c = expand(s[:], s2cLabel)
 	clear(s[:])
@@ -46,9 +76,13 @@ func DeriveSessionKeys(ss, th [KeySize]byte) (c2s, s2c [KeySize]byte) {
 }
 
 // sessionSecret returns S; split out so the vector test can check it.
-func sessionSecret(ss, th [KeySize]byte) [KeySize]byte {
+func sessionSecret(version uint16, ss, th [KeySize]byte) [KeySize]byte {
+	label := sessionLabel
+	if version == ProtocolVersion4 {
+		label = sessionLabelV4
+	}
 	// hkdf.Key only fails for lengths above 255*32; 32 cannot.
-	out, err := hkdf.Key(sha256.New, ss[:], th[:], sessionLabel, KeySize)
+	out, err := hkdf.Key(sha256.New, ss[:], th[:], label, KeySize)
 	if err != nil {
 		panic("handshake: hkdf.Key: " + err.Error())
 	}

@@ -48,24 +48,57 @@ type ServerResult struct {
 	S2C [KeySize]byte
 }
 
-// Accept answers a ClientHello that passed CheckClientHello (and the caller's
-// ban and capacity checks): it draws the server ephemeral secret and nonce from
-// rng (nil means crypto/rand) and calls AcceptWith.
+// Accept answers a v3 ClientHello that passed CheckClientHello (and the
+// caller's ban and capacity checks): it draws the server ephemeral secret and
+// nonce from rng (nil means crypto/rand) and calls AcceptWith. A v4-capable
+// server answers v3 hellos with AcceptV3Marked instead.
 func Accept(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID uint32, serverTime float32, rng io.Reader) (*ServerResult, error) {
+	eph, nonce, err := serverRandom(rng)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(eph[:])
+	return AcceptWith(id, helloPayload, hello, clientID, serverTime, eph, nonce)
+}
+
+// AcceptV3Marked is Accept for a server that also speaks v4: the last 8 bytes
+// of its server nonce are DowngradeSentinel, so that a v4 client that fell back
+// to v3 learns, from the signed ServerHello, that it was misled (see
+// ClientResult.DowngradeMarked). A v3 client sees a random-looking nonce.
+func AcceptV3Marked(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID uint32, serverTime float32, rng io.Reader) (*ServerResult, error) {
+	eph, nonce, err := serverRandom(rng)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(eph[:])
+	copy(nonce[NonceSize-len(DowngradeSentinel):], DowngradeSentinel[:])
+	return AcceptWith(id, helloPayload, hello, clientID, serverTime, eph, nonce)
+}
+
+// AcceptV4 answers a v4 ClientHello that passed CheckClientHello4, the
+// address validation and the caller's ban and capacity checks, with fresh
+// randomness from rng (nil means crypto/rand).
+func AcceptV4(id *ServerIdentity, helloPayload []byte, clientID uint32, serverTime float32, rng io.Reader) (*ServerResult, error) {
+	eph, nonce, err := serverRandom(rng)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(eph[:])
+	return AcceptV4With(id, helloPayload, clientID, serverTime, eph, nonce)
+}
+
+func serverRandom(rng io.Reader) (eph [KeySize]byte, nonce [NonceSize]byte, err error) {
 	if rng == nil {
 		rng = rand.Reader
 	}
 	var buf [KeySize + NonceSize]byte
+	defer clear(buf[:])
 	if _, err := io.ReadFull(rng, buf[:]); err != nil {
-		return nil, fmt.Errorf("handshake: reading server ephemeral randomness: %w", err)
+		return eph, nonce, fmt.Errorf("handshake: reading server ephemeral randomness: %w", err)
 	}
-	var eph [KeySize]byte
-	var nonce [NonceSize]byte
 	copy(eph[:], buf[:KeySize])
 	copy(nonce[:], buf[KeySize:])
-	clear(buf[:])
-	defer clear(eph[:])
-	return AcceptWith(id, helloPayload, hello, clientID, serverTime, eph, nonce)
+	return eph, nonce, nil
 }
 
 // AcceptWith is Accept with an explicit server ephemeral X25519 secret (raw
@@ -78,12 +111,6 @@ func Accept(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID
 // serverTime is seconds since the server process started (§5.2).
 func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clientID uint32, serverTime float32, ephSecret [KeySize]byte, nonce [NonceSize]byte) (*ServerResult, error) {
 	defer clear(ephSecret[:])
-	if id == nil || len(id.Private) != ed25519.PrivateKeySize {
-		return nil, errors.New("handshake: server identity missing; build it with NewServerIdentity")
-	}
-	if clientID == 0 {
-		return nil, errors.New("handshake: client id 0 is reserved; assign ids from 1")
-	}
 	// Cheap and allocation-free: it keeps a caller that skipped CheckClientHello,
 	// or passed a hello that is not helloPayload, from signing the wrong transcript.
 	checked, reason := CheckClientHello(helloPayload)
@@ -93,22 +120,46 @@ func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clie
 	if checked != hello {
 		return nil, errors.New("handshake: hello does not match helloPayload")
 	}
+	return accept(id, ProtocolVersion, helloPayload, &hello.EphemeralPub, clientID, serverTime, &ephSecret, nonce)
+}
 
+// AcceptV4With is AcceptV4 with explicit server randomness, for the test
+// vectors. The hello is re-checked with CheckClientHello4 (a refusal is a
+// *RejectError); the transcript covers its core (bytes 0..54), not the cookie
+// or the padding.
+func AcceptV4With(id *ServerIdentity, helloPayload []byte, clientID uint32, serverTime float32, ephSecret [KeySize]byte, nonce [NonceSize]byte) (*ServerResult, error) {
+	defer clear(ephSecret[:])
+	hello, reason := CheckClientHello4(helloPayload)
+	if reason != RejectNone {
+		return nil, &RejectError{Reason: reason, Err: errors.New("v4 ClientHello refused")}
+	}
+	return accept(id, ProtocolVersion4, helloPayload[:HelloCoreSize], &hello.EphemeralPub, clientID, serverTime, &ephSecret, nonce)
+}
+
+// accept computes ss, refuses an all-zero one, then builds and signs the
+// ConnectAccepted of the given version over the hello core.
+func accept(id *ServerIdentity, version uint16, core []byte, clientPub *[KeySize]byte, clientID uint32, serverTime float32, ephSecret *[KeySize]byte, nonce [NonceSize]byte) (*ServerResult, error) {
+	if id == nil || len(id.Private) != ed25519.PrivateKeySize {
+		return nil, errors.New("handshake: server identity missing; build it with NewServerIdentity")
+	}
+	if clientID == 0 {
+		return nil, errors.New("handshake: client id 0 is reserved; assign ids from 1")
+	}
 	var ss [KeySize]byte
 	defer clear(ss[:])
-	x25519(&ss, &ephSecret, &hello.EphemeralPub)
+	x25519(&ss, ephSecret, clientPub)
 	var zero [KeySize]byte
 	if subtle.ConstantTimeCompare(ss[:], zero[:]) == 1 {
 		return nil, &RejectError{Reason: RejectMalformedHandshake, Err: ErrZeroSharedSecret}
 	}
 	var ephPub [KeySize]byte
-	x25519Base(&ephPub, &ephSecret)
+	x25519Base(&ephPub, ephSecret)
 
 	r := &ServerResult{}
 	p := r.Payload[:0]
 	p = binary.LittleEndian.AppendUint32(p, clientID)
 	p = binary.LittleEndian.AppendUint32(p, math.Float32bits(serverTime))
-	p = binary.LittleEndian.AppendUint16(p, ProtocolVersion)
+	p = binary.LittleEndian.AppendUint16(p, version)
 	p = append(p, SuiteX25519)
 	p = append(p, id.Public[:]...)
 	p = append(p, ephPub[:]...)
@@ -116,8 +167,8 @@ func AcceptWith(id *ServerIdentity, helloPayload []byte, hello ClientHello, clie
 	if len(p) != offSignature {
 		panic("handshake: ServerHello layout broken")
 	}
-	r.TH = Transcript(helloPayload, r.Payload[:AcceptPrefixSize], r.Payload[AcceptPrefixSize:offSignature])
+	r.TH = transcript(version, core, r.Payload[:AcceptPrefixSize], r.Payload[AcceptPrefixSize:offSignature])
 	copy(r.Payload[offSignature:], ed25519.Sign(id.Private, r.TH[:]))
-	r.C2S, r.S2C = DeriveSessionKeys(ss, r.TH)
+	r.C2S, r.S2C = deriveSessionKeys(version, ss, r.TH)
 	return r, nil
 }

@@ -134,3 +134,59 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("FromEnv with env localhost: %v; want ErrHostname", err)
 	}
 }
+
+func TestParseInternet(t *testing.T) {
+	ok := []struct {
+		in, network string
+		peers       map[string]bool
+	}{
+		{"::", "udp", map[string]bool{"127.0.0.1": true, "::1": true, "8.8.8.8": true, "2001:db8::1": true,
+			"0.0.0.0": false, "::": false, "224.0.0.1": false, "ff02::1": false, "255.255.255.255": false, "0.1.2.3": false}},
+		{"0.0.0.0", "udp4", map[string]bool{"127.0.0.1": true, "10.1.2.3": true, "::1": false, "2001:db8::1": false}},
+		{"127.0.0.1", "udp4", map[string]bool{"127.0.0.5": true, "8.8.8.8": true}},
+		{"2001:db8::7", "udp6", map[string]bool{"2001:db8::1": true, "127.0.0.1": false}},
+		{"", "udp4", map[string]bool{"127.0.0.1": true}},
+	}
+	for _, tc := range ok {
+		p, err := ParseInternet(tc.in)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		if !p.Internet() || p.Network() != tc.network {
+			t.Errorf("%q: internet %v network %q, want %q", tc.in, p.Internet(), p.Network(), tc.network)
+		}
+		for peer, want := range tc.peers {
+			if got := p.Allows(netip.MustParseAddr(peer)); got != want {
+				t.Errorf("%q admits %s = %v, want %v", tc.in, peer, got, want)
+			}
+		}
+		if p.Exposure() == "" {
+			t.Errorf("%q: no exposure text", tc.in)
+		}
+	}
+	bad := []struct {
+		in   string
+		want error
+	}{
+		{"0::0", ErrNotCanonical}, {"[::]", ErrNotCanonical}, {" ::", ErrNotCanonical}, {"localhost", ErrNotCanonical},
+		{"10.0.0.1/8", ErrInternetPrefix}, {"::/0", ErrInternetPrefix},
+		{"fe80::1%eth0", ErrLinkLocal}, {"fe80::1", ErrLinkLocal}, {"169.254.1.1", ErrLinkLocal},
+		{"::ffff:1.2.3.4", ErrIPv6}, {"224.0.0.1", ErrMulticast}, {"ff02::1", ErrMulticast},
+		{"255.255.255.255", ErrLimitedBroadcast}, {"0.1.2.3", ErrReserved}, {"127.000.0.1", ErrNotCanonical},
+	}
+	for _, tc := range bad {
+		if _, err := ParseInternet(tc.in); !errors.Is(err, tc.want) {
+			t.Errorf("ParseInternet(%q) = %v, want %v", tc.in, err, tc.want)
+		}
+	}
+	// The private policies are unchanged: Parse still refuses what internet
+	// mode allows.
+	for _, in := range []string{"::", "0.0.0.0", "8.8.8.8"} {
+		if _, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) accepted an internet-only bind", in)
+		}
+	}
+	if Default().Internet() || Default().Network() != "udp4" {
+		t.Error("the default policy is not private IPv4")
+	}
+}

@@ -49,3 +49,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseInternet: never panics; an accepted bind is canonical (String
+// maps back to the same Policy) and admits no unspecified or multicast peer.
+func FuzzParseInternet(f *testing.F) {
+	for _, s := range []string{"::", "0.0.0.0", "127.0.0.1", "2001:db8::1", "8.8.8.8", "::ffff:1.2.3.4", "fe80::1%eth0", "10.0.0.1/8", " ::", "0::0", "[::]", "ff02::1", "255.255.255.255", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseInternet(s)
+		if err != nil {
+			if !errors.As(err, new(*ParseError)) {
+				t.Fatalf("%q: error %v is not a *ParseError", s, err)
+			}
+			return
+		}
+		again, err := ParseInternet(p.String())
+		if err != nil || again != p {
+			t.Fatalf("%q: String %q does not map back (%v)", s, p.String(), err)
+		}
+		for _, peer := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified(), netip.MustParseAddr("224.0.0.1"), netip.MustParseAddr("ff02::1")} {
+			if p.Allows(peer) {
+				t.Fatalf("%q admits %v", s, peer)
+			}
+		}
+	})
+}

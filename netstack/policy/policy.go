@@ -19,7 +19,12 @@
 //     address). The prefix must be 8..30 and the subnet must lie wholly inside
 //     10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16.
 //
-// The package never resolves names, never accepts IPv6 and never widens a policy.
+// A third shape exists only when the operator opts into internet mode:
+// ParseInternet accepts wildcard, public and IPv6 binds and admits every
+// unicast peer (see ParseInternet). Parse never returns it.
+//
+// The package never resolves names and never widens a policy; only
+// ParseInternet accepts IPv6.
 package policy
 
 import (
@@ -37,17 +42,19 @@ const (
 	kindNone kind = iota // the zero Policy: admits nobody
 	kindLoopback
 	kindLAN
+	kindInternet // ParseInternet only
 )
 
 // Policy is a checked endpoint policy. It is immutable and comparable with ==;
 // the zero Policy binds nowhere and admits no peer (fail closed).
 type Policy struct {
 	kind      kind
-	host      uint32 // bind address, first octet in the top byte
-	mask      uint32 // peer subnet mask
-	network   uint32 // peer subnet network address (never admitted)
-	broadcast uint32 // peer subnet broadcast address (never admitted)
-	bits      uint8  // peer subnet prefix length
+	host      uint32     // bind address, first octet in the top byte
+	mask      uint32     // peer subnet mask
+	network   uint32     // peer subnet network address (never admitted)
+	broadcast uint32     // peer subnet broadcast address (never admitted)
+	bits      uint8      // peer subnet prefix length
+	bind      netip.Addr // internet mode only: the bind address (IPv4 or IPv6)
 }
 
 // Default returns the policy of DefaultBind: bind 127.0.0.1, admit 127.0.0.0/8.
@@ -189,8 +196,11 @@ func toAddr(a uint32) netip.Addr {
 // BindAddr returns the address to bind the socket to. It is the invalid
 // netip.Addr for the zero Policy.
 func (p Policy) BindAddr() netip.Addr {
-	if p.kind == kindNone {
+	switch p.kind {
+	case kindNone:
 		return netip.Addr{}
+	case kindInternet:
+		return p.bind
 	}
 	return toAddr(p.host)
 }
@@ -199,8 +209,14 @@ func (p Policy) BindAddr() netip.Addr {
 // addresses excepted): 127.0.0.0/8 for a loopback policy. It is the invalid
 // netip.Prefix for the zero Policy. Meant for logs.
 func (p Policy) Peers() netip.Prefix {
-	if p.kind == kindNone {
+	switch p.kind {
+	case kindNone:
 		return netip.Prefix{}
+	case kindInternet:
+		if p.bind.Is4() {
+			return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		}
+		return netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 	}
 	return netip.PrefixFrom(toAddr(p.network), int(p.bits))
 }
@@ -211,6 +227,9 @@ func (p Policy) Peers() netip.Prefix {
 // a mapped one, something other than this policy decided the binding. It is
 // allocation-free and safe for concurrent use (Policy is immutable).
 func (p Policy) Allows(peer netip.Addr) bool {
+	if p.kind == kindInternet {
+		return p.allowsInternet(peer)
+	}
 	if p.kind == kindNone || !peer.Is4() {
 		return false
 	}
@@ -220,7 +239,8 @@ func (p Policy) Allows(peer netip.Addr) bool {
 }
 
 // String returns the canonical text of the policy, which Parse maps back to the
-// same Policy: "127.0.0.1" for loopback, "192.168.1.20/24" for a LAN. The zero
+// same Policy: "127.0.0.1" for loopback, "192.168.1.20/24" for a LAN (and
+// ParseInternet, for an internet-mode policy, its bind address). The zero
 // Policy prints as "<none>", which Parse refuses.
 func (p Policy) String() string {
 	switch p.kind {
@@ -228,6 +248,8 @@ func (p Policy) String() string {
 		return fmtAddr(p.host)
 	case kindLAN:
 		return fmt.Sprintf("%s/%d", fmtAddr(p.host), p.bits)
+	case kindInternet:
+		return p.bind.String()
 	}
 	return "<none>"
 }

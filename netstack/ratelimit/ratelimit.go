@@ -1,8 +1,10 @@
-// Package ratelimit owns the per-source-IPv4 Connect budget of protocol-v3.md
-// §5.5: a token bucket per IPv4 address (the port is ignored), starting full,
-// burst 16 and refill 4/s by default. The receive path asks Allow once for every
+// Package ratelimit owns the handshake budgets of docs/protocol.md: token
+// buckets per source (Limiter: one bucket per key, such as an IPv4 address, an
+// IPv6 address or a /24 or /64 prefix; the port is ignored), starting full,
+// burst 16 and refill 4/s by default, and single global buckets (Bucket) for
+// budgets shared by every source. The receive path asks Allow once for every
 // plain-class and legacy-class datagram, after the endpoint policy and before any
-// framing; a false answer means "drop unanswered, count connectRateLimited".
+// framing; a false answer means "drop unanswered and count the refusal".
 //
 // It must never let spoofed sources grow memory without bound, and never let a
 // flood of them buy a real source more than its budget. See Limiter for how the
@@ -41,8 +43,8 @@ type Config struct {
 	Burst int
 	// RefillPerSecond is the refill rate in tokens per second. 0 means 4.
 	RefillPerSecond float64
-	// MaxSources bounds the number of IPv4 sources tracked at once. New takes
-	// all the table's memory up front, 24 to 32 bytes per source (1.5 MiB at the
+	// MaxSources bounds the number of sources (keys) tracked at once. New takes
+	// all the table's memory up front, 32 to 40 bytes per source (2 MiB at the
 	// default). 0 means 65536.
 	MaxSources int
 }
@@ -124,7 +126,7 @@ type Limiter struct {
 
 type entry struct {
 	tat  int64  // ns since epoch
-	key  uint32 // the IPv4 address
+	key  uint64 // the source: see AllowKey
 	home uint32 // preferred index slot, cached so deletion need not rehash
 }
 
@@ -163,7 +165,14 @@ func New(cfg Config) *Limiter {
 // seen are clamped: past that, buckets stop refilling (fail closed), they never
 // wrap around. Allow never allocates: the table's memory is taken by New.
 func (l *Limiter) Allow(ip [4]byte, now time.Time) bool {
-	key := uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
+	return l.AllowKey(uint64(ip[0])<<24|uint64(ip[1])<<16|uint64(ip[2])<<8|uint64(ip[3]), now)
+}
+
+// AllowKey is Allow for any 64-bit source key: the caller decides what a
+// source is (an IPv4 address as Allow does, an IPv6 address, a /24 or /64
+// prefix) and keeps keys of different kinds apart, in separate Limiters or by
+// construction. Allow(ip) is AllowKey of the address as a big-endian number.
+func (l *Limiter) AllowKey(key uint64, now time.Time) bool {
 	home := uint32(maphash.Comparable(l.seed, key)) & l.mask
 
 	l.mu.Lock()

@@ -9,7 +9,7 @@ package ratelimit
 // find returns the index position of key, or the empty position where key would
 // be inserted, and the key's slab position (-1 if absent). The index is at most
 // half full, so the probe always reaches an empty position.
-func (l *Limiter) find(key, home uint32) (pos uint32, slot int) {
+func (l *Limiter) find(key uint64, home uint32) (pos uint32, slot int) {
 	for pos = home; ; pos = (pos + 1) & l.mask {
 		s := l.index[pos]
 		if s == 0 {

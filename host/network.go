@@ -1,0 +1,28 @@
+package host
+
+import (
+	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+)
+
+// withHandshakeRules adds the [network] keys of the handshake (exposure,
+// protocol versions, budgets, half-open caps: docs/protocol.md §3.6) to nc.
+func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.ServerConfig {
+	n := &cfg.Network
+	nc.Internet = cfg.Internet()
+	nc.RefuseV3 = !n.AllowV3
+	nc.SkipAddressValidation = !n.AddressValidation && !cfg.Internet()
+	nc.PrefixBudget = ratelimit.Config{Burst: n.PrefixBurst, RefillPerSecond: n.PrefixRefillPerSecond}
+	nc.HandshakeBudget = globalBudget(n.HandshakesPerSecond)
+	nc.UnvalidatedReplyBudget = globalBudget(n.UnvalidatedRepliesPerSecond)
+	nc.HalfOpen = netstack.HalfOpenConfig{Max: n.HalfOpenMax, PerAddress: n.HalfOpenPerAddress, PerPrefix: n.HalfOpenPerPrefix}
+	nc.SecuringTimeout = cfg.HalfOpenTimeoutDuration()
+	return nc
+}
+
+// globalBudget is a global bucket of rate tokens a second whose burst is one
+// second's worth.
+func globalBudget(rate float64) ratelimit.BucketConfig {
+	return ratelimit.BucketConfig{Burst: max(int(rate), 1), RefillPerSecond: rate}
+}

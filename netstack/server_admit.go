@@ -1,0 +1,78 @@
+package netstack
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// finishHalfOpen handles a sealed frame from the endpoint of a half-open
+// handshake (docs/protocol.md §3.7). The frame is opened with the handshake's
+// own opener; only a ClientFinished whose structure parses leaves the
+// half-open table, and only then is a session built. Capacity (max_clients)
+// is judged here, at admission: a full server closes the new session with
+// Disconnect(ServerFull).
+func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
+	if ho.opener == nil {
+		ho.opener = seal.NewOpener(ho.keys.recv)
+	}
+	pkt, err := ho.opener.Open(s.open[:0], d, now)
+	if err != nil {
+		s.ctr.drop(dropSecurity)
+		return
+	}
+	s.open = pkt[:0]
+	h, payload, err := wire.ParsePacket(pkt)
+	if err != nil || h.SenderID != ho.id ||
+		h.Type != wire.TypeConnect || h.Channel != wire.Reliable || h.Sequence != 1 {
+		s.ctr.drop(dropMalformed) // a half-open handshake accepts only ClientFinished
+		return
+	}
+	_, perr := wire.ParseClientFinished(payload)
+	if perr != nil && perr != wire.ErrNameInvalid {
+		s.ctr.drop(dropMalformed)
+		return
+	}
+	if !s.halfOpen.remove(ho) {
+		s.ctr.drop(dropSecurity) // expired (or replaced) since the lookup
+		return
+	}
+	p := &peer{state: slotSecuring}
+	p.session = s.newPeerSession(ho.addr, ho.id, now, ho.keys)
+	p.opener = ho.opener // its replay window has this frame marked
+	clear(ho.keys.send[:])
+	clear(ho.keys.recv[:])
+
+	p.mu.Lock()
+	p.ctr.PacketsReceived.Add(1)
+	p.ctr.BytesReceived.Add(uint64(len(d)))
+	p.q.traffic(now, 0, len(d))
+	if perr == nil {
+		// Capacity and insertion under one lock: the peer is visible, but
+		// locked and not yet Connected, until finishLocked has admitted it,
+		// so Clients, Send and the service loop skip it until then.
+		s.mu.Lock()
+		full := len(s.byID) >= s.cfg.MaxClients
+		if !full {
+			s.byAddr[p.addr] = p
+			s.byID[p.id] = p
+		}
+		s.mu.Unlock()
+		if full {
+			p.closeLocked(wire.DisconnectServerFull, "server is full; try again later", now)
+			p.mu.Unlock()
+			return
+		}
+	}
+	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
+	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	p.mu.Unlock()
+	if !admitted {
+		return
+	}
+	s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String())
+	if s.cfg.OnAdmitted != nil {
+		s.cfg.OnAdmitted(info)
+	}
+}
