@@ -31,6 +31,9 @@ type ServerStats struct {
 	// dropped (over a client's budget, or past a full queue) and the
 	// clients disconnected for flooding (RateLimited).
 	ChatRelayed, ChatDropped, ChatKicked uint64
+	// ModuleMessagesOverLimit counts the module messages dropped because
+	// their client was over [limits] module_messages_per_tick.
+	ModuleMessagesOverLimit uint64
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -47,6 +50,7 @@ func (s *Server) Stats() ServerStats {
 		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
 		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
+		ModuleMessagesOverLimit: s.mods.MessagesOverLimit(),
 	}
 }
 
@@ -62,5 +66,6 @@ func (st ServerStats) String() string {
 	}
 	fmt.Fprintf(&b, "\nbytes in %d, out %d", st.BytesIn, st.BytesOut)
 	fmt.Fprintf(&b, "\nchat relayed %d, dropped %d, clients rate-limited %d", st.ChatRelayed, st.ChatDropped, st.ChatKicked)
+	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d", st.ModuleMessagesOverLimit)
 	return b.String()
 }

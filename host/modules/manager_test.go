@@ -49,6 +49,9 @@ func newRigWith(t *testing.T, set func(*modules.Config)) *rig {
 	cfg := modules.Config{
 		Transport: srv, Commands: r.cmds, Log: slog.New(slog.DiscardHandler), DataDir: t.TempDir(),
 		MaxFaults: 3, FaultWindow: time.Minute,
+		// The tests send bursts between the ticks they run; the per-client
+		// limit has a test of its own.
+		ClientMessagesPerTick: 1 << 20,
 	}
 	set(&cfg)
 	r.mgr = modules.NewManager(cfg)

@@ -49,7 +49,7 @@ func (t *countingTransport) Counters() *netstack.Counters                     { 
 func pluginEchoSpec(b *testing.B) modules.Spec {
 	path := testplugin.Build(b, "./host/testdata/plugins/echo2")
 	return modules.Spec{Source: path, Kind: "plugin", New: func() (module.Module, error) {
-		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), TickDeadline: 5 * time.Second})
+		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), HangTimeout: 5 * time.Second})
 	}}
 }
 
