@@ -108,7 +108,7 @@ func (m *Module) collectCommands() {
 			if m.dead != nil {
 				continue
 			}
-			m.host.Log().Info(fmt.Sprintf("module %s answered command %s late, after %v", m.name, p.name, time.Since(p.sent).Round(time.Millisecond)),
+			m.logs.log().Info(fmt.Sprintf("module %s answered command %s late, after %v", m.name, p.name, time.Since(p.sent).Round(time.Millisecond)),
 				"output", out, "err", err)
 		default:
 			kept = append(kept, p)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,16 +28,20 @@ import (
 // spends from one lineBudget; past it the line is dropped and counted, and
 // the drops are summarised in one Warn line per summaryEvery.
 type logBridge struct {
-	base    *slog.Logger
-	name    atomic.Pointer[string] // the module's name (its source until Init answers)
-	budget  *lineBudget
+	base   *slog.Logger
+	name   atomic.Pointer[string] // the module's name (its source until Init answers)
+	budget *lineBudget
+	// mark is how go-plugin tags the records of the lines the plugin
+	// wrote: its logger named after the executable, under ours ("plugin").
+	// go-plugin's own records (plugin.stdio, ...) spend no budget.
+	mark    []byte
 	mu      sync.Mutex
 	buf     []byte
 	inPanic bool // the plugin printed a panic: the trace lines follow
 }
 
-func newLogBridge(base *slog.Logger, name string, perSecond float64, burst int) *logBridge {
-	b := &logBridge{base: base}
+func newLogBridge(base *slog.Logger, name, executable string, perSecond float64, burst int) *logBridge {
+	b := &logBridge{base: base, mark: []byte(`"@module":"plugin.` + filepath.Base(executable) + `"`)}
 	b.setName(name)
 	b.budget = newLineBudget(perSecond, burst, b.summarize)
 	return b
@@ -94,14 +99,10 @@ func (b *logBridge) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// pluginLine is how go-plugin marks a record of a line the plugin wrote
-// (its logger named after the executable under ours, "plugin").
-var pluginLine = []byte(`"@module":"plugin.`)
-
 // line emits one record, unless it is the plugin's and over budget: the
 // check comes before the record is parsed, so a flood costs little.
 func (b *logBridge) line(rec []byte) {
-	if bytes.Contains(rec, pluginLine) && !b.budget.allow() {
+	if bytes.Contains(rec, b.mark) && !b.budget.allow() {
 		return
 	}
 	b.emit(rec)

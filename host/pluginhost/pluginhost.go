@@ -203,7 +203,7 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		return module.Manifest{}, fmt.Errorf("checksum mismatch: config expects sha256 %s, the file has %s; deploy the intended build or update [modules.sha256]",
 			want, m.hash)
 	}
-	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source, m.cfg.LogLinesPerSecond, m.cfg.LogBurst)
+	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source, path, m.cfg.LogLinesPerSecond, m.cfg.LogBurst)
 	m.tail = newTailWriter(64)
 	m.cmd = exec.Command(path, m.cfg.Args...)
 	m.cmd.SysProcAttr = sysProcAttr()
