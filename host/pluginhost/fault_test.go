@@ -181,9 +181,28 @@ func TestLogFlood(t *testing.T) {
 		c.Log, c.LogLinesPerSecond, c.LogBurst = log, 10, 50
 	})
 	begin := time.Now()
-	mustCommand(t, m, "hostile_flood", "2000")
-	mustCommand(t, m, "hostile_print", "2000")
-	time.Sleep(300 * time.Millisecond) // the lines are read by go-plugin's goroutines
+	// Writing 2000 lines may take the plugin longer than a command's wait
+	// (under -race): busy is a fine answer, the lines are written.
+	for _, c := range []string{"hostile_flood", "hostile_print"} {
+		if _, err := m.Command(c, []string{"2000"}); err != nil && !errors.Is(err, pluginhost.ErrBusy) {
+			t.Fatal(err)
+		}
+	}
+	// Until the plugin has answered both, and go-plugin's goroutines have
+	// read the lines.
+	for n, deadline := uint64(1), time.Now().Add(20*time.Second); ; n++ {
+		if out, err := m.Command("hostile_ticks", nil); err == nil && out != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin never answered")
+		}
+		if err := m.Step(fastTick(n), nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
 	dropped := m.RuntimeStats().LogDropped
 	m.Unload() // waits for the log readers and summarises what is left
 	elapsed := time.Since(begin)
