@@ -56,7 +56,8 @@ func pluginEchoSpec(b *testing.B) modules.Spec {
 // benchPath pushes batch messages per tick through the module path.
 func benchPath(b *testing.B, spec modules.Spec, batch int) {
 	tr := &countingTransport{reg: gamemsg.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
-	mgr := modules.NewManager(modules.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
+	mgr := modules.NewManager(modules.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16,
+		ClientMessagesPerTick: 1 << 20}) // one client sends the whole batch
 	if _, err := mgr.Load(spec); err != nil {
 		b.Fatal(err)
 	}
