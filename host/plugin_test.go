@@ -90,7 +90,7 @@ func TestPluginEndToEnd(t *testing.T) {
 }
 
 // TestPluginCrashIsolation: a plugin that panics on a message, one that
-// calls os.Exit and one that sleeps past its tick deadline. Each time the
+// calls os.Exit and one that sleeps past its hang timeout. Each time the
 // server keeps ticking, an in-process module keeps answering, both players
 // stay connected, the plugin comes back after its backoff, is told who is
 // there, and `module info` shows what happened.
@@ -98,7 +98,7 @@ func TestPluginCrashIsolation(t *testing.T) {
 	path := testplugin.Build(t, "./host/testdata/plugins/faulty")
 	srv, _ := startHost(t, func(c *config.Config) {
 		c.Modules.Load = []string{path}
-		c.Modules.TickDeadline = 2
+		c.Modules.PluginHangTimeout = 2
 		c.Modules.RestartBackoff = 0.2
 	}, goEcho())
 	alice := dialAs(t, srv, "alice", faultyRegistry())
@@ -110,7 +110,7 @@ func TestPluginCrashIsolation(t *testing.T) {
 	for i, tc := range []struct{ ctl, reason string }{
 		{"panic", "panic: boom on request from alice"},
 		{"exit", "exit status 3"},
-		{"sleep", "missed its tick deadline (2s)"},
+		{"sleep", "did not answer for 2s and was killed as hung"},
 	} {
 		ticks := srv.Stats().Ticks
 		sendStr(t, alice, 1100, tc.ctl)

@@ -63,7 +63,10 @@ func (s *Server) spec(kind string, src module.Source) (modules.Spec, error) {
 	env := module.Env{
 		Log: s.log, TickPeriod: s.cfg.TickPeriod(),
 		SHA256: s.cfg.Modules.SHA256[src.Name],
-		Plugin: module.PluginLimits{TickDeadline: s.cfg.TickDeadline()},
+		Plugin: module.PluginLimits{
+			HangTimeout: s.cfg.PluginHangTimeout(), MemoryLimit: s.cfg.PluginMemoryLimit(),
+			LogLinesPerSecond: s.cfg.Modules.PluginLogLinesPerSecond, LogBurst: s.cfg.Modules.PluginLogBurst,
+		},
 	}
 	return modules.Spec{
 		Source: src.Name, Kind: kind,

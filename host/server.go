@@ -202,7 +202,8 @@ func New(opts Options) (*Server, error) {
 	s.mods = modules.NewManager(modules.Config{
 		World:     s.world,
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
-		InboxCapacity: cfg.Modules.InboxCapacity, Server: s.moduleServerInfo,
+		InboxCapacity: cfg.Modules.InboxCapacity, ClientMessagesPerTick: cfg.Limits.ModuleMessagesPerTick,
+		Server:         s.moduleServerInfo,
 		AddScore:       func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
 		Resolve:        s.resolveModule,
 		RestartBackoff: cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),

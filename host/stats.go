@@ -36,6 +36,9 @@ type ServerStats struct {
 	// handshake counters an operator watches during an attack (half-open
 	// handshakes, cookies, signatures, budget refusals).
 	Net netstack.Stats
+	// ModuleMessagesOverLimit counts the module messages dropped because
+	// their client was over [limits] module_messages_per_tick.
+	ModuleMessagesOverLimit uint64
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -52,7 +55,8 @@ func (s *Server) Stats() ServerStats {
 		Map: v.status.Map, MapIndex: v.status.MapIndex, MatchState: v.status.State,
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
 		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
-		Net: ns,
+		Net:                     ns,
+		ModuleMessagesOverLimit: s.mods.MessagesOverLimit(),
 	}
 }
 
@@ -75,5 +79,6 @@ func (st ServerStats) String() string {
 		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
 	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
 		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
+	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d", st.ModuleMessagesOverLimit)
 	return b.String()
 }

@@ -16,7 +16,10 @@
 // failed its schema.
 package module
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Module is what every runtime implements. Every method is called on the
 // game thread, never concurrently, and the manager recovers a panic in any
@@ -74,4 +77,31 @@ type Process interface {
 // `module info`.
 type CodeHasher interface {
 	CodeHash() string
+}
+
+// Reporter is the optional capability of a runtime that keeps figures of
+// its own (a plugin's late answers and resident memory): `module info`
+// shows them. Called on the game thread; it must be cheap.
+type Reporter interface {
+	RuntimeStats() RuntimeStats
+}
+
+// RuntimeStats are a runtime's own figures; a field that does not apply
+// to the runtime stays zero.
+type RuntimeStats struct {
+	// LateAnswers counts ticks whose answer came after the server stopped
+	// waiting for it (its actions applied at a later tick).
+	LateAnswers uint64
+	// HeldTicks counts ticks whose events were held back because the
+	// module's previous answer had not come yet (it ran behind the
+	// server); they travel with the next call.
+	HeldTicks uint64
+	// AnswerTime is the round trip of the recent answers (a moving
+	// average).
+	AnswerTime time.Duration
+	// Resident is the memory the module's processes hold, in bytes, as
+	// last measured; MemoryLimit is its cap.
+	Resident, MemoryLimit int64
+	// LogDropped counts the log lines dropped over the module's rate limit.
+	LogDropped uint64
 }

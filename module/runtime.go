@@ -39,17 +39,22 @@ type Env struct {
 	Plugin PluginLimits
 }
 
-// PluginLimits bound a module that runs as its own process (docs/go-plugins.md).
+// PluginLimits bound a module that runs as its own process
+// (docs/go-plugins.md). Zero values mean the runtime's defaults. How long
+// the server waits for a plugin's answer to a tick is not among them: it
+// is the tick's Deadline, the same budget a Lua module's work gets.
 type PluginLimits struct {
-	// TickDeadline is how long the server waits for a plugin's answer to a
-	// tick before it moves on (the answer then applies to a later tick).
-	TickDeadline time.Duration
-	// HangTimeout is how long a plugin may go without answering at all
-	// before it is killed as hung and restarted.
+	// HangTimeout is how long a call may go unanswered before the plugin
+	// is killed as hung and restarted like a crash (seconds, not a tick: a
+	// busy machine must not kill a working plugin).
 	HangTimeout time.Duration
-	// MemoryLimit is the plugin process's memory cap in bytes.
+	// MemoryLimit is the plugin's memory cap in bytes: the resident size
+	// of its process and the processes it started. Past it the plugin is
+	// killed and restarted like a crash; its GOMEMLIMIT is set below it.
 	MemoryLimit int64
-	// LogLinesPerSecond and LogBurst bound the plugin's log output.
+	// LogLinesPerSecond and LogBurst bound the lines the plugin may log
+	// (records, stdout and stderr together); the excess is dropped,
+	// counted and summarised in one line a second.
 	LogLinesPerSecond float64
 	LogBurst          int
 }

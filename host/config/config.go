@@ -161,12 +161,11 @@ type ModulesSection struct {
 	// InboxCapacity is how many events a module's inbox holds; when it is
 	// full, new events are dropped and counted. 16..1000000.
 	InboxCapacity int `toml:"inbox_capacity"`
-	// TickBudgetFraction is the share of the tick period a module's Lua work
-	// may use; above 0, at most 1.
+	// TickBudgetFraction is the share of the tick period a module may take
+	// per tick: a Lua module's work is stopped there, and the server waits
+	// that long for a Go plugin's answer (a later answer applies at a later
+	// tick). Above 0, at most 1.
 	TickBudgetFraction float64 `toml:"tick_budget_fraction"`
-	// TickDeadline is how long, in seconds, a Go plugin's tick may take
-	// before its process is killed and the module restarted; 0.001..60.
-	TickDeadline float64 `toml:"tick_deadline"`
 	// RestartBackoff is how long, in seconds, a crashed module waits before
 	// it is started again; the wait doubles after each crash or failed start
 	// in a row. 0.01..3600.
@@ -182,6 +181,21 @@ type ModulesSection struct {
 	// RestartWindow is the span, in seconds, over which MaxRestarts counts
 	// crashes; 1..86400.
 	RestartWindow float64 `toml:"restart_window"`
+	// PluginHangTimeout is how long, in seconds, a Go plugin may leave a
+	// call unanswered before it is killed as hung and restarted; 1..3600.
+	PluginHangTimeout float64 `toml:"plugin_hang_timeout"`
+	// PluginMemoryMiB caps the resident memory of a Go plugin (its process
+	// and the processes it started), in MiB; past it the plugin is killed
+	// and restarted. Its GOMEMLIMIT is set to three quarters of the cap.
+	// 16..1048576.
+	PluginMemoryMiB int `toml:"plugin_memory_mib"`
+	// PluginLogLinesPerSecond is the rate, in lines per second, at which a
+	// Go plugin's log budget refills (records, stdout and stderr lines
+	// together); lines over budget are dropped and counted. 0.1..100000.
+	PluginLogLinesPerSecond float64 `toml:"plugin_log_lines_per_second"`
+	// PluginLogBurst is how many lines a Go plugin may log at once;
+	// 1..100000.
+	PluginLogBurst int `toml:"plugin_log_burst"`
 	// SHA256 maps a Go plugin's path, exactly as written in Load or a
 	// --module flag, to the SHA-256 its executable must have, in lowercase
 	// hex (64 digits). The [modules.sha256] sub-table; empty by default.
@@ -255,15 +269,18 @@ func Default() Config {
 		LAN:     LANSection{Enabled: false, Port: 27016},
 		Logging: LoggingSection{Level: "info", File: ""},
 		Modules: ModulesSection{
-			Load:               []string{},
-			InboxCapacity:      4096,
-			TickBudgetFraction: 0.25,
-			TickDeadline:       0.25,
-			RestartBackoff:     1,
-			RestartBackoffMax:  30,
-			MaxRestarts:        5,
-			RestartWindow:      600,
-			SHA256:             map[string]string{},
+			Load:                    []string{},
+			InboxCapacity:           4096,
+			TickBudgetFraction:      0.25,
+			PluginHangTimeout:       10,
+			PluginMemoryMiB:         512,
+			PluginLogLinesPerSecond: 100,
+			PluginLogBurst:          200,
+			RestartBackoff:          1,
+			RestartBackoffMax:       30,
+			MaxRestarts:             5,
+			RestartWindow:           600,
+			SHA256:                  map[string]string{},
 		},
 		Limits: LimitsSection{
 			ChatPerSecond:         2,
@@ -341,9 +358,12 @@ func (c *Config) IntermissionDuration() time.Duration { return seconds(c.Match.I
 // TimeLimit is match.time_limit_minutes as a time.Duration; 0 means no limit.
 func (c *Config) TimeLimit() time.Duration { return seconds(c.Match.TimeLimitMinutes * 60) }
 
-// TickDeadline is modules.tick_deadline as a time.Duration: how long a Go
-// plugin's tick may take before its process is killed.
-func (c *Config) TickDeadline() time.Duration { return seconds(c.Modules.TickDeadline) }
+// PluginHangTimeout is modules.plugin_hang_timeout as a time.Duration: how
+// long a Go plugin may leave a call unanswered before it is killed.
+func (c *Config) PluginHangTimeout() time.Duration { return seconds(c.Modules.PluginHangTimeout) }
+
+// PluginMemoryLimit is modules.plugin_memory_mib in bytes.
+func (c *Config) PluginMemoryLimit() int64 { return int64(c.Modules.PluginMemoryMiB) << 20 }
 
 // RestartBackoff is modules.restart_backoff as a time.Duration.
 func (c *Config) RestartBackoff() time.Duration { return seconds(c.Modules.RestartBackoff) }

@@ -87,13 +87,17 @@ func TestModuleRestartAndDigestKeys(t *testing.T) {
 	const other = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 	want := Default()
 	want.Modules.Load = []string{"plugins/ctf", "./mods/stats"}
-	want.Modules.TickDeadline = 0.05
+	want.Modules.PluginHangTimeout = 30
+	want.Modules.PluginMemoryMiB = 64
+	want.Modules.PluginLogLinesPerSecond = 10
+	want.Modules.PluginLogBurst = 20
 	want.Modules.RestartBackoff = 0.5
 	want.Modules.RestartBackoffMax = 8
 	want.Modules.MaxRestarts = 3
 	want.Modules.RestartWindow = 60
 	want.Modules.SHA256 = map[string]string{"plugins/ctf": digest, "./mods/stats": other}
-	head := "[modules]\nload = [\"plugins/ctf\", \"./mods/stats\"]\ntick_deadline = 0.05\nrestart_backoff = 0.5\n" +
+	head := "[modules]\nload = [\"plugins/ctf\", \"./mods/stats\"]\nplugin_hang_timeout = 30\nplugin_memory_mib = 64\n" +
+		"plugin_log_lines_per_second = 10\nplugin_log_burst = 20\nrestart_backoff = 0.5\n" +
 		"restart_backoff_max = 8\nmax_restarts = 3\nrestart_window = 60\n"
 	for name, table := range map[string]string{
 		"sub-table":    "\n[modules.sha256]\n\"plugins/ctf\" = \"" + digest + "\"\n'./mods/stats' = \"" + other + "\"\n",
@@ -241,12 +245,21 @@ func TestBadFiles(t *testing.T) {
 		{"no tick budget", "[modules]\ntick_budget_fraction = 0.0\n",
 			`config.toml:2: modules.tick_budget_fraction = 0: must be above 0 and at most 1`, 2, "modules.tick_budget_fraction"},
 		{"unknown key in [modules]", "[modules]\ncolour = 1\n",
-			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, tick_deadline, restart_backoff, restart_backoff_max, max_restarts, restart_window, sha256)`,
+			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, restart_backoff, restart_backoff_max, max_restarts, restart_window, plugin_hang_timeout, plugin_memory_mib, plugin_log_lines_per_second, plugin_log_burst, sha256)`,
 			2, "modules.colour"},
-		{"tick deadline too short", "[modules]\ntick_deadline = 0.0001\n",
-			`config.toml:2: modules.tick_deadline = 0.0001: must be 0.001..60 seconds`, 2, "modules.tick_deadline"},
-		{"tick deadline too long", "[modules]\ntick_deadline = 61\n",
-			`config.toml:2: modules.tick_deadline = 61: must be 0.001..60 seconds`, 2, "modules.tick_deadline"},
+		{"removed tick_deadline", "[modules]\ntick_deadline = 0.25\n",
+			`config.toml:2: modules.tick_deadline was removed: the server no longer kills a Go plugin for one slow tick. ` +
+				`It waits for a plugin's answer modules.tick_budget_fraction of the tick (a later answer applies at a later tick) ` +
+				`and kills only a plugin that leaves a call unanswered for modules.plugin_hang_timeout seconds (default 10); delete the line`,
+			2, "modules.tick_deadline"},
+		{"hang timeout too short", "[modules]\nplugin_hang_timeout = 0.5\n",
+			`config.toml:2: modules.plugin_hang_timeout = 0.5: must be 1..3600 seconds`, 2, "modules.plugin_hang_timeout"},
+		{"memory cap too small", "[modules]\nplugin_memory_mib = 8\n",
+			`config.toml:2: modules.plugin_memory_mib = 8: must be 16..1048576 MiB`, 2, "modules.plugin_memory_mib"},
+		{"no log rate", "[modules]\nplugin_log_lines_per_second = 0\n",
+			`config.toml:2: modules.plugin_log_lines_per_second = 0: must be 0.1..100000 lines per second`, 2, "modules.plugin_log_lines_per_second"},
+		{"no log burst", "[modules]\nplugin_log_burst = 0\n",
+			`config.toml:2: modules.plugin_log_burst = 0: must be 1..100000 lines`, 2, "modules.plugin_log_burst"},
 		{"no restart backoff", "[modules]\nrestart_backoff = 0\n",
 			`config.toml:2: modules.restart_backoff = 0: must be 0.01..3600 seconds`, 2, "modules.restart_backoff"},
 		{"restart backoff above an hour", "[modules]\nrestart_backoff = 3601.0\n",
@@ -393,7 +406,7 @@ func TestDurations(t *testing.T) {
 		{"WarmupDuration", c.WarmupDuration(), 2500 * time.Millisecond},
 		{"IntermissionDuration", c.IntermissionDuration(), 10 * time.Second},
 		{"TimeLimit", c.TimeLimit(), 90 * time.Second},
-		{"TickDeadline", c.TickDeadline(), 250 * time.Millisecond},
+		{"PluginHangTimeout", c.PluginHangTimeout(), 10 * time.Second},
 		{"RestartBackoff", c.RestartBackoff(), time.Second},
 		{"RestartBackoffMax", c.RestartBackoffMax(), 30 * time.Second},
 		{"RestartWindow", c.RestartWindow(), 10 * time.Minute},
@@ -402,6 +415,9 @@ func TestDurations(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s() = %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+	if got := c.PluginMemoryLimit(); got != 512<<20 {
+		t.Errorf("PluginMemoryLimit() = %d, want 512 MiB", got)
 	}
 	c.Match.TimeLimitMinutes = 0
 	c.Server.TickRate = 0

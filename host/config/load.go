@@ -121,6 +121,9 @@ func checkKey(key toml.Key, raw map[string]any) (msg, errKey string) {
 	}
 	name := key[:2].String()
 	f, known := sec.fieldNamed(key[1])
+	if why, removed := removedKeys[name]; removed && !known {
+		return name + " was removed: " + why, name
+	}
 	if !known {
 		return fmt.Sprintf("unknown key %q (known keys in [%s]: %s)", name, top, sec.fieldList()), name
 	}
@@ -137,6 +140,14 @@ func checkKey(key toml.Key, raw map[string]any) (msg, errKey string) {
 		return name + where + ": " + problem, name
 	}
 	return "", ""
+}
+
+// removedKeys are keys an earlier release knew, with what replaced them: a
+// config that still sets one is refused with that, not as an unknown key.
+var removedKeys = map[string]string{
+	"modules.tick_deadline": "the server no longer kills a Go plugin for one slow tick. " +
+		"It waits for a plugin's answer modules.tick_budget_fraction of the tick (a later answer applies at a later tick) " +
+		"and kills only a plugin that leaves a call unanswered for modules.plugin_hang_timeout seconds (default 10); delete the line",
 }
 
 func isString(v any) bool {

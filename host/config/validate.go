@@ -236,7 +236,16 @@ func (c *Config) checkModules() *Error {
 	if !(m.TickBudgetFraction > 0 && m.TickBudgetFraction <= 1) {
 		return c.refuse("modules.tick_budget_fraction", m.TickBudgetFraction, "must be above 0 and at most 1")
 	}
-	if e := c.floatIn("modules.tick_deadline", m.TickDeadline, 0.001, 60, " seconds"); e != nil {
+	if e := c.floatIn("modules.plugin_hang_timeout", m.PluginHangTimeout, 1, 3600, " seconds"); e != nil {
+		return e
+	}
+	if e := c.intIn("modules.plugin_memory_mib", m.PluginMemoryMiB, 16, 1<<20, " MiB"); e != nil {
+		return e
+	}
+	if e := c.floatIn("modules.plugin_log_lines_per_second", m.PluginLogLinesPerSecond, 0.1, 100_000, " lines per second"); e != nil {
+		return e
+	}
+	if e := c.intIn("modules.plugin_log_burst", m.PluginLogBurst, 1, 100_000, " lines"); e != nil {
 		return e
 	}
 	if e := c.floatIn("modules.restart_backoff", m.RestartBackoff, 0.01, 3600, " seconds"); e != nil {

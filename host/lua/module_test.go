@@ -241,7 +241,9 @@ func TestHostileScripts(t *testing.T) {
 		{"loop.lua", ErrBudget, "time budget", nil},
 		{"pcall_loop.lua", ErrBudget, "time budget", nil},
 		{"pattern.lua", ErrBudget, "time budget", nil},
-		{"pattern_subject.lua", ErrScript, "subject is 1000001 bytes, more than the limit", nil},
+		// Building the 1 MB subject may outlast the budget on a busy machine
+		// under -race; then the deadline stops it before the limit does.
+		{"pattern_subject.lua", ErrScript, "subject is 1000001 bytes, more than the limit", ErrBudget},
 		{"rep.lua", ErrScript, "string.rep: result would be 1000000000 bytes", nil},
 		{"concat.lua", ErrScript, "..: result would be 2097152 bytes", nil},
 		{"concat_wide.lua", ErrScript, "..: result would be 3200000 bytes", nil},
@@ -269,7 +271,7 @@ func TestHostileScripts(t *testing.T) {
 				kind = c.alt
 			}
 			f := oneFault(t, faults, kind)
-			if !strings.Contains(f.Message, c.msg) {
+			if kind == c.kind && !strings.Contains(f.Message, c.msg) {
 				t.Errorf("fault message %q lacks %q", f.Message, c.msg)
 			}
 			if took > time.Second {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/module"
 )
 
 // registerAdmin adds `module list | info NAME | load PATH | unload NAME |
@@ -44,10 +45,7 @@ func (m *Manager) adminModule(args []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if m.cfg.Resolve == nil {
-			return "", fmt.Errorf("this server cannot load modules at run time")
-		}
-		spec, err := m.cfg.Resolve(src)
+		spec, err := m.specFor(src)
 		if err != nil {
 			return "", err
 		}
@@ -76,6 +74,19 @@ func (m *Manager) adminModule(args []string) (string, error) {
 		return "reloaded " + name, nil
 	}
 	return "", admin.UsageError(fmt.Sprintf("unknown subcommand %q", args[0]))
+}
+
+// specFor is what `module load ARG` starts: the module listed under that
+// name (failed or restarting: started fresh, however it was first named —
+// a path, a built-in name), else whatever Resolve makes of ARG.
+func (m *Manager) specFor(arg string) (Spec, error) {
+	if inst := m.find(arg); inst != nil {
+		return inst.spec, nil
+	}
+	if m.cfg.Resolve == nil {
+		return Spec{}, fmt.Errorf("this server cannot load modules at run time")
+	}
+	return m.cfg.Resolve(arg)
 }
 
 func (m *Manager) listText() string {
@@ -118,7 +129,13 @@ func (m *Manager) infoText(name string) (string, error) {
 		if st.PID != 0 {
 			fmt.Fprintf(&b, "process %d\n", st.PID)
 		}
-		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d\nfaults %d\nrestarts %d", st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults, st.Restarts)
+		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d, over the per-client limit %d\nfaults %d",
+			st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.OverLimit, st.Faults)
+		if st.Panics > 0 {
+			fmt.Fprintf(&b, " (panics %d)", st.Panics)
+		}
+		fmt.Fprintf(&b, "\nrestarts %d", st.Restarts)
+		runtimeText(&b, st.Runtime)
 		if st.LastError != "" {
 			fmt.Fprintf(&b, "\nlast error %s", st.LastError)
 		}
@@ -132,3 +149,20 @@ func (m *Manager) infoText(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%w %q; see module list", ErrNoModule, name)
 }
+
+// runtimeText adds the lines of a runtime's own figures (a plugin's) to
+// `module info`; nothing for a runtime without them.
+func runtimeText(b *strings.Builder, rs module.RuntimeStats) {
+	if rs.AnswerTime > 0 || rs.LateAnswers > 0 || rs.HeldTicks > 0 {
+		fmt.Fprintf(b, "\nanswers late %d, ticks held %d, answer time %v", rs.LateAnswers, rs.HeldTicks, rs.AnswerTime.Round(10*time.Microsecond))
+	}
+	if rs.MemoryLimit > 0 {
+		fmt.Fprintf(b, "\nmemory %s resident of a %s cap", mib(rs.Resident), mib(rs.MemoryLimit))
+	}
+	if rs.LogDropped > 0 {
+		fmt.Fprintf(b, "\nlog lines dropped %d", rs.LogDropped)
+	}
+}
+
+// mib renders bytes as MiB with one decimal.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

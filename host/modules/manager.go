@@ -29,6 +29,9 @@ const (
 	DefaultRestartBackoffMax = 30 * time.Second
 	DefaultMaxRestarts       = 5
 	DefaultRestartWindow     = 10 * time.Minute
+	// DefaultClientMessagesPerTick is [limits] module_messages_per_tick's
+	// default.
+	DefaultClientMessagesPerTick = 64
 )
 
 // Transport is what the manager needs of the network side; *netstack.Server
@@ -60,6 +63,11 @@ type Config struct {
 	DataDir   string // module directories are DataDir/modules/NAME
 	// InboxCapacity is each module's inbox size in events (0 = 4096).
 	InboxCapacity int
+	// ClientMessagesPerTick is how many messages of module types (and
+	// ClientInputs, each counted once) one client may have copied into the
+	// module inboxes per tick, all modules together; the rest are dropped
+	// and counted (0 = 64; [limits] module_messages_per_tick).
+	ClientMessagesPerTick int
 	// Budget is how long a module's work may take per tick (Tick.Deadline).
 	Budget time.Duration
 	// MaxFaults in FaultWindow mark a module failed and unload it (0 = 10 per minute).
@@ -114,10 +122,15 @@ type instance struct {
 	kv       *kvfile.Store
 	timers   timerq.Queue   // Host.After/Every of this instance (game thread)
 	metrics  *metricset.Set // Host.SetMetric/AddMetric of an in-process module
+	// guardTimer is timerCall as a method value, made once.
+	guardTimer func(fn func())
 
 	block replicate.Block // entity id block, for the instance's whole life
 	inbox chan module.Event
 	drops atomic.Uint64
+	// overLimit counts this module's messages dropped over their client's
+	// per-tick quota.
+	overLimit atomic.Uint64
 	// lastInput is the newest ClientInput sequence delivered per client
 	// (game thread): an older or repeated one is dropped as stale.
 	lastInput   map[uint32]uint32
@@ -128,6 +141,7 @@ type instance struct {
 
 	faults      []time.Time
 	totalFaults uint64
+	panics      uint64 // recovered panics, counted in totalFaults too
 	lastErr     string
 	failing     bool
 
@@ -151,6 +165,8 @@ type Manager struct {
 	// inputs lists the running instances subscribed to ClientInput; the
 	// network goroutine reads it, the game thread replaces it.
 	inputs atomic.Pointer[[]*instance]
+	// quota is the per-client limit on module messages per tick.
+	quota *messageQuota
 }
 
 // NewManager returns an empty manager and registers the `module` admin command.
@@ -177,6 +193,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.RestartWindow <= 0 {
 		cfg.RestartWindow = DefaultRestartWindow
 	}
+	if cfg.ClientMessagesPerTick <= 0 {
+		cfg.ClientMessagesPerTick = DefaultClientMessagesPerTick
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -186,7 +205,8 @@ func NewManager(cfg Config) *Manager {
 	if cfg.AddScore == nil {
 		cfg.AddScore = func(uint32, int32, int32, int32) {}
 	}
-	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]module.ClientInfo), now: time.Now()}
+	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]module.ClientInfo), now: time.Now(),
+		quota: newMessageQuota(cfg.ClientMessagesPerTick)}
 	if cfg.Commands != nil {
 		m.registerAdmin()
 	}
@@ -201,8 +221,7 @@ func NewManager(cfg Config) *Manager {
 // crash and restart counts start again from zero; its lifecycle history is
 // kept. If the fresh start fails, the old entry stays as it was.
 func (m *Manager) Load(spec Spec) (string, error) {
-	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan module.Event, m.cfg.InboxCapacity)}
-	inst.log = m.cfg.Log.With("module", spec.Source)
+	inst := m.newInstance(spec)
 	if w := m.cfg.World; w != nil {
 		b, err := w.ReserveBlock()
 		if err != nil {
@@ -217,12 +236,12 @@ func (m *Manager) Load(spec Spec) (string, error) {
 	}
 	prev := m.find(man.Name)
 	if prev != nil && prev.state != StateFailed && prev.state != StateRestarting {
-		mod.Unload()
+		inst.unloadModule(mod)
 		m.releaseBlock(inst)
 		return "", fmt.Errorf("module %q is already loaded; use module reload %s", man.Name, man.Name)
 	}
 	if err := m.registerTypes(inst, man); err != nil {
-		mod.Unload()
+		inst.unloadModule(mod)
 		m.releaseBlock(inst)
 		return "", err
 	}
@@ -246,23 +265,35 @@ func (m *Manager) Load(spec Spec) (string, error) {
 	return man.Name, nil
 }
 
-// start creates a fresh module and runs its Load.
+// newInstance returns an instance of spec, not started.
+func (m *Manager) newInstance(spec Spec) *instance {
+	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan module.Event, m.cfg.InboxCapacity)}
+	inst.log = m.cfg.Log.With("module", spec.Source)
+	inst.guardTimer = inst.timerCall
+	return inst
+}
+
+// start creates a fresh module and runs its Load. A panic in either is a
+// failed start.
 func (inst *instance) start() (module.Module, module.Manifest, error) {
-	mod, err := inst.spec.New()
+	mod, err := inst.newModule()
+	if err == nil && mod == nil {
+		err = errors.New("the runtime made no module")
+	}
 	if err != nil {
 		return nil, module.Manifest{}, fmt.Errorf("module %s: %w", inst.spec.Source, err)
 	}
-	man, err := mod.Load(&moduleHost{inst: inst})
+	man, err := inst.loadModule(mod)
 	if err != nil {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return nil, module.Manifest{}, fmt.Errorf("module %s failed to load: %w", inst.spec.Source, err)
 	}
 	if man.Name == "" {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return nil, module.Manifest{}, fmt.Errorf("module %s declares no name", inst.spec.Source)
 	}
 	if err := module.CheckMetrics(man.Metrics); err != nil {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return nil, module.Manifest{}, fmt.Errorf("module %s: %w", man.Name, err)
 	}
 	return mod, man, nil
@@ -274,10 +305,7 @@ func (inst *instance) adopt(mod module.Module, man module.Manifest) {
 	inst.runningSince, inst.nextStart = inst.m.now, time.Time{}
 	inst.log = inst.m.cfg.Log.With("module", man.Name)
 	inst.metrics, _ = metricset.New(man.Metrics) // start checked them
-	inst.hash = ""
-	if h, ok := mod.(module.CodeHasher); ok {
-		inst.hash = h.CodeHash()
-	}
+	inst.hash = inst.codeHash(mod)
 	for _, s := range man.Messages {
 		inst.m.cfg.Transport.Handle(s.ID, inst.receive)
 	}
@@ -348,6 +376,12 @@ func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
 	if err != nil {
 		return // unreachable: the transport validated it
 	}
+	if !m.quota.take(client) {
+		for _, inst := range subs {
+			inst.overLimit.Add(1)
+		}
+		return
+	}
 	ev := module.Event{Kind: module.EventInput, Client: client, Input: in}
 	for _, inst := range subs {
 		select {
@@ -376,8 +410,13 @@ func (inst *instance) freshInput(ev *module.Event) bool {
 }
 
 // receive runs on a network goroutine: it only copies the validated message
-// into the inbox, never blocking; a full inbox drops and counts.
+// into the inbox, never blocking. A message over its client's quota for the
+// tick, or one that finds the inbox full, is dropped and counted.
 func (inst *instance) receive(client uint32, h *wire.Header, payload []byte) {
+	if !inst.m.quota.take(client) {
+		inst.overLimit.Add(1)
+		return
+	}
 	ev := module.Event{Kind: module.EventMessage, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
 	select {
 	case inst.inbox <- ev:
@@ -402,10 +441,15 @@ func (inst *instance) registerCommands() error {
 }
 
 func (inst *instance) command(name string, args []string) (string, error) {
-	if inst.state != StateRunning {
+	if inst.state != StateRunning || inst.mod == nil {
 		return "", fmt.Errorf("module %s is %s", inst.manifest.Name, inst.state)
 	}
-	out, err := inst.mod.Command(name, args)
+	out, err := inst.commandModule(name, args)
+	if errors.Is(err, ErrPanic) {
+		inst.fault(err)
+		inst.m.afterCall(inst)
+		return "", fmt.Errorf("module %s: %w", inst.manifest.Name, err)
+	}
 	if errors.Is(err, module.ErrCrashed) {
 		next := inst.m.crash(inst, err)
 		return "", &crashError{fmt.Sprintf("module %s crashed: %s; %s", inst.manifest.Name, crashReason(err), next), err}
@@ -467,9 +511,7 @@ func (m *Manager) unload(inst *instance, state string) {
 		if m.cfg.Commands != nil {
 			m.cfg.Commands.UnregisterOwner(inst.manifest.Name)
 		}
-		if err := inst.mod.Unload(); err != nil {
-			inst.log.Warn("module unload", "err", err)
-		}
+		inst.unloadModule(inst.mod)
 		// After Unload, which may still act on the module's entities.
 		if m.cfg.World != nil && inst.block != 0 {
 			m.cfg.World.Clear(inst.block)
@@ -518,13 +560,13 @@ func (m *Manager) Reload(name string) error {
 		return fmt.Errorf("%w; the old version keeps running", err)
 	}
 	if man.Name != name {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return fmt.Errorf("reload %s: the new code declares module %q; the old version keeps running", name, man.Name)
 	}
 	old := inst.manifest
 	m.reg.UnregisterOwner(name)
 	if err := m.registerTypes(inst, man); err != nil {
-		mod.Unload()
+		inst.unloadModule(mod)
 		if !attached {
 			return err
 		}
@@ -537,7 +579,7 @@ func (m *Manager) Reload(name string) error {
 	var state []byte
 	var haveState bool
 	if oc, ok := inst.mod.(module.StateCarrier); ok && inst.state == StateRunning {
-		if st, err := oc.SaveState(); err != nil {
+		if st, err := inst.saveState(oc); err != nil {
 			inst.log.Warn("save_state failed; reloading without state", "err", err)
 		} else {
 			state, haveState = st, true
@@ -552,15 +594,16 @@ func (m *Manager) Reload(name string) error {
 		m.cfg.Commands.UnregisterOwner(name)
 	}
 	if inst.mod != nil {
-		inst.mod.Unload()
+		inst.unloadModule(inst.mod)
 	}
 	inst.timers.Clear() // the old code's timers
 	inst.adopt(mod, man)
+	inst.forgetFaults() // the new code starts with a clean record
 	if err := inst.registerCommands(); err != nil {
 		inst.log.Warn("reload: command registration", "err", err)
 	}
 	if nc, ok := mod.(module.StateCarrier); ok && haveState {
-		if err := nc.RestoreState(state); err != nil {
+		if err := inst.restoreState(nc, state); err != nil {
 			inst.fault(fmt.Errorf("on_reload: %w", err))
 		}
 	}
@@ -578,6 +621,7 @@ func (m *Manager) Reload(name string) error {
 // EventAdmitted of every present client.
 func (m *Manager) Step(t module.Tick, budget time.Duration) {
 	m.now = t.Now
+	m.quota.nextTick()
 	m.restartDue()
 	for _, inst := range m.mods {
 		if inst.state != StateRunning {
@@ -585,10 +629,7 @@ func (m *Manager) Step(t module.Tick, budget time.Duration) {
 		}
 		inst.batch = append(inst.batch[:0], inst.pending...)
 		inst.pending = inst.pending[:0]
-		room := cap(inst.inbox)
-		if b, ok := inst.mod.(module.Backlogger); ok {
-			room -= b.Backlog()
-		}
+		room := cap(inst.inbox) - inst.backlog()
 	drain:
 		for range max(room, 0) {
 			select {
@@ -606,15 +647,21 @@ func (m *Manager) Step(t module.Tick, budget time.Duration) {
 		mt := t
 		mt.Deadline = time.Now().Add(budget)
 		began := time.Now()
-		inst.timers.Run(t.Now, nil)
-		err := inst.mod.Step(mt, inst.batch)
-		inst.tickTime += time.Since(began)
-		clear(inst.batch) // drop payload references
-		if errors.Is(err, module.ErrCrashed) {
-			m.crash(inst, err)
+		inst.runTimers(t.Now)
+		if inst.state != StateRunning || inst.mod == nil { // a timer's fault failed it
+			clear(inst.batch)
 			continue
 		}
-		if err != nil {
+		err := inst.stepModule(mt)
+		inst.tickTime += time.Since(began)
+		clear(inst.batch) // drop payload references
+		switch {
+		case errors.Is(err, module.ErrCrashed):
+			m.crash(inst, err)
+			continue
+		case errors.Is(err, ErrPanic):
+			inst.fault(err)
+		case err != nil:
 			inst.fault(err)
 			inst.failing = true
 		}
@@ -634,6 +681,12 @@ func (m *Manager) afterCall(inst *instance) {
 	inst.record("failed: too many faults; last: " + inst.lastErr)
 	m.notify(fmt.Sprintf("module %s failed after %d faults (last: %s); use module load %s to start it again",
 		inst.manifest.Name, inst.totalFaults, inst.lastErr, inst.manifest.Name))
+}
+
+// forgetFaults starts the fault record again (a successful reload).
+func (inst *instance) forgetFaults() {
+	inst.faults = inst.faults[:0]
+	inst.totalFaults, inst.panics, inst.lastErr, inst.failing = 0, 0, "", false
 }
 
 // fault counts one fault and marks the module failing past the limit.
@@ -662,6 +715,7 @@ func (m *Manager) ClientAdmitted(ci module.ClientInfo) {
 // ClientLeft tells every module a client left (game thread).
 func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
 	delete(m.clients, id)
+	m.quota.keep(func(c uint32) bool { _, ok := m.clients[c]; return ok })
 	for _, inst := range m.mods {
 		delete(inst.lastInput, id)
 	}
@@ -697,6 +751,14 @@ type Status struct {
 	Types                                               []wire.MessageType
 	InboxDepth, InboxCapacity                           int
 	InboxDrops, Faults                                  uint64
+	// OverLimit counts the module's messages dropped because their client
+	// was over its per-tick quota (Config.ClientMessagesPerTick).
+	OverLimit uint64
+	// Panics counts the recovered panics among Faults.
+	Panics uint64
+	// Runtime are the runtime's own figures (module.Reporter): a plugin's
+	// late answers, resident memory, dropped log lines.
+	Runtime module.RuntimeStats
 	// StaleInputs counts the ClientInputs dropped because a newer one of
 	// the same client had been delivered already.
 	StaleInputs uint64
@@ -726,16 +788,12 @@ func (m *Manager) Modules() []Status {
 			State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
 			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
 			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
+			OverLimit: inst.overLimit.Load(), Panics: inst.panics,
 			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
 			TickTime: inst.tickTime,
 		}
-		if p, ok := inst.mod.(module.Process); ok {
-			st.PID = p.Pid()
-		}
-		if ms, ok := inst.mod.(module.MetricsSource); ok {
-			st.Metrics = ms.Metrics()
-		} else if inst.metrics != nil {
-			st.Metrics = inst.metrics.Values()
+		if inst.mod != nil {
+			st.PID, st.Runtime, st.Metrics = inst.pid(), inst.runtimeStats(), inst.metricValues()
 		}
 		for _, s := range inst.manifest.Messages {
 			st.Types = append(st.Types, s.ID)
@@ -744,6 +802,10 @@ func (m *Manager) Modules() []Status {
 	}
 	return out
 }
+
+// MessagesOverLimit counts, server-wide, the module messages dropped because
+// their client was over its per-tick quota; safe from any goroutine.
+func (m *Manager) MessagesOverLimit() uint64 { return m.quota.over.Load() }
 
 // moduleDir is the module's private directory (kv store, module data).
 func (m *Manager) moduleDir(name string) string {

@@ -10,7 +10,7 @@ import (
 )
 
 // Crash isolation. A runtime reports a dead instance (its process exited,
-// panicked or missed its tick deadline) by returning an error that wraps
+// panicked, hung or outgrew its memory cap) by returning an error that wraps
 // ErrCrashed from Step, Command or Load. The manager then detaches the
 // instance at once — message handlers, schemas and commands removed, queued
 // events dropped, Unload called so the runtime can reap what is left — and
@@ -178,11 +178,11 @@ func (m *Manager) reattach(inst *instance) error {
 		return err
 	}
 	if man.Name != inst.manifest.Name {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return fmt.Errorf("module %s: the new code declares module %q", inst.manifest.Name, man.Name)
 	}
 	if err := m.registerTypes(inst, man); err != nil {
-		mod.Unload()
+		inst.unloadModule(mod)
 		return err
 	}
 	inst.adopt(mod, man)

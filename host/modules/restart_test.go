@@ -463,7 +463,7 @@ func TestModuleInfoShowsRestartsAndEvents(t *testing.T) {
 	want := `state running
 code hash 
 message types [UserDefined(1000)]
-inbox 0/4096, drops 0
+inbox 0/4096, drops 0, over the per-client limit 0
 faults 0
 restarts 1
 last error plugin process exited: exit status 3

@@ -49,14 +49,15 @@ func (t *countingTransport) Counters() *netstack.Counters                     { 
 func pluginEchoSpec(b *testing.B) modules.Spec {
 	path := testplugin.Build(b, "./host/testdata/plugins/echo2")
 	return modules.Spec{Source: path, Kind: "plugin", New: func() (module.Module, error) {
-		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), TickDeadline: 5 * time.Second})
+		return pluginhost.New(pluginhost.Config{Path: path, Log: slog.New(slog.DiscardHandler), HangTimeout: 5 * time.Second})
 	}}
 }
 
 // benchPath pushes batch messages per tick through the module path.
 func benchPath(b *testing.B, spec modules.Spec, batch int) {
 	tr := &countingTransport{reg: gamemsg.NewRegistry(), handlers: map[wire.MessageType]netstack.Handler{}}
-	mgr := modules.NewManager(modules.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16})
+	mgr := modules.NewManager(modules.Config{Transport: tr, Log: slog.New(slog.DiscardHandler), DataDir: b.TempDir(), InboxCapacity: 1 << 16,
+		ClientMessagesPerTick: 1 << 20}) // one client sends the whole batch
 	if _, err := mgr.Load(spec); err != nil {
 		b.Fatal(err)
 	}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -20,18 +23,50 @@ import (
 // slog logger, carrying the module's name and the record's level.
 // go-plugin's own chatter (starting, handshake, process exited) goes to
 // Debug: the manager logs crashes and restarts itself.
+//
+// Every line the plugin writes — its log records, its stdout and stderr —
+// spends from one lineBudget; past it the line is dropped and counted, and
+// the drops are summarised in one Warn line per summaryEvery.
 type logBridge struct {
-	base    *slog.Logger
-	name    atomic.Pointer[string] // the module's name (its source until Init answers)
+	base   *slog.Logger
+	name   atomic.Pointer[string] // the module's name (its source until Init answers)
+	budget *lineBudget
+	// mark is how go-plugin tags the records of the lines the plugin
+	// wrote: its logger named after the executable, under ours ("plugin").
+	// go-plugin's own records (plugin.stdio, ...) spend no budget.
+	mark    []byte
 	mu      sync.Mutex
 	buf     []byte
 	inPanic bool // the plugin printed a panic: the trace lines follow
 }
 
-func newLogBridge(base *slog.Logger, name string) *logBridge {
-	b := &logBridge{base: base}
+func newLogBridge(base *slog.Logger, name, executable string, perSecond float64, burst int) *logBridge {
+	b := &logBridge{base: base, mark: []byte(`"@module":"plugin.` + filepath.Base(executable) + `"`)}
 	b.setName(name)
+	b.budget = newLineBudget(perSecond, burst, b.summarize)
 	return b
+}
+
+// summarize logs how many lines the budget dropped.
+func (b *logBridge) summarize(n uint64) {
+	name := *b.name.Load()
+	b.base.Warn(fmt.Sprintf("module %s logs too much: %d lines dropped over its limit of %g a second (bursts of %d)",
+		name, n, b.budget.rate, int(b.budget.burst)), "module", name, "dropped", n)
+}
+
+// dropped counts the lines dropped over the budget so far.
+func (b *logBridge) dropped() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.budget.total.Load()
+}
+
+// close reports the drops not yet summarised (the plugin is gone).
+func (b *logBridge) close() {
+	if b != nil {
+		b.budget.close()
+	}
 }
 
 func (b *logBridge) setName(name string) { b.name.Store(&name) }
@@ -54,14 +89,23 @@ func (b *logBridge) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		b.emit(b.buf[:i])
+		b.line(b.buf[:i])
 		b.buf = b.buf[i+1:]
 	}
 	if len(b.buf) > 1<<20 { // a runaway line: log what there is
-		b.emit(b.buf)
+		b.line(b.buf)
 		b.buf = b.buf[:0]
 	}
 	return len(p), nil
+}
+
+// line emits one record, unless it is the plugin's and over budget: the
+// check comes before the record is parsed, so a flood costs little.
+func (b *logBridge) line(rec []byte) {
+	if bytes.Contains(rec, b.mark) && !b.budget.allow() {
+		return
+	}
+	b.emit(rec)
 }
 
 func (b *logBridge) emit(line []byte) {
@@ -141,11 +185,15 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.b.log().Info(string(l.buf[:i]), "stream", l.stream)
+		if l.b.budget.allow() {
+			l.b.log().Info(string(l.buf[:i]), "stream", l.stream)
+		}
 		l.buf = l.buf[i+1:]
 	}
 	if len(l.buf) > 64<<10 {
-		l.b.log().Info(string(l.buf), "stream", l.stream)
+		if l.b.budget.allow() {
+			l.b.log().Info(string(l.buf), "stream", l.stream)
+		}
 		l.buf = l.buf[:0]
 	}
 	return len(p), nil
@@ -193,4 +241,71 @@ func (t *tailWriter) crash() string {
 		}
 	}
 	return ""
+}
+
+// summaryEvery is how often dropped log lines are summarised (at most one
+// line per interval, only when lines were dropped).
+const summaryEvery = time.Second
+
+// lineBudget is a token bucket of log lines: burst lines at once, refilled
+// at rate a second. Safe for concurrent use (stdout, stderr and the log
+// records are read by different goroutines).
+type lineBudget struct {
+	rate, burst float64
+	summarize   func(n uint64)
+	total       atomic.Uint64 // lines dropped in all
+
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	pending uint64 // dropped since the last summary
+	timer   *time.Timer
+	closed  bool
+}
+
+func newLineBudget(rate float64, burst int, summarize func(uint64)) *lineBudget {
+	return &lineBudget{rate: rate, burst: float64(burst), tokens: float64(burst), summarize: summarize}
+}
+
+// allow spends one line, or counts it dropped and schedules the summary.
+func (l *lineBudget) allow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens >= 1 {
+		l.tokens--
+		return true
+	}
+	l.pending++
+	l.total.Add(1)
+	if l.timer == nil && !l.closed {
+		l.timer = time.AfterFunc(summaryEvery, l.flush)
+	}
+	return false
+}
+
+// flush summarises the lines dropped since the last summary.
+func (l *lineBudget) flush() {
+	l.mu.Lock()
+	n := l.pending
+	l.pending, l.timer = 0, nil
+	l.mu.Unlock()
+	if n > 0 {
+		l.summarize(n)
+	}
+}
+
+// close stops the summaries after a last one.
+func (l *lineBudget) close() {
+	l.mu.Lock()
+	l.closed = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.mu.Unlock()
+	l.flush()
 }

@@ -82,7 +82,7 @@ func TestPluginLogsReachTheServerLog(t *testing.T) {
 	waitFor("INFO greeter loaded", "module=greeter", "server=stub")
 	m.Unload()
 
-	f, _ := pluginhost.New(pluginhost.Config{Path: testplugin.Build(t, "./host/testdata/plugins/faulty"), Log: log, TickDeadline: 5 * time.Second})
+	f, _ := pluginhost.New(pluginhost.Config{Path: testplugin.Build(t, "./host/testdata/plugins/faulty"), Log: log})
 	h := newStubHost()
 	if _, err := f.Load(h); err != nil {
 		t.Fatal(err)

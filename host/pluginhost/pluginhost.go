@@ -4,26 +4,34 @@
 // rest of the server cannot tell it from a Lua module.
 //
 // Per tick the adapter makes one Step call carrying every event of the tick
-// and applies the actions that come back. A plugin that exits, panics or
-// misses its tick deadline is killed (with its whole process group, so no
-// grandchild outlives it) and reported as module.ErrCrashed; the manager
-// unregisters its types, keeps the players connected and starts a fresh
-// process after a backoff. go-plugin never restarts a client: every start
-// is a new client and a new process.
+// and applies the actions that come back. The game thread never waits for a
+// plugin longer than the tick's Deadline (the module budget): a later answer
+// applies at a later tick, and while a call is out the next ticks' events
+// are held and sent with the next call (step.go). A plugin that exits,
+// panics, leaves a call unanswered for HangTimeout or outgrows its memory
+// cap is killed (with its whole process group, so no grandchild outlives
+// it) and reported as module.ErrCrashed; the manager unregisters its types,
+// keeps the players connected and starts a fresh process after a backoff.
+// go-plugin never restarts a client: every start is a new client and a new
+// process.
+//
+// Everything a plugin sends is untrusted: actions are checked and applied
+// under recover, its log lines are rate-limited, its memory is watched.
 package pluginhost
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -32,20 +40,23 @@ import (
 
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/module"
-	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
-	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Defaults of Config.
 const (
-	DefaultTickDeadline = 250 * time.Millisecond
-	DefaultStartTimeout = 10 * time.Second
-	shutdownTimeout     = time.Second
-	pingEvery           = time.Second
+	DefaultHangTimeout       = 10 * time.Second
+	DefaultCommandWait       = 100 * time.Millisecond
+	DefaultLateWindow        = 10 * time.Second
+	DefaultStartTimeout      = 10 * time.Second
+	DefaultMemoryLimit       = 512 << 20
+	DefaultLogLinesPerSecond = 100
+	DefaultLogBurst          = 200
+	shutdownTimeout          = time.Second
+	pingEvery                = time.Second
 )
 
-// Config says how to run one plugin.
+// Config says how to run one plugin. Zero values mean the defaults.
 type Config struct {
 	// Path is the plugin executable; Args are its arguments (a built-in
 	// module is the sparkhost binary itself with a hidden sub-command).
@@ -57,18 +68,35 @@ type Config struct {
 	// SHA256, if set, is the expected SHA-256 of the executable in hex; a
 	// file that does not match is not started.
 	SHA256 string
-	// TickDeadline is how long one Step may take before the plugin is
-	// killed as hung (0 = 250 ms).
-	TickDeadline time.Duration
+	// HangTimeout is how long a call may go unanswered before the plugin
+	// is killed as hung (0 = 10 s).
+	HangTimeout time.Duration
+	// CommandWait is how long a console command holds the game thread
+	// waiting for the plugin's answer (0 = 100 ms); a later answer is
+	// logged and its actions applied at the next tick.
+	CommandWait time.Duration
+	// LateWindow is the span of tick time over which lateness is judged: a
+	// plugin whose events were held on more than half the ticks of a
+	// window gets one fault for it (0 = 10 s).
+	LateWindow time.Duration
 	// StartTimeout bounds the handshake and Init (0 = 10 s).
 	StartTimeout time.Duration
+	// MemoryLimit is the plugin's memory cap in bytes, its resident size
+	// and that of the processes it started (0 = 512 MiB). Its GOMEMLIMIT
+	// is set to three quarters of it.
+	MemoryLimit int64
+	// LogLinesPerSecond and LogBurst bound what the plugin logs (0 = 100 a
+	// second, bursts of 200).
+	LogLinesPerSecond float64
+	LogBurst          int
 	// Log is the server's logger; plugin records go to it with the
 	// module's name and their level.
 	Log *slog.Logger
 }
 
 // Module is a running plugin process as a module.Module. It is created by
-// New and started by Load; each restart is a new Module.
+// New and started by Load; each restart is a new Module. Its methods are for
+// the game thread; RuntimeStats, CodeHash and Pid may be called from any.
 type Module struct {
 	cfg  Config
 	hash string
@@ -80,23 +108,52 @@ type Module struct {
 	logs   *logBridge
 	tail   *tailWriter
 
-	req      pluginv1.StepRequest
-	evs      []pluginv1.Event
-	evp      []*pluginv1.Event
+	// ctx ends every call in flight when the plugin is killed.
+	ctx    context.Context
+	cancel context.CancelFunc
+	steps  stepper           // the Step call in flight and the events held for the next (step.go)
+	cmds   []*pendingCommand // commands whose answer came after CommandWait (command.go)
+	memory *memoryWatch
+
+	// killed is set by the memory watchdog when it killed the process: the
+	// reason the game thread reports.
+	killed   atomic.Pointer[string]
+	name     string // the module's name, from its manifest
 	lastPing time.Time
 	dead     error // set once the process is gone
 	metrics  []module.MetricValue
 }
 
-var _ module.Module = (*Module)(nil)
+var (
+	_ module.Module     = (*Module)(nil)
+	_ module.Backlogger = (*Module)(nil)
+	_ module.Reporter   = (*Module)(nil)
+	_ module.Process    = (*Module)(nil)
+	_ module.CodeHasher = (*Module)(nil)
+)
 
 // New returns an unstarted plugin module.
 func New(cfg Config) (*Module, error) {
-	if cfg.TickDeadline <= 0 {
-		cfg.TickDeadline = DefaultTickDeadline
+	if cfg.HangTimeout <= 0 {
+		cfg.HangTimeout = DefaultHangTimeout
+	}
+	if cfg.CommandWait <= 0 {
+		cfg.CommandWait = DefaultCommandWait
+	}
+	if cfg.LateWindow <= 0 {
+		cfg.LateWindow = DefaultLateWindow
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.MemoryLimit <= 0 {
+		cfg.MemoryLimit = DefaultMemoryLimit
+	}
+	if cfg.LogLinesPerSecond <= 0 {
+		cfg.LogLinesPerSecond = DefaultLogLinesPerSecond
+	}
+	if cfg.LogBurst <= 0 {
+		cfg.LogBurst = DefaultLogBurst
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -147,14 +204,17 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		return module.Manifest{}, fmt.Errorf("checksum mismatch: config expects sha256 %s, the file has %s; deploy the intended build or update [modules.sha256]",
 			want, m.hash)
 	}
-	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source)
+	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source, path, m.cfg.LogLinesPerSecond, m.cfg.LogBurst)
 	m.tail = newTailWriter(64)
 	m.cmd = exec.Command(path, m.cfg.Args...)
 	m.cmd.SysProcAttr = sysProcAttr()
+	m.cmd.Env = pluginEnv(os.Environ(), m.cfg.MemoryLimit)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  pluginwire.Handshake(),
 		VersionedPlugins: pluginwire.PluginSet(nil),
 		Cmd:              m.cmd,
+		SkipHostEnv:      true, // cmd.Env is the server's environment with our GOMEMLIMIT
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		StartTimeout:     m.cfg.StartTimeout,
@@ -169,7 +229,24 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		return module.Manifest{}, err
 	}
 	m.logs.setName(man.Name)
+	m.steps.start(m.ctx, m.rpc)
+	m.name = man.Name
+	m.memory = watchMemory(m.cmd.Process.Pid, m.cfg.MemoryLimit, m.client.Exited, &m.killed)
 	return man, nil
+}
+
+// pluginEnv is the server's environment for a plugin, with GOMEMLIMIT (the
+// Go runtime's soft memory limit) at three quarters of the cap, so that
+// the plugin's collector works harder well before the watchdog must kill
+// it. An operator's own GOMEMLIMIT is replaced.
+func pluginEnv(environ []string, limit int64) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GOMEMLIMIT="+strconv.FormatInt(limit/4*3, 10))
 }
 
 var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
@@ -215,102 +292,23 @@ func (m *Module) start() (module.Manifest, error) {
 	return man, nil
 }
 
-// Step sends the tick's events in one call and applies the actions.
-func (m *Module) Step(t module.Tick, events []module.Event) error {
-	if m.dead != nil {
-		return m.dead
-	}
-	req := &m.req
-	req.Tick, req.DtNs, req.NowUnixNs = t.Number, int64(t.DT), t.Now.UnixNano()
-	deadline := time.Now().Add(m.cfg.TickDeadline)
-	req.DeadlineUnixNs = deadline.UnixNano()
-	if req.Server == nil {
-		req.Server = &pluginv1.ServerInfo{}
-	}
-	fillServer(req.Server, m.host.Server())
-	req.Events = m.events(events)
-	req.Pings = req.Pings[:0]
-	if t.Now.Sub(m.lastPing) >= pingEvery {
-		m.lastPing = t.Now
-		for _, c := range m.host.Clients() {
-			req.Pings = append(req.Pings, &pluginv1.ClientPing{Client: c.ID, PingNs: int64(c.Ping)})
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	resp, err := m.rpc.Step(ctx, req)
-	cancel()
-	clear(m.evs) // drop payload references
-	if err != nil {
-		return m.crashed(err)
-	}
-	m.apply(resp.GetActions())
-	m.applyMetrics(resp.GetMetrics())
-	return nil
-}
-
-// events converts the batch, reusing the request's event storage.
-func (m *Module) events(events []module.Event) []*pluginv1.Event {
-	if cap(m.evs) < len(events) {
-		m.evs = make([]pluginv1.Event, len(events), 2*len(events))
-		m.evp = make([]*pluginv1.Event, len(events), 2*len(events))
-	}
-	m.evs, m.evp = m.evs[:len(events)], m.evp[:len(events)]
-	for i := range events {
-		ev, pe := &events[i], &m.evs[i]
-		m.evp[i] = pe
-		pe.Client = ev.Client
-		switch ev.Kind {
-		case module.EventAdmitted:
-			pe.Kind = pluginv1.EventKind_EVENT_ADMITTED
-			ci, _ := m.host.Client(ev.Client)
-			ci.ID, ci.Name = ev.Client, ev.Name
-			pe.Info = clientToPB(ci)
-		case module.EventLeft:
-			pe.Kind, pe.Reason = pluginv1.EventKind_EVENT_LEFT, uint32(ev.Reason)
-		case module.EventMessage:
-			pe.Kind, pe.Type, pe.Payload = pluginv1.EventKind_EVENT_MESSAGE, uint32(ev.Type), ev.Payload
-		case module.EventMatchStart:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_START, gamemsg.AppendMatchStart(nil, &ev.Match)
-		case module.EventMatchEnd:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_MATCH_END, gamemsg.AppendMatchEnd(nil, &ev.MatchEnd)
-		case module.EventMapChange:
-			pe.Kind, pe.Map, pe.MapIndex = pluginv1.EventKind_EVENT_MAP_CHANGE, ev.Map, int32(ev.MapIndex)
-		case module.EventInput:
-			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_INPUT, gamemsg.AppendClientInput(nil, &ev.Input)
-		}
-	}
-	return m.evp
-}
-
-// Command runs a console command in the plugin.
-func (m *Module) Command(name string, args []string) (string, error) {
-	if m.dead != nil {
-		return "", m.dead
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.TickDeadline)
-	defer cancel()
-	resp, err := m.rpc.Command(ctx, &pluginv1.CommandRequest{Name: name, Args: args})
-	if err != nil {
-		return "", m.crashed(err)
-	}
-	m.apply(resp.GetActions())
-	if resp.GetError() != "" {
-		return resp.GetOutput(), errors.New(resp.GetError())
-	}
-	return resp.GetOutput(), nil
-}
-
 // Unload asks the plugin to shut down, then ends the process and its
-// process group and waits for it.
+// process group and waits for it. A Step still in flight is answered
+// before the shutdown (the plugin takes calls in order); its actions and
+// the shutdown's are applied.
 func (m *Module) Unload() error {
 	if m.client == nil {
 		return nil
 	}
-	if m.dead == nil && m.rpc != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	if m.dead == nil && m.rpc != nil && m.killed.Load() == nil {
+		ctx, cancel := context.WithTimeout(m.ctx, shutdownTimeout)
 		resp, err := m.rpc.Shutdown(ctx, &pluginv1.ShutdownRequest{})
 		cancel()
 		if err == nil {
+			if a, ok := m.steps.answered(100 * time.Millisecond); ok && a.err == nil {
+				m.apply(a.resp.GetActions())
+			}
+			m.collectCommands()
 			m.apply(resp.GetActions())
 		}
 	}
@@ -323,13 +321,21 @@ func (m *Module) kill() {
 	if m.dead == nil {
 		m.dead = fmt.Errorf("plugin %s was stopped: %w", m.cfg.Source, module.ErrCrashed)
 	}
+	if m.memory != nil {
+		m.memory.stop()
+	}
 	if m.cmd != nil && m.cmd.Process != nil {
 		killGroup(m.cmd.Process.Pid)
+	}
+	if m.cancel != nil {
+		m.cancel() // calls in flight end now
 	}
 	m.client.Kill() // closes the connection, waits for the process and its log readers
 	if m.cmd != nil && m.cmd.Process != nil {
 		killGroup(m.cmd.Process.Pid) // grandchildren that were still starting
 	}
+	m.steps.stop()
+	m.logs.close()
 }
 
 // crashed turns a failed call into the crash the manager restarts from.
@@ -340,11 +346,28 @@ func (m *Module) crashed(err error) error {
 	return m.dead
 }
 
+// check returns the error that ends the module: it is gone, or the memory
+// watchdog killed it (which then becomes the crash).
+func (m *Module) check() error {
+	if m.dead != nil {
+		return m.dead
+	}
+	if r := m.killed.Load(); r != nil {
+		m.kill()
+		m.dead = fmt.Errorf("%s: %w", *r, module.ErrCrashed)
+		return m.dead
+	}
+	return nil
+}
+
 // describeFailure says why a call failed: a missed deadline, a panic (its
 // message from the plugin's stderr), or how the process ended.
 func (m *Module) describeFailure(err error) string {
+	if r := m.killed.Load(); r != nil {
+		return *r
+	}
 	if status.Code(err) == codes.DeadlineExceeded {
-		return fmt.Sprintf("missed its tick deadline (%v) and was killed", m.cfg.TickDeadline)
+		return m.hungText()
 	}
 	// Give the process a moment to be reaped so its status can be told.
 	for i := 0; i < 50 && !m.client.Exited(); i++ {
@@ -361,81 +384,4 @@ func (m *Module) describeFailure(err error) string {
 		b.WriteString(" (" + p + ")")
 	}
 	return b.String()
-}
-
-// apply carries out a batch of actions through the module's Host, in order.
-func (m *Module) apply(acts []*pluginv1.Action) {
-	h := m.host
-	for _, a := range acts {
-		var err error
-		switch a.GetKind() {
-		case pluginv1.ActionKind_ACTION_SEND:
-			err = h.Send(a.GetClient(), wire.MessageType(a.GetType()), a.GetPayload())
-		case pluginv1.ActionKind_ACTION_BROADCAST:
-			err = h.BroadcastExcept(a.GetClient(), wire.MessageType(a.GetType()), a.GetPayload())
-		case pluginv1.ActionKind_ACTION_KICK:
-			err = h.Kick(a.GetClient(), a.GetText())
-		case pluginv1.ActionKind_ACTION_SCORE:
-			h.AddScore(a.GetClient(), a.GetScore(), a.GetKills(), a.GetDeaths())
-		case pluginv1.ActionKind_ACTION_FAULT:
-			h.Fault(errors.New(a.GetText()))
-		case pluginv1.ActionKind_ACTION_ENTITY_SPAWN, pluginv1.ActionKind_ACTION_ENTITY_UPDATE,
-			pluginv1.ActionKind_ACTION_ENTITY_DESTROY, pluginv1.ActionKind_ACTION_ENTITY_OWNER,
-			pluginv1.ActionKind_ACTION_ENTITY_PARTY, pluginv1.ActionKind_ACTION_CLIENT_VIEW:
-			err = applyEntity(h, a)
-		default:
-			err = fmt.Errorf("unknown action kind %d", a.GetKind())
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, module.ErrNoClient):
-			h.Log().Debug("plugin action for a client that is gone", "action", a.GetKind().String(), "client", a.GetClient())
-		default:
-			h.Fault(fmt.Errorf("%s: %w", a.GetKind(), err))
-		}
-	}
-}
-
-// applyEntity carries out one entity action.
-func applyEntity(h module.Host, a *pluginv1.Action) error {
-	var vals []gamemsg.FieldValue
-	if len(a.GetFields()) > 0 {
-		var err error
-		if vals, err = pluginwire.ParseFieldValues(a.GetFields()); err != nil {
-			return err
-		}
-	}
-	id := a.GetEntity()
-	switch a.GetKind() {
-	case pluginv1.ActionKind_ACTION_ENTITY_SPAWN:
-		switch {
-		case id == 0:
-			return errors.New("spawn without an id (the SDK picks ids in the module's block)")
-		case a.GetEntityType() > 0xFFFF:
-			return fmt.Errorf("entity type %d out of range", a.GetEntityType())
-		}
-		_, err := h.SpawnEntity(module.Spawn{
-			ID: id, Type: uint16(a.GetEntityType()), Owner: a.GetClient(), Party: a.GetParty(),
-			Position: pluginwire.Vec3FromPB(a.GetPosition()), Global: a.GetGlobal(), Fields: vals,
-		})
-		return err
-	case pluginv1.ActionKind_ACTION_ENTITY_UPDATE:
-		if a.GetPosition() != nil {
-			if err := h.SetEntityPosition(id, pluginwire.Vec3FromPB(a.GetPosition()), a.GetTeleport()); err != nil {
-				return err
-			}
-		}
-		if len(vals) > 0 {
-			return h.SetEntityFields(id, vals...)
-		}
-		return nil
-	case pluginv1.ActionKind_ACTION_ENTITY_DESTROY:
-		return h.DestroyEntity(id)
-	case pluginv1.ActionKind_ACTION_ENTITY_OWNER:
-		return h.SetEntityOwner(id, a.GetClient())
-	case pluginv1.ActionKind_ACTION_ENTITY_PARTY:
-		return h.SetEntityParty(id, a.GetParty())
-	default: // ACTION_CLIENT_VIEW
-		return h.SetClientView(a.GetClient(), module.ClientView{Party: a.GetParty(), Spectator: a.GetSpectator(), Focus: id})
-	}
 }

@@ -52,6 +52,7 @@ type stubHost struct {
 	sends   []string
 	faults  []error
 	clients map[uint32]module.ClientInfo
+	onScore func() // called by AddScore (a test's panic)
 }
 
 func newStubHost() *stubHost {
@@ -81,8 +82,12 @@ func (h *stubHost) Clients() []module.ClientInfo {
 	}
 	return out
 }
-func (h *stubHost) Server() module.ServerInfo                  { return module.ServerInfo{Name: "stub", TickRate: 60} }
-func (h *stubHost) AddScore(uint32, int32, int32, int32)       {}
+func (h *stubHost) Server() module.ServerInfo { return module.ServerInfo{Name: "stub", TickRate: 60} }
+func (h *stubHost) AddScore(uint32, int32, int32, int32) {
+	if h.onScore != nil {
+		h.onScore()
+	}
+}
 func (h *stubHost) KV() (module.KV, error)                     { return nil, errors.New("stub: no kv") }
 func (h *stubHost) SetMetric(string, float64) error            { return nil }
 func (h *stubHost) AddMetric(string, float64) error            { return nil }
@@ -120,8 +125,34 @@ func start(t *testing.T, pkg string, mut func(*pluginhost.Config)) (*pluginhost.
 	return m, h, man
 }
 
+// tick is tick n of a 60 Hz server whose module budget is generous (10 s of
+// wall clock from now): the adapter waits for the answer, so a test reads
+// the actions right after Step.
 func tick(n uint64) module.Tick {
-	return module.Tick{Number: n, DT: time.Second / 60, Now: time.Unix(1000, 0).Add(time.Duration(n) * time.Second / 60)}
+	return module.Tick{Number: n, DT: time.Second / 60, Now: time.Unix(1000, 0).Add(time.Duration(n) * time.Second / 60),
+		Deadline: time.Now().Add(10 * time.Second)}
+}
+
+// fastTick is tick n with the default budget's 4 ms wait: the adapter
+// moves on without a late answer, as in a server.
+func fastTick(n uint64) module.Tick {
+	t := tick(n)
+	t.Deadline = time.Now().Add(4 * time.Millisecond)
+	return t
+}
+
+// stepUntilCrash runs fast ticks from n until Step reports a crash (20 s at
+// most, in real time).
+func stepUntilCrash(t *testing.T, m *pluginhost.Module, n uint64) error {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); n++ {
+		if err := m.Step(fastTick(n), nil); err != nil {
+			return err
+		}
+		time.Sleep(time.Second / 60)
+	}
+	t.Fatal("no crash within 20 s")
+	return nil
 }
 
 func TestGreeterManifestEventsActionsCommand(t *testing.T) {
@@ -206,15 +237,18 @@ func TestCrashes(t *testing.T) {
 	for _, tc := range []struct{ ctl, want string }{
 		{"panic", `plugin process exited: exit status 2 (panic: boom on request from alice)`},
 		{"exit", `plugin process exited: exit status 3`},
-		{"sleep", `missed its tick deadline (2s) and was killed`},
+		{"sleep", `did not answer for 2s and was killed as hung`},
 	} {
 		t.Run(tc.ctl, func(t *testing.T) {
-			m, h, _ := start(t, "./host/testdata/plugins/faulty", func(c *pluginhost.Config) { c.TickDeadline = 2 * time.Second })
+			m, h, _ := start(t, "./host/testdata/plugins/faulty", func(c *pluginhost.Config) { c.HangTimeout = 2 * time.Second })
 			pid := m.Pid()
 			if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
 				t.Fatal(err)
 			}
-			err := m.Step(tick(2), []module.Event{{Kind: module.EventMessage, Client: 1, Type: 1100, Payload: str(tc.ctl)}})
+			err := m.Step(fastTick(2), []module.Event{{Kind: module.EventMessage, Client: 1, Type: 1100, Payload: str(tc.ctl)}})
+			if err == nil {
+				err = stepUntilCrash(t, m, 3)
+			}
 			if !errors.Is(err, module.ErrCrashed) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrCrashed with %q", err, tc.want)
 			}

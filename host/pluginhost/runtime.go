@@ -12,6 +12,7 @@ var _ module.Factory = NewRuntime
 func NewRuntime(src module.Source, env module.Env) (module.Module, error) {
 	return New(Config{
 		Path: src.Path, Args: src.Args, Source: src.Name, Log: env.Log,
-		SHA256: env.SHA256, TickDeadline: env.Plugin.TickDeadline,
+		SHA256: env.SHA256, HangTimeout: env.Plugin.HangTimeout, MemoryLimit: env.Plugin.MemoryLimit,
+		LogLinesPerSecond: env.Plugin.LogLinesPerSecond, LogBurst: env.Plugin.LogBurst,
 	})
 }

@@ -47,9 +47,6 @@ func startServer(tb testing.TB, dmConf string, mod func(*config.Config)) *host.S
 	// Every bot comes from 127.0.0.1: lift the per-source connect budget.
 	cfg.Network.ConnectBurst, cfg.Network.ConnectRefillPerSecond = 1000, 1000
 	cfg.Network.PrefixBurst, cfg.Network.PrefixRefillPerSecond = 1000, 1000
-	// A busy 2-core machine may stall a plugin's tick; do not take that
-	// for a hang.
-	cfg.Modules.TickDeadline = 5
 	if mod != nil {
 		mod(&cfg)
 	}
