@@ -3,7 +3,9 @@ package host_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -261,5 +263,45 @@ func TestIdlePluginSurvivesABusyMachine(t *testing.T) {
 		r, d := alice.CloseReason()
 		t.Fatalf("the player was disconnected: %v %s", r, d)
 	default:
+	}
+}
+
+// TestSlowRestartDoesNotStallTheServer: a plugin that crashes and then takes
+// 3 s to start again is prepared off the game thread; the server keeps
+// ticking meanwhile, and the plugin is back afterwards.
+func TestSlowRestartDoesNotStallTheServer(t *testing.T) {
+	path := testplugin.Build(t, "./host/testdata/plugins/hostile")
+	stall := filepath.Join(t.TempDir(), "stall")
+	t.Setenv("HOSTILE_LOAD_STALL_FILE", stall) // the plugin process inherits it
+	srv, _ := startHost(t, func(c *config.Config) {
+		c.Modules.Load = []string{path}
+		c.Modules.RestartBackoff = 0.1
+	})
+	c := dialAs(t, srv, "alice", hostileRegistry())
+	if err := os.WriteFile(stall, []byte("3000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Exec("hostile_exit"); err == nil {
+		t.Fatal("hostile_exit answered")
+	}
+	eventually(t, "the background restart to begin", func() bool {
+		info, _ := srv.Exec("module info hostile")
+		return strings.Contains(info, "state restarting")
+	})
+	n, took := ticksOver(srv, 2*time.Second)
+	hz := float64(n) / took.Seconds()
+	t.Logf("while the plugin takes 3 s to start: %d ticks in %v = %.1f Hz", n, took.Round(time.Millisecond), hz)
+	if hz < 50 {
+		t.Fatalf("the server ran at %.1f Hz while a plugin restarted", hz)
+	}
+	eventually(t, "the plugin back", func() bool {
+		info, _ := srv.Exec("module info hostile")
+		return strings.Contains(info, "state running") && strings.Contains(info, "restarted (attempt ")
+	})
+	if err := c.Send(1300, wire.Reliable, []byte("back")); err != nil {
+		t.Fatal(err)
+	}
+	if m := waitFor(t, c, 1301); string(m.Payload) != "back" {
+		t.Fatalf("the restarted plugin answered %q", m.Payload)
 	}
 }

@@ -72,6 +72,23 @@ type Process interface {
 	Pid() int
 }
 
+// Preparer is the optional capability of a module whose start is slow (a
+// process to launch and greet): the manager may call Prepare off the game
+// thread before Load, so that the server keeps ticking while it runs (the
+// restart after a crash does). Prepare may take as long as the runtime's
+// own start timeout; the Load that follows, on the game thread, must then
+// be quick. Prepare uses no Host: what it needs of the server is in info.
+type Preparer interface {
+	Prepare(info StartInfo) error
+}
+
+// StartInfo is what a module's start needs of the server, taken on the
+// game thread for a Preparer.
+type StartInfo struct {
+	Server    ServerInfo
+	EntityIDs IDRange
+}
+
 // CodeHasher is the optional capability of a module that can name the code
 // it runs (the SHA-256 of a script or an executable), shown by
 // `module info`.

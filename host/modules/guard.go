@@ -55,6 +55,25 @@ func (inst *instance) newModule() (mod module.Module, err error) {
 	return inst.spec.New()
 }
 
+// prepare runs a Preparer off the game thread: it touches nothing of the
+// instance, so a panic is returned as a panicError with its stack, counted
+// by the game thread when it takes the result.
+func prepare(p module.Preparer, info module.StartInfo) (stack []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack, err = debug.Stack(), &panicError{where: "Prepare", value: v}
+		}
+	}()
+	return nil, p.Prepare(info)
+}
+
+// unloadAbandoned unloads a module no instance holds any more, off the game
+// thread; a panic is swallowed (there is nobody left to fault).
+func unloadAbandoned(mod module.Module) {
+	defer func() { _ = recover() }()
+	_ = mod.Unload()
+}
+
 func (inst *instance) loadModule(mod module.Module) (man module.Manifest, err error) {
 	defer inst.catch("Load", &err)
 	return mod.Load(&moduleHost{inst: inst})

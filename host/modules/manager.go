@@ -149,6 +149,9 @@ type instance struct {
 	inARow       int         // crashes and failed starts since the backoff last reset
 	restarts     uint64      // successful restarts since the module was loaded
 	nextStart    time.Time   // when a restarting module starts again
+	// preparing carries the result of a restart being prepared off the
+	// game thread (module.Preparer); nil when none is under way.
+	preparing chan prepared
 	runningSince time.Time   // tick time of the last (re)start
 	history      []LifecycleEvent
 	tickTime     time.Duration // wall time spent in the module's Step since it was loaded
@@ -276,13 +279,28 @@ func (m *Manager) newInstance(spec Spec) *instance {
 // start creates a fresh module and runs its Load. A panic in either is a
 // failed start.
 func (inst *instance) start() (module.Module, module.Manifest, error) {
+	mod, err := inst.make()
+	if err != nil {
+		return nil, module.Manifest{}, err
+	}
+	return inst.loadMade(mod)
+}
+
+// make creates a fresh, unstarted module.
+func (inst *instance) make() (module.Module, error) {
 	mod, err := inst.newModule()
 	if err == nil && mod == nil {
 		err = errors.New("the runtime made no module")
 	}
 	if err != nil {
-		return nil, module.Manifest{}, fmt.Errorf("module %s: %w", inst.spec.Source, err)
+		return nil, fmt.Errorf("module %s: %w", inst.spec.Source, err)
 	}
+	return mod, nil
+}
+
+// loadMade runs a made (and perhaps prepared) module's Load and checks its
+// manifest.
+func (inst *instance) loadMade(mod module.Module) (module.Module, module.Manifest, error) {
 	man, err := inst.loadModule(mod)
 	if err != nil {
 		inst.unloadModule(mod)
@@ -491,6 +509,7 @@ func (m *Manager) Unload(name string) error {
 		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
 	}
 	m.unload(inst, "")
+	inst.abandonPreparation()
 	m.releaseBlock(inst)
 	m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == inst })
 	m.refreshInputs()
@@ -536,6 +555,7 @@ func (m *Manager) UnloadAll() {
 			m.unload(m.mods[i], "")
 			m.mods[i].log.Info("module unloaded")
 		}
+		m.mods[i].abandonPreparation()
 		m.releaseBlock(m.mods[i])
 	}
 	m.mods = nil

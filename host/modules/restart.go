@@ -131,21 +131,95 @@ func (m *Manager) backoff(n int) time.Duration {
 	return min(d, m.cfg.RestartBackoffMax)
 }
 
-// restartDue restarts every restarting module whose backoff has passed.
+// restartDue restarts every restarting module whose backoff has passed. A
+// module whose start is slow (module.Preparer: a plugin process to launch)
+// is prepared off the game thread and attached at the first tick after it
+// is ready, so that a plugin that hangs while starting never stalls the
+// server; the others start at once.
 func (m *Manager) restartDue() {
 	for _, inst := range m.mods {
-		if inst.state == StateRestarting && !m.now.Before(inst.nextStart) {
-			m.restart(inst) // logged and announced either way
+		switch {
+		case inst.state != StateRestarting:
+		case inst.preparing != nil:
+			select {
+			case p := <-inst.preparing:
+				inst.preparing = nil
+				if p.stack != nil {
+					inst.panics++
+					inst.log.Debug("module panic", "where", "Prepare", "err", p.err, "stack", string(p.stack))
+				}
+				m.finishRestart(inst, p.mod, p.err) // logged and announced either way
+			default:
+			}
+		case !m.now.Before(inst.nextStart):
+			m.beginRestart(inst)
 		}
 	}
 }
 
-// restart starts a fresh instance of a restarting module and attaches it as
-// Load would. A failure of any kind counts as a crash for the backoff and
-// the window; the error says what happens next.
+// prepared is the result of a background Prepare.
+type prepared struct {
+	mod   module.Module
+	err   error
+	stack []byte // of a panic in Prepare
+}
+
+// beginRestart makes a fresh module and, if it is a Preparer, starts its
+// preparation in the background; otherwise it restarts it at once.
+func (m *Manager) beginRestart(inst *instance) {
+	mod, err := inst.make()
+	p, slow := mod.(module.Preparer)
+	if err != nil || !slow {
+		m.finishRestart(inst, mod, err)
+		return
+	}
+	info := module.StartInfo{Server: (&moduleHost{inst: inst}).Server(), EntityIDs: inst.block.Range()}
+	ch := make(chan prepared, 1)
+	inst.preparing = ch
+	inst.log.Info("module restarting in the background", "name", inst.manifest.Name)
+	go func() {
+		stack, err := prepare(p, info)
+		ch <- prepared{mod: mod, err: err, stack: stack}
+	}()
+}
+
+// abandonPreparation lets a background preparation finish on its own and
+// stops what it started (the instance is going away).
+func (inst *instance) abandonPreparation() {
+	ch := inst.preparing
+	if ch == nil {
+		return
+	}
+	inst.preparing = nil
+	go func() {
+		if p := <-ch; p.mod != nil {
+			unloadAbandoned(p.mod)
+		}
+	}()
+}
+
+// restart starts a fresh instance of a restarting module now (on the game
+// thread) and attaches it as Load would.
 func (m *Manager) restart(inst *instance) error {
+	inst.abandonPreparation()
+	mod, err := inst.make()
+	return m.finishRestart(inst, mod, err)
+}
+
+// finishRestart loads a made (perhaps prepared) module of a restarting
+// instance and attaches it; made is the error of making or preparing it. A
+// failure of any kind counts as a crash for the backoff and the window; the
+// error says what happens next.
+func (m *Manager) finishRestart(inst *instance, mod module.Module, made error) error {
 	name, attempt := inst.manifest.Name, inst.inARow
-	if err := m.reattach(inst); err != nil {
+	err := made
+	if err != nil && mod != nil {
+		inst.unloadModule(mod)
+	}
+	if err == nil {
+		err = m.reattach(inst, mod)
+	}
+	if err != nil {
 		reason := crashReason(err)
 		inst.lastErr = reason
 		inst.record("restart failed: " + reason)
@@ -172,8 +246,8 @@ func (m *Manager) restart(inst *instance) error {
 // reattach starts the module again and attaches it (schemas, handlers,
 // commands, a greeting for every present client), or leaves it detached and
 // says why. The new code must declare the same module name.
-func (m *Manager) reattach(inst *instance) error {
-	mod, man, err := inst.start()
+func (m *Manager) reattach(inst *instance, made module.Module) error {
+	mod, man, err := inst.loadMade(made)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,8 @@ type Module struct {
 	killed   atomic.Pointer[string]
 	name     string // the module's name, from its manifest
 	lastPing time.Time
-	dead     error // set once the process is gone
+	dead     error          // set once the process is gone
+	prepared *preparedStart // Prepare's result, taken by Load
 	metrics  []module.MetricValue
 }
 
@@ -193,16 +194,54 @@ func FileSHA256(path string) (string, error) {
 // versioned handshake and runs the module's Init.
 func (m *Module) Load(h module.Host) (module.Manifest, error) {
 	m.host = h
-	path, err := exec.LookPath(m.cfg.Path)
+	if m.prepared != nil { // Prepare did the slow part off the game thread
+		p := m.prepared
+		m.prepared = nil
+		m.apply(p.actions)
+		return p.manifest, nil
+	}
+	man, actions, err := m.launch(module.StartInfo{Server: h.Server(), EntityIDs: h.EntityIDs()})
 	if err != nil {
 		return module.Manifest{}, err
 	}
+	m.apply(actions)
+	return man, nil
+}
+
+var _ module.Preparer = (*Module)(nil)
+
+// Prepare launches the plugin and runs its Init off the game thread (the
+// manager's restarts after a crash); Load then only applies Init's actions.
+func (m *Module) Prepare(info module.StartInfo) error {
+	man, actions, err := m.launch(info)
+	if err != nil {
+		return err
+	}
+	m.prepared = &preparedStart{manifest: man, actions: actions}
+	return nil
+}
+
+// preparedStart is what Prepare leaves for Load.
+type preparedStart struct {
+	manifest module.Manifest
+	actions  []*pluginv1.Action
+}
+
+// launch verifies the executable, starts the process, completes the
+// versioned handshake and runs the module's Init; it returns Init's
+// actions for the caller to apply on the game thread.
+func (m *Module) launch(info module.StartInfo) (module.Manifest, []*pluginv1.Action, error) {
+	fail := func(err error) (module.Manifest, []*pluginv1.Action, error) { return module.Manifest{}, nil, err }
+	path, err := exec.LookPath(m.cfg.Path)
+	if err != nil {
+		return fail(err)
+	}
 	if m.hash, err = FileSHA256(path); err != nil {
-		return module.Manifest{}, err
+		return fail(err)
 	}
 	if want := strings.ToLower(m.cfg.SHA256); want != "" && want != m.hash {
-		return module.Manifest{}, fmt.Errorf("checksum mismatch: config expects sha256 %s, the file has %s; deploy the intended build or update [modules.sha256]",
-			want, m.hash)
+		return fail(fmt.Errorf("checksum mismatch: config expects sha256 %s, the file has %s; deploy the intended build or update [modules.sha256]",
+			want, m.hash))
 	}
 	m.logs = newLogBridge(m.cfg.Log, m.cfg.Source, path, m.cfg.LogLinesPerSecond, m.cfg.LogBurst)
 	m.tail = newTailWriter(64)
@@ -223,16 +262,16 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 		SyncStdout:       m.logs.lines("stdout"),
 		SyncStderr:       m.logs.lines("stderr"),
 	})
-	man, err := m.start()
+	man, actions, err := m.start(info)
 	if err != nil {
 		m.kill()
-		return module.Manifest{}, err
+		return fail(err)
 	}
 	m.logs.setName(man.Name)
 	m.steps.start(m.ctx, m.rpc)
 	m.name = man.Name
 	m.memory = watchMemory(m.cmd.Process.Pid, m.cfg.MemoryLimit, m.client.Exited, &m.killed)
-	return man, nil
+	return man, actions, nil
 }
 
 // pluginEnv is the server's environment for a plugin, with GOMEMLIMIT (the
@@ -251,45 +290,44 @@ func pluginEnv(environ []string, limit int64) []string {
 
 var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
-func (m *Module) start() (module.Manifest, error) {
+func (m *Module) start(info module.StartInfo) (module.Manifest, []*pluginv1.Action, error) {
+	fail := func(err error) (module.Manifest, []*pluginv1.Action, error) { return module.Manifest{}, nil, err }
 	rpc, err := m.client.Client()
 	if err != nil {
 		if v := versionRE.FindStringSubmatch(err.Error()); v != nil {
-			return module.Manifest{}, fmt.Errorf("the plugin speaks sparkhost plugin protocol %s, this server speaks %d: rebuild the plugin against the github.com/sparkhost/sparkhost/plugin SDK of this server's release",
-				v[1], pluginwire.ProtocolVersion())
+			return fail(fmt.Errorf("the plugin speaks sparkhost plugin protocol %s, this server speaks %d: rebuild the plugin against the github.com/sparkhost/sparkhost/plugin SDK of this server's release",
+				v[1], pluginwire.ProtocolVersion()))
 		}
 		if detail := m.tail.crash(); detail != "" {
-			return module.Manifest{}, fmt.Errorf("the plugin process died while starting: %s", detail)
+			return fail(fmt.Errorf("the plugin process died while starting: %s", detail))
 		}
-		return module.Manifest{}, fmt.Errorf("no plugin handshake (is it a sparkhost plugin built with plugin.Serve?): %v", err)
+		return fail(fmt.Errorf("no plugin handshake (is it a sparkhost plugin built with plugin.Serve?): %v", err))
 	}
 	raw, err := rpc.Dispense(pluginwire.PluginName)
 	if err != nil {
-		return module.Manifest{}, err
+		return fail(err)
 	}
 	m.rpc = raw.(pluginv1.ModuleClient)
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
 	defer cancel()
-	ids := m.host.EntityIDs()
 	resp, err := m.rpc.Init(ctx, &pluginv1.InitRequest{
-		Protocol: uint32(pluginwire.ProtocolVersion()), Server: serverToPB(m.host.Server()),
-		EntityIdFirst: ids.First, EntityIdLast: ids.Last,
+		Protocol: uint32(pluginwire.ProtocolVersion()), Server: serverToPB(info.Server),
+		EntityIdFirst: info.EntityIDs.First, EntityIdLast: info.EntityIDs.Last,
 	})
 	if err != nil {
-		return module.Manifest{}, fmt.Errorf("init: %s: %w", m.describeFailure(err), module.ErrCrashed)
+		return fail(fmt.Errorf("init: %s: %w", m.describeFailure(err), module.ErrCrashed))
 	}
 	if resp.GetError() != "" {
-		return module.Manifest{}, fmt.Errorf("the module refused to start: %s", resp.GetError())
+		return fail(fmt.Errorf("the module refused to start: %s", resp.GetError()))
 	}
 	man, err := manifestFromPB(resp.GetManifest())
 	if err != nil {
-		return module.Manifest{}, err
+		return fail(err)
 	}
 	if m.metrics, err = metricsFromPB(resp.GetManifest()); err != nil {
-		return module.Manifest{}, err
+		return fail(err)
 	}
-	m.apply(resp.GetActions())
-	return man, nil
+	return man, resp.GetActions(), nil
 }
 
 // Unload asks the plugin to shut down, then ends the process and its

@@ -9,7 +9,11 @@
 //	hostile_score      add a score action for client 1 (the server's side of it may panic in a test)
 //	hostile_ticks      the ticks run so far
 //	hostile_memlimit   the Go runtime's memory limit (GOMEMLIMIT), in bytes
+//	hostile_exit       exit the process at once (a crash)
 //
+// When the environment names a file in HOSTILE_LOAD_STALL_FILE and that
+// file holds a number, Load sleeps that many milliseconds (a plugin that
+// starts slowly).
 // Each command answers at once; the abuse happens in the ticks.
 package main
 
@@ -18,6 +22,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sparkhost/sparkhost/module"
@@ -48,12 +53,22 @@ func (m *hostile) Manifest() module.Manifest {
 		Commands: []module.CommandSpec{
 			cmd("hostile_sleep", "MS"), cmd("hostile_eat", "MIB"), cmd("hostile_flood", "N"),
 			cmd("hostile_print", "N"), cmd("hostile_score", ""), cmd("hostile_ticks", ""),
-			cmd("hostile_stall", "MS"), cmd("hostile_memlimit", ""),
+			cmd("hostile_stall", "MS"), cmd("hostile_memlimit", ""), cmd("hostile_exit", ""),
 		},
 	}
 }
 
-func (m *hostile) Load(h module.Host) error { m.h = h; return nil }
+func (m *hostile) Load(h module.Host) error {
+	m.h = h
+	if f := os.Getenv("HOSTILE_LOAD_STALL_FILE"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			if ms, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
 
 // OnMessage answers a Poke with a Poked of the same bytes.
 func (m *hostile) OnMessage(c module.ClientInfo, _ wire.MessageType, p []byte) {
@@ -107,6 +122,8 @@ func (m *hostile) Command(name string, args []string) (string, error) {
 		}
 	case "hostile_score":
 		m.h.AddScore(1, 1, 0, 0)
+	case "hostile_exit":
+		os.Exit(3)
 	case "hostile_ticks":
 		return strconv.Itoa(m.ticks), nil
 	default:
