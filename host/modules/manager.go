@@ -145,14 +145,14 @@ type instance struct {
 	lastErr     string
 	failing     bool
 
-	crashes      []time.Time // crashes and failed starts within RestartWindow
-	inARow       int         // crashes and failed starts since the backoff last reset
-	restarts     uint64      // successful restarts since the module was loaded
-	nextStart    time.Time   // when a restarting module starts again
+	crashes   []time.Time // crashes and failed starts within RestartWindow
+	inARow    int         // crashes and failed starts since the backoff last reset
+	restarts  uint64      // successful restarts since the module was loaded
+	nextStart time.Time   // when a restarting module starts again
 	// preparing carries the result of a restart being prepared off the
 	// game thread (module.Preparer); nil when none is under way.
-	preparing chan prepared
-	runningSince time.Time   // tick time of the last (re)start
+	preparing    chan prepared
+	runningSince time.Time // tick time of the last (re)start
 	history      []LifecycleEvent
 	tickTime     time.Duration // wall time spent in the module's Step since it was loaded
 }
