@@ -462,7 +462,7 @@ func (s *Server) discoveryInfo() discovery.Info {
 	return discovery.Info{
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(s.cfg.GameMode()),
 		Players: uint16(v.players), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),
-		ProtocolVersion: wire.ProtocolVersion,
+		ProtocolVersion: s.net.Protocol(),
 	}
 }
 

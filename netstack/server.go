@@ -319,6 +319,10 @@ func (s *Server) Protocols() string {
 	return out + ", v3 refused"
 }
 
+// Protocol is the newest protocol version the server speaks (4, or 3 for
+// a server configured to speak only v3); LAN discovery announces it.
+func (s *Server) Protocol() uint16 { return s.cfg.MaxProtocol }
+
 // Registry returns the schema registry used by the receive path.
 func (s *Server) Registry() *wire.Registry { return s.reg }
 

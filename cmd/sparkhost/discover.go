@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,22 +18,24 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-const discoverUsage = `usage: sparkhost discover [--port N] [--target ADDR]... [--wait DURATION]
+const discoverUsage = `usage: sparkhost discover [--port N] [--broadcast] [--target ADDR]... [--wait DURATION]
 
 Lists the sparkhost servers that answer LAN discovery (docs/protocol.md §12):
-by default this machine (127.0.0.1) and the local network segment
-(255.255.255.255). Answers are hints, not proof: connecting still checks the
-server's identity pin.
+by default those of this machine (127.0.0.1) only; --broadcast also asks the
+local network segment (255.255.255.255), --target asks the hosts you name.
+Answers are hints, not proof: connecting still checks the server's identity
+pin.
 
 flags:
   --port N           discovery port of the servers (default 27016)
-  --target ADDR      ask only ADDR (IPv4, optionally with :PORT); repeatable
+  --broadcast        also ask every host of the local segment (255.255.255.255)
+  --target ADDR      ask ADDR (IPv4, optionally with :PORT); repeatable
   --wait DURATION    how long to collect answers, e.g. 500ms (default 1s, max 30s)
 `
 
-// The discovery protocol is answered for every protocol version; only this
-// one can be joined by this build.
-const gameProtocolVersion = 3
+// The discovery protocol is answered for every protocol version; these are
+// the game protocol versions this build can join.
+var joinableVersions = [...]uint16{3, 4}
 
 // targetList is the repeatable --target flag. Port-less entries take --port
 // after all flags are parsed, whatever their order.
@@ -55,6 +58,7 @@ func discover(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard) // errors are reported below, help goes to stdout
 	port := fs.Int("port", discovery.DefaultPort, "")
 	wait := fs.Duration("wait", discovery.DefaultWait, "")
+	broadcast := fs.Bool("broadcast", false, "")
 	var targetText targetList
 	fs.Var(&targetText, "target", "")
 	if err := fs.Parse(args); err != nil {
@@ -72,7 +76,7 @@ func discover(args []string, stdout, stderr io.Writer) int {
 	case *wait < 10*time.Millisecond || *wait > 30*time.Second:
 		return usageError(stderr, fmt.Sprintf("--wait %v: must be 10ms..30s", *wait))
 	}
-	targets, err := parseTargets(targetText, uint16(*port))
+	targets, err := parseTargets(targetText, uint16(*port), *broadcast)
 	if err != nil {
 		return usageError(stderr, err.Error())
 	}
@@ -107,20 +111,21 @@ func usageError(stderr io.Writer, msg string) int {
 	return 2
 }
 
-// parseTargets turns --target values into addresses; with none, it returns
-// this machine and the limited broadcast at port. Only IPv4 literals are
-// accepted: names are never resolved (as for the bind address, §7).
-func parseTargets(texts []string, port uint16) ([]netip.AddrPort, error) {
-	if len(texts) == 0 {
-		return []netip.AddrPort{
-			netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port),
-			netip.AddrPortFrom(discovery.LimitedBroadcast, port),
-		}, nil
+// parseTargets turns --target values into addresses, adding the limited
+// broadcast at port with broadcast; with neither, it returns this machine
+// at port. Only IPv4 literals are accepted: names are never resolved (as
+// for the bind address, §7).
+func parseTargets(texts []string, port uint16, broadcast bool) ([]netip.AddrPort, error) {
+	var targets []netip.AddrPort
+	if broadcast {
+		targets = append(targets, netip.AddrPortFrom(discovery.LimitedBroadcast, port))
 	}
-	if len(texts) > discovery.MaxTargets {
-		return nil, fmt.Errorf("%d targets: at most %d", len(texts), discovery.MaxTargets)
+	if len(texts) == 0 && !broadcast {
+		return []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)}, nil
 	}
-	targets := make([]netip.AddrPort, 0, len(texts))
+	if len(texts)+len(targets) > discovery.MaxTargets {
+		return nil, fmt.Errorf("%d targets: at most %d", len(texts)+len(targets), discovery.MaxTargets)
+	}
 	for _, s := range texts {
 		ap, err := netip.ParseAddrPort(s)
 		if err != nil {
@@ -173,9 +178,9 @@ func printServers(stdout, stderr io.Writer, results []discovery.Result) {
 	}
 	tw.Flush()
 	for _, r := range results {
-		if r.Info.ProtocolVersion != gameProtocolVersion {
-			fmt.Fprintf(stderr, "note: %s at %s speaks protocol v%d; this build speaks v%d and cannot join it\n",
-				orDash(r.Info.Name), r.From.Addr(), r.Info.ProtocolVersion, gameProtocolVersion)
+		if !slices.Contains(joinableVersions[:], r.Info.ProtocolVersion) {
+			fmt.Fprintf(stderr, "note: %s at %s speaks protocol v%d; this build speaks v3 and v4 and cannot join it\n",
+				orDash(r.Info.Name), r.From.Addr(), r.Info.ProtocolVersion)
 		}
 	}
 }

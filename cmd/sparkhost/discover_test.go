@@ -14,8 +14,9 @@ import (
 	"github.com/sparkhost/sparkhost/host/discovery"
 )
 
-// Every discover run in these tests names its --target on 127.0.0.1: the
-// default targets include the limited broadcast, which tests never send to.
+// Every discover run in these tests names its --target on 127.0.0.1 (or
+// relies on the default, this machine): --broadcast adds the limited
+// broadcast, which tests never send to.
 
 func startDiscoveryResponder(t *testing.T, bind string, info discovery.Info) netip.AddrPort {
 	t.Helper()
@@ -47,7 +48,7 @@ func TestDiscoverCommandListsServers(t *testing.T) {
 	a := startDiscoveryResponder(t, "127.0.0.1", discovery.Info{Name: "Zulu Base", Map: "dust", Mode: 0,
 		Players: 3, MaxPlayers: 16, GamePort: 27015, ProtocolVersion: 3})
 	b := startDiscoveryResponder(t, "127.0.0.1", discovery.Info{Name: "Alpha", Mode: 6,
-		Players: 0, MaxPlayers: 8, GamePort: 27020, ProtocolVersion: 4})
+		Players: 0, MaxPlayers: 8, GamePort: 27020, ProtocolVersion: 5})
 	code, out, errOut := runDiscover(t, "--target", a.String(), "--target", b.String(), "--wait", "500ms")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
@@ -66,7 +67,7 @@ func TestDiscoverCommandListsServers(t *testing.T) {
 			t.Errorf("line %d = %q, want columns %q", i, line, want[i])
 		}
 	}
-	if !strings.Contains(errOut, "Alpha at 127.0.0.1 speaks protocol v4") {
+	if !strings.Contains(errOut, "Alpha at 127.0.0.1 speaks protocol v5") || strings.Contains(errOut, "Zulu") {
 		t.Errorf("no protocol note on stderr: %q", errOut)
 	}
 }
@@ -113,11 +114,19 @@ func TestDiscoverCommandUsage(t *testing.T) {
 }
 
 func TestDiscoverCommandTargets(t *testing.T) {
-	got, err := parseTargets(nil, 27016)
-	if err != nil || joinTargets(got) != "127.0.0.1:27016, 255.255.255.255:27016" {
-		t.Fatalf("default targets %v, %v", got, err)
+	got, err := parseTargets(nil, 27016, false)
+	if err != nil || joinTargets(got) != "127.0.0.1:27016" {
+		t.Fatalf("default targets %v, %v: want this machine only", got, err)
 	}
-	got, err = parseTargets([]string{"127.0.0.2", "192.168.1.255:4000"}, 5000)
+	got, err = parseTargets(nil, 27016, true)
+	if err != nil || joinTargets(got) != "255.255.255.255:27016" {
+		t.Fatalf("--broadcast targets %v, %v", got, err)
+	}
+	got, err = parseTargets([]string{"127.0.0.2"}, 27016, true)
+	if err != nil || joinTargets(got) != "255.255.255.255:27016, 127.0.0.2:27016" {
+		t.Fatalf("--broadcast --target targets %v, %v", got, err)
+	}
+	got, err = parseTargets([]string{"127.0.0.2", "192.168.1.255:4000"}, 5000, false)
 	if err != nil || joinTargets(got) != "127.0.0.2:5000, 192.168.1.255:4000" {
 		t.Fatalf("targets %v, %v", got, err)
 	}

@@ -56,7 +56,7 @@ type Info struct {
 	Players         uint16 // admitted clients, ≤ MaxPlayers
 	MaxPlayers      uint16 // client slots
 	GamePort        uint16 // UDP port of the game server; never 0
-	ProtocolVersion uint16 // game protocol version, 3 for protocol v3
+	ProtocolVersion uint16 // the newest game protocol version the server speaks (4, or 3)
 }
 
 // AppendQuery appends the 64-byte query carrying nonce to dst.
