@@ -280,7 +280,7 @@ func (s *SocketServer) handle(c net.Conn) {
 	}
 	out, err := safeExec(s.exec, line)
 	if err != nil {
-		s.log.Info("admin command via socket", "line", line, "err", err)
+		s.log.Warn("admin command via socket failed", "line", line, "err", err)
 	} else {
 		s.log.Info("admin command via socket", "line", line)
 	}

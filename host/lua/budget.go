@@ -45,7 +45,7 @@ func (m *Module) end() {
 	}
 	m.budget.cancel()
 	if n := m.budget.logDropped; n > 0 {
-		m.log.Warn("lua: log lines dropped", "module", m.name(), "dropped", n,
+		m.logger().Warn("lua: log lines dropped", "module", m.name(), "dropped", n,
 			"limit", maxLogLinesPerCall)
 	}
 	m.budget = budget{}

@@ -236,7 +236,7 @@ func (h *heapMeter) measureAll(m *Module) (est int64, over bool) {
 func (h *heapMeter) survive(m *Module) {
 	if r := recover(); r != nil {
 		h.finish(m.cfg.HeapCap)
-		m.log.Error("lua: heap measurement failed; round abandoned", "module", m.name(), "panic", r)
+		m.logger().Error("lua: heap measurement failed; round abandoned", "module", m.name(), "panic", r)
 	}
 }
 

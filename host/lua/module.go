@@ -137,7 +137,6 @@ type Module struct {
 
 	L     *lua.LState
 	host  module.Host
-	log   *slog.Logger
 	phase phase
 
 	manifest module.Manifest
@@ -242,9 +241,6 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 			Where: "load", Err: ErrScript, Message: err.Error()}
 	}
 	m.host = h
-	if m.log = h.Log(); m.log == nil {
-		m.log = slog.New(slog.DiscardHandler)
-	}
 	m.schemas = make(map[wire.MessageType]wire.Schema)
 	m.handlers = make(map[wire.MessageType]*lua.LFunction)
 	m.commands = make(map[string]*lua.LFunction)
@@ -292,6 +288,20 @@ func (m *Module) manifestCopy() module.Manifest {
 	man.EntityTypes = append([]module.EntityType(nil), m.manifest.EntityTypes...)
 	return man
 }
+
+// logger is the module's logger as the host gives it now: asked each time,
+// because the host tags it with the module's name only once the manifest
+// is known (a logger kept from Load would tag every line with the path).
+func (m *Module) logger() *slog.Logger {
+	if m.host != nil {
+		if l := m.host.Log(); l != nil {
+			return l
+		}
+	}
+	return discardLog
+}
+
+var discardLog = slog.New(slog.DiscardHandler)
 
 // Step delivers the events in order, then runs the due timers, then the
 // on_tick hook, all under one deadline (Tick.Deadline; if zero, a quarter
@@ -413,7 +423,7 @@ const minHardGrace = 20 * time.Millisecond
 
 func (m *Module) skipped(n int, what string) {
 	if n > 0 {
-		m.log.Warn("lua: work skipped after the module ran out of time", "module", m.name(),
+		m.logger().Warn("lua: work skipped after the module ran out of time", "module", m.name(),
 			"skipped", n, "kind", what)
 	}
 }

@@ -171,5 +171,5 @@ func (m *Module) logArgs(L *lua.LState, level slog.Level) {
 	if len(msg) > maxLogLine {
 		msg = msg[:maxLogLine] + "…"
 	}
-	m.log.Log(context.Background(), level, msg)
+	m.logger().Log(context.Background(), level, msg)
 }

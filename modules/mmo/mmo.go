@@ -111,9 +111,9 @@ func (m *Module) Manifest() module.Manifest {
 	return module.Manifest{
 		Name: mmoproto.Owner, Version: Version, Messages: mmoproto.Schemas(), Metrics: metricSpecs,
 		Commands: []module.CommandSpec{
-			{Name: "mmo_accounts", Usage: "mmo_accounts", Help: "count and list the accounts"},
-			{Name: "mmo_online", Usage: "mmo_online", Help: "logged-in accounts, their characters and positions"},
-			{Name: "mmo_kick_account", Usage: "mmo_kick_account NAME", Help: "end an account's login (the connection stays)"},
+			{Name: "mmo_accounts", Usage: "", Help: "count and list the accounts"},
+			{Name: "mmo_online", Usage: "", Help: "logged-in accounts, their characters and positions"},
+			{Name: "mmo_kick_account", Usage: "NAME", Help: "end an account's login (the connection stays)"},
 		},
 	}
 }
