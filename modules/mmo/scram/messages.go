@@ -417,7 +417,9 @@ func unescapeSASLName(s string) (string, bool) {
 // decodeBase64 decodes canonical padded base64 of minLen..maxLen bytes; the
 // encoded length is checked before anything is allocated.
 func decodeBase64(s string, minLen, maxLen int) ([]byte, bool) {
-	if len(s) == 0 || len(s)%4 != 0 || len(s) > base64.StdEncoding.EncodedLen(maxLen) {
+	// encoding/base64 skips CR and LF even in Strict mode: refuse them, so
+	// that one value has one encoding.
+	if len(s) == 0 || len(s)%4 != 0 || len(s) > base64.StdEncoding.EncodedLen(maxLen) || strings.ContainsAny(s, "\r\n") {
 		return nil, false
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(s)

@@ -67,6 +67,9 @@ func TestParseServerFirst(t *testing.T) {
 		"r=a,s=,i=1", "r=a,s=AA,i=1", "r=a,s=AB==,i=1", "r=a,s=A===,i=1", "r=a,s=!!!!,i=1",
 		"r=a,s=" + strings.Repeat("A", 4*((scram.MaxSaltLen+3)/3)) + ",i=1",
 		"s=AA==,r=a,i=1", "r=a,s=AA==,i=1,x=y", "m=x,r=a,s=AA==,i=1", "r=a,b,s=AA==,i=1",
+		// encoding/base64 would skip these: one value has one encoding.
+		"r=a,s=W22ZaJ0SNY7s\r\noEsUEjb6gQ==,i=1", "r=a,s=W22ZaJ0SNY7soEsUEjb6gQ\n\n,i=1",
+		"r=a,s=AAAAAA\n\n,i=1", "r=a,s=AAAA\r\n\r\n,i=1",
 	}
 	for _, in := range bad {
 		if m, err := scram.ParseServerFirst(in); !errors.Is(err, scram.ErrMalformed) {
@@ -90,6 +93,8 @@ func TestParseClientFinal(t *testing.T) {
 		"c=biws,r=abc,p=AAAA", // short proof
 		"c=biws,r=abc,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=,x=y",
 		"r=abc,c=biws,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+		"c=biws,r=abc,p=dHzbZapWIk4jUhN+Ute9\r\nytag9zjfMHgsqmmiz7AndVQ=",
+		"c=bi\nws,r=abc,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
 	}
 	for _, in := range bad {
 		if m, err := scram.ParseClientFinal(in); !errors.Is(err, scram.ErrMalformed) {
