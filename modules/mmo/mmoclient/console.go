@@ -190,7 +190,9 @@ func Register(con *client.Console, opts Options) error {
 				case st.Character == "":
 					return "mmo: logged in as " + st.Account + ", not in the world", nil
 				}
-				return fmt.Sprintf("mmo: logged in as %s, in the world as %s (id %d), %d in view", st.Account, st.Character, st.ID, st.Known-1), nil
+				// Others, counted directly: the own character is not known
+				// until its Appear, a replication step after Entered.
+				return fmt.Sprintf("mmo: logged in as %s, in the world as %s (id %d), %d in view", st.Account, st.Character, st.ID, len(s.Nearby())), nil
 			}),
 	}
 	for _, c := range cmds {

@@ -53,7 +53,7 @@ type Session struct {
 
 	mu      sync.Mutex
 	next    uint32
-	waiting map[uint32]chan mmoproto.Message
+	waiting map[uint32]waiter
 	account string
 	self    uint32 // world id while in world
 	selfNm  string
@@ -61,9 +61,15 @@ type Session struct {
 	buf     []byte
 }
 
+// waiter is a request waiting for its answer.
+type waiter struct {
+	ch  chan mmoproto.Message
+	req wire.MessageType
+}
+
 // NewSession returns a session over conn; event receives unsolicited lines.
 func NewSession(conn Conn, event func(line string)) *Session {
-	return &Session{conn: conn, event: event, waiting: make(map[uint32]chan mmoproto.Message), known: make(map[uint32]*Character)}
+	return &Session{conn: conn, event: event, waiting: make(map[uint32]waiter), known: make(map[uint32]*Character)}
 }
 
 func (s *Session) emit(format string, args ...any) {
@@ -89,11 +95,16 @@ func (s *Session) Handle(m netstack.Message) bool {
 	}
 	if id, ok := replyID(msg); ok {
 		s.mu.Lock()
-		ch := s.waiting[id]
+		w, found := s.waiting[id]
 		delete(s.waiting, id)
+		if e, entered := msg.(*mmoproto.Entered); found && entered && w.req == mmoproto.TypeEnter {
+			// Before the reply is delivered: the own Appear right behind
+			// Entered may be handled before Enter's caller runs again.
+			s.self, s.selfNm = e.ID, e.Name
+		}
 		s.mu.Unlock()
-		if ch != nil {
-			ch <- msg
+		if found {
+			w.ch <- msg
 		}
 		return true
 	}
@@ -169,8 +180,8 @@ func (s *Session) request(ctx context.Context, build func(id uint32) mmoproto.Me
 	s.mu.Lock()
 	s.next++
 	id := s.next
-	s.waiting[id] = ch
 	msg := build(id)
+	s.waiting[id] = waiter{ch: ch, req: msg.Type()}
 	s.buf = msg.Append(s.buf[:0])
 	payload := slices.Clone(s.buf)
 	s.mu.Unlock()
@@ -282,8 +293,14 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 
 // simple sends a request answered by Result{OK}.
 func (s *Session) simple(ctx context.Context, build func(id uint32) mmoproto.Message) error {
-	_, err := s.request(ctx, build)
-	return err
+	r, err := s.request(ctx, build)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.(*mmoproto.Result); !ok {
+		return errUnexpected(r)
+	}
+	return nil
 }
 
 // Logout ends the login.
@@ -331,10 +348,7 @@ func (s *Session) Enter(ctx context.Context, name string) (mmoproto.Entered, err
 	if !ok {
 		return mmoproto.Entered{}, errUnexpected(r)
 	}
-	s.mu.Lock()
-	s.self, s.selfNm = e.ID, e.Name
-	s.mu.Unlock()
-	return *e, nil
+	return *e, nil // Handle has set the own character
 }
 
 // Leave leaves the world.
