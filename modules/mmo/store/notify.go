@@ -39,13 +39,13 @@ func (s *Store) Listen(ctx context.Context, l Listener) error {
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
 			c, err := pgx.ConnectConfig(ctx, s.pg.Copy())
 			if err != nil {
-				return nil, errors.New(scrub(err.Error(), "", s.pg.Password))
+				return nil, scrubErr("", err, "", s.pg.Password)
 			}
 			return c, nil
 		},
 		LogError: func(_ context.Context, err error) {
 			if l.LogError != nil && ctx.Err() == nil {
-				l.LogError(errors.New(scrub(err.Error(), "", s.pg.Password)))
+				l.LogError(scrubErr("", err, "", s.pg.Password))
 			}
 		},
 		ReconnectDelay: time.Second,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -48,12 +47,27 @@ func pgConfig(raw, password string) (*pgx.ConnConfig, error) {
 	}
 	cfg, err := pgx.ParseConfig(raw)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %s", Redact(raw), scrub(err.Error(), raw, password))
+		return nil, scrubErr("store: "+Redact(raw)+": ", err, raw, password)
 	}
 	if password != "" {
 		cfg.Password = password
 	}
 	return cfg, nil
+}
+
+// scrubbed is an error whose message had the secrets removed; errors.Is and
+// errors.As still see the original.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrubErr wraps err with prefix, the secrets removed from the message.
+func scrubErr(prefix string, err error, raw, password string) error {
+	return &scrubbed{msg: prefix + scrub(err.Error(), raw, password), err: err}
 }
 
 // scrub removes any trace of the secrets from a message (pgx redacts, and
@@ -93,11 +107,11 @@ func OpenPostgres(ctx context.Context, rawURL, password string, opt Options) (*S
 	s.pg = cfg
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: connecting to %s: %s", where, scrub(err.Error(), rawURL, password))
+		return nil, scrubErr("store: connecting to "+where+": ", err, rawURL, password)
 	}
 	if err := migrate(ctx, db, s.d); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: opening %s: %s", where, scrub(err.Error(), rawURL, password))
+		return nil, scrubErr("store: opening "+where+": ", err, rawURL, password)
 	}
 	return s, nil
 }

@@ -303,3 +303,50 @@ func randomHex(n int) string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// RequireEnv, when set to 1 (CI sets it), turns "PostgreSQL is not
+// installed" from a skip into a failure, so that a CI run cannot pass
+// without running the PostgreSQL tests.
+const RequireEnv = "SPARK_REQUIRE_POSTGRES"
+
+// Shared is a package's one cluster, started by Main.
+var Shared *Cluster
+
+// SkipReason is why Shared is nil.
+var SkipReason string
+
+// Main starts Shared for a package's TestMain, runs the tests and stops the
+// cluster. Without PostgreSQL it prints one line and the tests that need
+// the cluster skip (see Need), unless RequireEnv is set. A child process
+// of a test (one the test started from its own binary) passes child and
+// gets no cluster of its own.
+func Main(pkg string, child bool, run func() int) int {
+	if child {
+		return run()
+	}
+	c, err := Start()
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			fmt.Fprintf(os.Stderr, "%s: PostgreSQL tests cannot run and %s=1: %v\n", pkg, RequireEnv, err)
+			return 1
+		}
+		SkipReason = err.Error()
+		fmt.Printf("%s: PostgreSQL tests skip: %v\n", pkg, err)
+		return run()
+	}
+	Shared = c
+	defer c.Stop()
+	return run()
+}
+
+// Need returns the shared cluster, or skips t.
+func Need(t interface {
+	Helper()
+	Skip(...any)
+}) *Cluster {
+	t.Helper()
+	if Shared == nil {
+		t.Skip("PostgreSQL: " + SkipReason)
+	}
+	return Shared
+}
