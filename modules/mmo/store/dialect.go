@@ -9,9 +9,9 @@ import (
 // query, every rule) is shared.
 type dialect struct {
 	name       string
-	driver     string        // the database/sql driver
+	driver     string         // the database/sql driver
 	txOptions  *sql.TxOptions // for write transactions
-	migrations [][]string    // migrations[i] takes the schema from version i to i+1
+	migrations [][]string     // migrations[i] takes the schema from version i to i+1
 	// nowMS is an SQL expression for the database's clock in Unix ms.
 	nowMS string
 	// lockSchema serialises migrations of one database (PostgreSQL: several
