@@ -145,7 +145,9 @@ func (s *Store) Character(ctx context.Context, name string) (Character, error) {
 }
 
 // DeleteCharacter deletes account's character named name: ErrNoCharacter if
-// there is none, ErrNotOwner if another account owns it (nothing is deleted).
+// there is none, ErrNotOwner if another account owns it, a *BusyError
+// (ErrCharacterBusy) if a server whose lease runs plays it (nothing is
+// deleted).
 func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error {
 	akey, err := AccountKey(account)
 	if err != nil {
@@ -169,6 +171,17 @@ func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error
 		}
 		if owner != akey {
 			return ErrNotOwner
+		}
+		var holder string
+		var until, now sql.NullInt64
+		err = tx.QueryRowContext(ctx, `SELECT w.server, s.lease_until, `+s.d.nowMS+`
+			FROM in_world w LEFT JOIN servers s ON s.id = w.server WHERE w.character_id = $1`, id).Scan(&holder, &until, &now)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case until.Valid && until.Int64 > now.Int64:
+			return &BusyError{Server: holder, Until: time.UnixMilli(until.Int64)}
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM characters WHERE id = $1`, id)
 		return err
