@@ -200,7 +200,7 @@ func (m *Module) notice(l store.Login) {
 // through the lane, so every login claimed before it was queued has been
 // applied when its answer is.
 func (m *Module) syncLogins() {
-	if m.pres.syncing {
+	if m.pres.syncing || len(m.online) == 0 {
 		return
 	}
 	m.pres.syncing = true
