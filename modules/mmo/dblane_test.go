@@ -85,7 +85,12 @@ func TestDatabaseConfig(t *testing.T) {
 		func() Config { c := DefaultConfig(); c.Database.Lease = 1; return c }(),
 		func() Config { c := DefaultConfig(); c.Database.Lease = 601; return c }(),
 		func() Config { c := DefaultConfig(); c.Database.URL = "mysql://x"; return c }(),
-		func() Config { c := DefaultConfig(); c.Database.URL = "postgres://db/x"; c.Database.PasswordEnv = "BAD-NAME"; return c }(),
+		func() Config {
+			c := DefaultConfig()
+			c.Database.URL = "postgres://db/x"
+			c.Database.PasswordEnv = "BAD-NAME"
+			return c
+		}(),
 	} {
 		if err := c.validate(); err == nil {
 			t.Errorf("accepted %+v", c.Database)
