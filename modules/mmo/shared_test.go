@@ -213,6 +213,53 @@ func TestSharedWorldLostNotice(t *testing.T) {
 	}
 }
 
+// TestSharedWorldDatabaseLost: the database dies (kill -9 of PostgreSQL)
+// under a server with a 2 s lease. The server cannot renew its lease, so
+// within ¾ of it plus a renewal period it ends its logins ("lost its
+// database") rather than go on playing characters another server may take
+// over; once PostgreSQL is back, logins work again.
+func TestSharedWorldDatabaseLost(t *testing.T) {
+	url := sharedDB(t)
+	srv := startServer(t, sharedDataDir(t, url, 2), nil)
+	a := dial(t, srv, "alice")
+	_, err := a.s.Register(bg, "alice", "pw-alice")
+	must(t, err)
+	_, err = a.s.Login(bg, "alice", "pw-alice")
+	must(t, err)
+	must(t, a.s.Create(bg, "Hero"))
+	_, err = a.s.Enter(bg, "Hero")
+	must(t, err)
+
+	pgtest.Shared.Kill()
+	killed := time.Now()
+	restarted := false
+	defer func() {
+		if !restarted {
+			pgtest.Shared.Restart()
+		}
+	}()
+	took := a.waitEvent(t, "lost its database").Sub(killed)
+	t.Logf("logins ended %v after the database died (lease 2 s)", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Fatalf("the server kept its logins %v after the database died; its lease is 2 s", took)
+	}
+	must(t, pgtest.Shared.Restart())
+	restarted = true
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := a.s.Login(bg, "alice", "pw-alice")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no login 20 s after the database came back: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, err = a.s.Enter(bg, "Hero")
+	must(t, err)
+}
+
 func pgConn(t *testing.T, url string) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
