@@ -184,8 +184,16 @@ var postgresDialect = &dialect{
 		return err
 	},
 	readVersion: func(ctx context.Context, tx *sql.Tx) (int, error) {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`); err != nil {
+		// Create the table only when missing, so that a role without CREATE
+		// can run an already migrated database.
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
 			return 0, err
+		}
+		if !exists {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE schema_version (version integer NOT NULL)`); err != nil {
+				return 0, err
+			}
 		}
 		var v int
 		err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v)

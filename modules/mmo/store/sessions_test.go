@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +217,36 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPostgresLeastPrivilege: after the owner's first start migrated the
+// database, a role with only the privileges docs/mmo.md lists runs the store.
+func TestPostgresLeastPrivilege(t *testing.T) {
+	c := pgtest.Need(t)
+	where := backends[1].fresh(t)
+	owner := open(t, where)
+	mustAccount(t, owner, "alice")
+	conn := pgConn(t, where)
+	role := "app_" + where[strings.LastIndexByte(where, '/')+1:strings.IndexByte(where, '?')] // one per database: roles are cluster-wide
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` LOGIN PASSWORD 'app-password-1'`,
+		`REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ` + role,
+		`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ` + role,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	app := strings.Replace(where, "//"+c.User+"@", "//"+role+"@", 1)
+	s, err := store.OpenPostgres(ctx, app, "app-password-1", store.Options{})
+	must(t, err)
+	defer s.Close()
+	must(t, s.StartServer(ctx, "srv-a", 10*time.Second))
+	l, err := s.ClaimLogin(ctx, "srv-a", "alice")
+	must(t, err)
+	mustCharacter(t, s, "alice", "Hero")
+	_, err = s.ClaimCharacter(ctx, "srv-a", "alice", l.Token, "Hero")
+	must(t, err)
+	must(t, s.Check(ctx))
 }
