@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
+	"github.com/sparkhost/sparkhost/modules/mmo/store"
 )
 
 // ConfigFile is the module's optional configuration, in its data directory
@@ -42,6 +44,62 @@ type Config struct {
 	MaxLoginFailures int     `toml:"max_login_failures"`
 	FailureWindow    float64 `toml:"failure_window"`
 	Lockout          float64 `toml:"lockout"`
+	// Database chooses where accounts and characters live.
+	Database DatabaseConfig `toml:"database"`
+}
+
+// DatabaseConfig is the [database] table: the embedded SQLite file by
+// default, or a PostgreSQL database that several servers share.
+type DatabaseConfig struct {
+	// URL is a postgres:// URL (without a password); empty means SQLite in
+	// the data directory. The environment variable SPARK_MMO_DATABASE_URL,
+	// when set, takes its place and may hold the password.
+	URL string `toml:"url"`
+	// PasswordEnv names the environment variable holding the password
+	// (default SPARK_MMO_DATABASE_PASSWORD; it may be unset).
+	PasswordEnv string `toml:"password_env"`
+	// Lease in seconds: how long a server that stopped renewing (it died,
+	// or lost the database) keeps its characters before another server may
+	// take them over (2..600; default 10).
+	Lease float64 `toml:"lease"`
+}
+
+// Environment variables of the database configuration.
+const (
+	DatabaseURLEnv      = "SPARK_MMO_DATABASE_URL"
+	DatabasePasswordEnv = "SPARK_MMO_DATABASE_PASSWORD"
+)
+
+// ResolvedDatabase is the database to open: URL empty means SQLite.
+type ResolvedDatabase struct {
+	URL, Password string
+	Lease         time.Duration
+}
+
+// Resolve applies the environment (getenv) to c. A password written into
+// config.toml's url is refused: secrets come from the environment.
+func (c DatabaseConfig) Resolve(getenv func(string) string) (ResolvedDatabase, error) {
+	r := ResolvedDatabase{URL: c.URL, Lease: seconds(c.Lease)}
+	if u, err := url.Parse(c.URL); c.URL != "" && (err != nil || u.User != nil && hasPassword(u) || u.Query().Has("password")) {
+		return r, fmt.Errorf("[database] url %s: do not write the password into config.toml; set %s (or the variable password_env names) instead", store.Redact(c.URL), DatabasePasswordEnv)
+	}
+	if env := getenv(DatabaseURLEnv); env != "" {
+		r.URL = env
+	}
+	name := c.PasswordEnv
+	if name == "" {
+		name = DatabasePasswordEnv
+	}
+	r.Password = getenv(name)
+	if r.URL == "" && c.PasswordEnv != "" {
+		return r, errors.New("[database] password_env is set but there is no url: the SQLite default needs no password")
+	}
+	return r, nil
+}
+
+func hasPassword(u *url.URL) bool {
+	_, ok := u.User.Password()
+	return ok
 }
 
 // DefaultConfig returns the defaults.
@@ -50,6 +108,7 @@ func DefaultConfig() Config {
 		MinIterations: scram.DefaultMinIterations, Width: 1000, Height: 1000, Speed: 10,
 		InterestRadius: 100, GreetRadius: 20, ReplicationRate: 10, SaveInterval: 10,
 		MaxLoginFailures: 5, FailureWindow: 60, Lockout: 30,
+		Database: DatabaseConfig{Lease: 10},
 	}
 }
 
@@ -93,6 +152,7 @@ func (c Config) validate() error {
 		pos("width", c.Width, 1e6), pos("height", c.Height, 1e6), pos("speed", c.Speed, 1e4),
 		pos("interest_radius", c.InterestRadius, 1e6), pos("greet_radius", c.GreetRadius, 1e6),
 		pos("save_interval", c.SaveInterval, 3600), pos("failure_window", c.FailureWindow, 86400), pos("lockout", c.Lockout, 86400),
+		pos("[database] lease", c.Database.Lease, 600),
 	} {
 		if e != nil {
 			return e
@@ -105,8 +165,24 @@ func (c Config) validate() error {
 		return fmt.Errorf("replication_rate = %d: must be 1..1000", c.ReplicationRate)
 	case c.MaxLoginFailures < 1 || c.MaxLoginFailures > 1000:
 		return fmt.Errorf("max_login_failures = %d: must be 1..1000", c.MaxLoginFailures)
+	case c.Database.Lease < 2:
+		return fmt.Errorf("[database] lease = %v: must be 2..600 seconds", c.Database.Lease)
+	case c.Database.URL != "" && !strings.HasPrefix(c.Database.URL, "postgres://") && !strings.HasPrefix(c.Database.URL, "postgresql://"):
+		return fmt.Errorf("[database] url %s: must be a postgres:// URL (or empty for SQLite)", store.Redact(c.Database.URL))
+	case c.Database.PasswordEnv != "" && !validEnvName(c.Database.PasswordEnv):
+		return fmt.Errorf("[database] password_env = %q: not an environment variable name", c.Database.PasswordEnv)
 	}
 	return nil
+}
+
+func validEnvName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != "" && len(s) <= 128
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,14 +1,18 @@
 // Package mmo is the MMO session gate: accounts with SCRAM-SHA-256 logins
 // bound to the sealed session, characters owned by accounts, one shared area
 // with server-timed movement, interest-managed position updates and nearby
-// greetings, all persisted in SQLite. It runs as a Go plugin (built into the
-// sparkhost binary: `sparkhost run --module mmo`); docs/mmo.md is the wire
-// contract.
+// greetings, all persisted in SQLite or in a PostgreSQL database that several
+// servers share as one world (docs/scaling.md). It runs as a Go plugin
+// (built into the sparkhost binary: `sparkhost run --module mmo`);
+// docs/mmo.md is the wire contract.
 //
 // Every handler runs on the module's game goroutine, from the batch of
 // events the server sends each tick; the transport connection grants
 // nothing: each request is checked against the session's authenticated
-// account and the character it plays (docs/mmo.md §9).
+// account and the character it plays (docs/mmo.md §9). The game goroutine
+// never waits for the database: database work goes to the lane (dblane.go)
+// and its answers come back as completions at the next tick; a session has
+// at most one request in the lane, so its requests keep their order.
 package mmo
 
 import (
@@ -58,8 +62,10 @@ type session struct {
 	login   *scram.Server // while challenged
 	pending string        // the account being logged in (canonical)
 	account string        // while logged in or in world
+	token   int64         // the login's token (store.Login), while logged in
 	char    string        // the character played, in world
 	wid     world.ID
+	busy    bool // a request of this session is in the lane
 }
 
 // Module is the mmo module.
@@ -69,6 +75,8 @@ type Module struct {
 	cfg    Config
 	ctx    context.Context
 	db     *store.Store
+	lane   *dbLane
+	pres   *presence
 	w      *world.World
 	gate   *throttle.LoginGate
 	secret []byte
@@ -76,6 +84,12 @@ type Module struct {
 	sessions map[uint32]*session
 	online   map[string]*session // account → its session
 	players  map[world.ID]*session
+
+	pendingLogins map[string]int   // account → its login claims in the lane
+	noticed       map[string]int64 // account → the newest other server's token seen while a claim was pending
+	timers        []timer          // retries, run by OnTick
+	saving        bool             // a periodic save is in the lane
+	completions   []func()
 
 	queue          []request // requests not yet handled, in arrival order
 	fresh          bool      // before the first tick: admitted clients survived a restart
@@ -102,6 +116,20 @@ type request struct {
 // maxQueue bounds the requests waiting across ticks; beyond it a request is
 // answered Internal ("server busy") at once.
 const maxQueue = 20000
+
+// timer is a function the game thread runs at or after at.
+type timer struct {
+	at time.Time
+	f  func()
+}
+
+// Database timing.
+const (
+	jobTimeout   = 15 * time.Second // one lane job
+	adminTimeout = 3 * time.Second  // an admin command's query (it runs on the game thread)
+	enterRetry   = 200 * time.Millisecond
+	maxEnterWait = 8 * time.Second // below the client's 10 s request timeout
+)
 
 // New returns the module (the built-in module's constructor).
 func New() plugin.Module { return &Module{} }
@@ -145,14 +173,39 @@ func (m *Module) Load(h module.Host) error {
 	m.saveEvery = uint64(max(1, int(cfg.SaveInterval*float64(rate))))
 	tc := throttle.Config{MaxFailures: cfg.MaxLoginFailures, Window: seconds(cfg.FailureWindow), Lockout: seconds(cfg.Lockout)}
 	m.gate = throttle.NewLoginGate(tc, tc)
-	if m.db, err = store.Open(m.ctx, dir, store.Options{}); err != nil {
+	dbc, err := cfg.Database.Resolve(os.Getenv)
+	if err != nil {
 		return fmt.Errorf("mmo: %w", err)
 	}
+	id, err := loadServerID(filepath.Join(dir, serverIDFile))
+	if err != nil {
+		return fmt.Errorf("mmo: the server id: %w", err)
+	}
+	octx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	if dbc.URL != "" {
+		m.db, err = store.OpenPostgres(octx, dbc.URL, dbc.Password, store.Options{})
+	} else {
+		m.db, err = store.Open(octx, dir, store.Options{})
+	}
+	if err != nil {
+		return fmt.Errorf("mmo: %w", err)
+	}
+	if err := m.db.StartServer(octx, id, dbc.Lease); err != nil {
+		m.db.Close()
+		return fmt.Errorf("mmo: taking the server's lease in %s: %w", m.db.Where(), err)
+	}
+	m.pres = &presence{id: id, lease: dbc.Lease}
+	m.lane = newLane(m.ctx, jobTimeout)
 	m.sessions = make(map[uint32]*session)
 	m.online = make(map[string]*session)
 	m.players = make(map[world.ID]*session)
-	n, _ := m.db.CountAccounts(m.ctx)
-	h.Log().Info("mmo ready", "accounts", n, "db", m.db.Path(), "area", fmt.Sprintf("%gx%g", cfg.Width, cfg.Height))
+	m.pendingLogins = make(map[string]int)
+	m.noticed = make(map[string]int64)
+	m.startPresence()
+	n, _ := m.db.CountAccounts(octx)
+	h.Log().Info("mmo ready", "accounts", n, "db", m.db.Backend()+" "+m.db.Where(), "server", id,
+		"lease", dbc.Lease, "area", fmt.Sprintf("%gx%g", cfg.Width, cfg.Height))
 	return nil
 }
 
@@ -170,12 +223,27 @@ func loadSecret(path string) ([]byte, error) {
 	return b, atomicfile.WriteFile(path, b)
 }
 
-// Unload saves every position and closes the database.
+// Unload saves every position, gives up the server's logins, claims and
+// lease, and closes the database (waiting up to 10 s for the lane).
 func (m *Module) Unload() {
 	if m.db == nil {
 		return
 	}
-	m.saveAll()
+	m.stopPresence()
+	batch := m.positions()
+	id := m.pres.id
+	m.lane.push(func(ctx context.Context) func() {
+		if _, err := m.db.SaveClaimed(ctx, id, batch); err != nil {
+			m.h.Log().Error("mmo: saving positions at unload", "err", err)
+		}
+		if err := m.db.StopServer(ctx, id); err != nil {
+			m.h.Log().Warn("mmo: giving up the lease at unload (it will expire)", "err", err)
+		}
+		return nil
+	})
+	if !m.lane.close(10 * time.Second) {
+		m.h.Log().Error("mmo: the database did not finish within 10 s of unload; unsaved positions may be lost", "pending", m.lane.pending())
+	}
 	m.db.Close()
 	m.db = nil
 }
@@ -195,23 +263,93 @@ func (m *Module) OnLeft(c module.ClientInfo, _ wire.DisconnectReason) {
 	}
 }
 
+// alive reports whether s is still a connected session (a completion may
+// arrive after its client left).
+func (m *Module) alive(s *session) bool { return m.sessions[s.client.ID] == s }
+
+// async runs work in the lane for session s, which is busy until the
+// completion work returns has run on the game thread.
+func (m *Module) async(s *session, work func(ctx context.Context) func()) {
+	s.busy = true
+	m.lane.push(func(ctx context.Context) func() {
+		apply := work(ctx)
+		return func() {
+			s.busy = false
+			apply()
+		}
+	})
+}
+
+// after runs f on the game thread once d has passed.
+func (m *Module) after(d time.Duration, f func()) {
+	m.timers = append(m.timers, timer{at: time.Now().Add(d), f: f})
+}
+
+func (m *Module) runTimers(now time.Time) {
+	due := 0
+	for _, t := range m.timers {
+		if !now.Before(t.at) {
+			due++
+		}
+	}
+	if due == 0 {
+		return
+	}
+	var run []func()
+	keep := m.timers[:0]
+	for _, t := range m.timers {
+		if now.Before(t.at) {
+			keep = append(keep, t)
+		} else {
+			run = append(run, t.f)
+		}
+	}
+	clear(m.timers[len(keep):])
+	m.timers = keep
+	for _, f := range run {
+		f()
+	}
+}
+
 // OnTick handles the queued requests within a quarter of the tick (at
 // least 2 ms, at most half the time left before the deadline; at least one
 // request), so a burst of database writes (registrations, character
 // creation) spreads over ticks instead of stretching one; then it advances
 // the world, replicates and periodically saves.
+//
+// Database answers (completions) run first, then presence (other servers'
+// logins, the lease), then due retries. A request of a session that has
+// one in the lane waits, as do all requests while the lane is full.
 func (m *Module) OnTick(t module.Tick) {
 	m.fresh = false
 	start := time.Now()
+	m.completions = m.lane.completions(m.completions)
+	for i, f := range m.completions {
+		f()
+		m.completions[i] = nil
+	}
+	m.presenceTick(start)
+	m.runTimers(start)
 	budget := min(max(t.DT/4, 2*time.Millisecond), t.Deadline.Sub(start)/2)
-	n := 0
-	for n < len(m.queue) && (n == 0 || time.Since(start) < budget) {
-		r := m.queue[n]
-		m.queue[n] = request{}
-		n++
+	handled, stop := 0, false
+	keep := m.queue[:0]
+	for _, r := range m.queue {
+		s := m.sessions[r.client.ID]
+		if s == nil {
+			continue // the client left while its request waited
+		}
+		// Once out of time or lane room, nothing more this tick: a later
+		// request must not overtake an earlier one of the same session.
+		stop = stop || handled > 0 && time.Since(start) >= budget || !m.lane.room()
+		if stop || s.busy {
+			keep = append(keep, r)
+			continue
+		}
+		handled++
 		m.handle(r.client, r.t, r.payload)
 	}
-	m.queue = m.queue[n:]
+	clear(m.queue[len(keep):])
+	m.queue = keep
 	if len(m.queue) == 0 {
 		m.queue = nil // let the backing array go
 	}
@@ -364,6 +502,8 @@ func (m *Module) storeError(s *session, id uint32, err error) {
 		code = mmoproto.NoSuchCharacter
 	case errors.Is(err, store.ErrNotOwner):
 		code = mmoproto.NotYourCharacter
+	case errors.Is(err, store.ErrCharacterBusy):
+		code = mmoproto.AlreadyInWorld
 	default:
 		m.h.Log().Error("mmo database", "err", err)
 	}
@@ -384,16 +524,23 @@ func (m *Module) register(s *session, r *mmoproto.Register) {
 		m.fail(s.client.ID, r.RequestID, code, fmt.Sprintf("at least %d iterations", m.cfg.MinIterations))
 		return
 	}
-	acct, err := m.db.CreateAccount(m.ctx, r.Account, store.Verifier{
-		Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey[:], ServerKey: v.ServerKey[:],
+	sv := store.Verifier{Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey[:], ServerKey: v.ServerKey[:]}
+	name, id := r.Account, r.RequestID
+	m.async(s, func(ctx context.Context) func() {
+		acct, err := m.db.CreateAccount(ctx, name, sv)
+		return func() {
+			if !m.alive(s) {
+				return
+			}
+			if err != nil {
+				m.storeError(s, id, err)
+				return
+			}
+			m.h.AddMetric(metricRegistrations, 1)
+			m.h.Log().Info("account registered", "account", acct.Name, "client", s.client.ID)
+			m.send(s.client.ID, &mmoproto.RegisterResult{RequestID: id, Account: acct.Name})
+		}
 	})
-	if err != nil {
-		m.storeError(s, r.RequestID, err)
-		return
-	}
-	m.h.AddMetric(metricRegistrations, 1)
-	m.h.Log().Info("account registered", "account", acct.Name, "client", s.client.ID)
-	m.send(s.client.ID, &mmoproto.RegisterResult{RequestID: r.RequestID, Account: acct.Name})
 }
 
 func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
@@ -422,26 +569,34 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 		m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.Throttled, RetryAfterMS: uint32(wait.Milliseconds())})
 		return
 	}
-	var v scram.Verifier
-	acct, err := m.db.Account(m.ctx, key)
-	switch {
-	case err == nil:
-		v = scram.Verifier{Salt: acct.Verifier.Salt, Iterations: acct.Verifier.Iterations}
-		copy(v.StoredKey[:], acct.Verifier.StoredKey)
-		copy(v.ServerKey[:], acct.Verifier.ServerKey)
-	case errors.Is(err, store.ErrNoAccount):
-		v = scram.MockVerifier(m.secret, key, scram.DefaultIterations)
-	default:
-		m.storeError(s, r.RequestID, err)
-		return
-	}
-	sf, err := srv.ServerFirst(v)
-	if err != nil {
-		m.fail(s.client.ID, r.RequestID, mmoproto.Internal, "")
-		return
-	}
-	s.state, s.login, s.pending = challenged, srv, key
-	m.send(s.client.ID, &mmoproto.LoginChallenge{RequestID: r.RequestID, ServerFirst: sf})
+	id := r.RequestID
+	m.async(s, func(ctx context.Context) func() {
+		acct, err := m.db.Account(ctx, key)
+		return func() {
+			if !m.alive(s) || s.state >= loggedIn {
+				return
+			}
+			var v scram.Verifier
+			switch {
+			case err == nil:
+				v = scram.Verifier{Salt: acct.Verifier.Salt, Iterations: acct.Verifier.Iterations}
+				copy(v.StoredKey[:], acct.Verifier.StoredKey)
+				copy(v.ServerKey[:], acct.Verifier.ServerKey)
+			case errors.Is(err, store.ErrNoAccount):
+				v = scram.MockVerifier(m.secret, key, scram.DefaultIterations)
+			default:
+				m.storeError(s, id, err)
+				return
+			}
+			sf, err := srv.ServerFirst(v)
+			if err != nil {
+				m.fail(s.client.ID, id, mmoproto.Internal, "")
+				return
+			}
+			s.state, s.login, s.pending = challenged, srv, key
+			m.send(s.client.ID, &mmoproto.LoginChallenge{RequestID: id, ServerFirst: sf})
+		}
+	})
 }
 
 func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
@@ -461,53 +616,132 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 		return
 	}
 	m.gate.Success(key, s.addr)
-	if old := m.online[key]; old != nil && old != s {
-		m.logout(old)
-		m.send(old.client.ID, &mmoproto.LoggedOut{Reason: mmoproto.LoggedOutElsewhere, Detail: "your account logged in on another connection"})
+	if m.pres.local {
+		m.fail(s.client.ID, r.RequestID, mmoproto.Internal, "the server lost its database; try again shortly")
+		return
 	}
-	s.state, s.account = loggedIn, key
-	m.online[key] = s
-	m.h.AddMetric(metricLogins, 1)
-	m.h.Log().Info("logged in", "account", key, "client", s.client.ID)
-	m.send(s.client.ID, &mmoproto.LoginResult{RequestID: r.RequestID, Account: key, ServerFinal: final})
+	// The proof is good; the login is the account's once the database says
+	// so (ClaimLogin takes it from any other server and tells them).
+	id, server := r.RequestID, m.pres.id
+	m.pendingLogins[key]++
+	m.async(s, func(ctx context.Context) func() {
+		l, err := m.db.ClaimLogin(ctx, server, key)
+		return func() {
+			newer := m.noticed[key]
+			if m.pendingLogins[key]--; m.pendingLogins[key] <= 0 {
+				delete(m.pendingLogins, key)
+				delete(m.noticed, key)
+			}
+			if !m.alive(s) || s.state != anonymous {
+				if err == nil {
+					m.releaseLogin(key, l.Token)
+				}
+				return
+			}
+			if err != nil {
+				m.storeError(s, id, err)
+				return
+			}
+			if old := m.online[key]; old != nil && old != s {
+				m.endLogin(old, mmoproto.LoggedOutElsewhere, "your account logged in on another connection", false)
+			}
+			s.state, s.account, s.token = loggedIn, key, l.Token
+			m.online[key] = s
+			m.h.AddMetric(metricLogins, 1)
+			m.h.Log().Info("logged in", "account", key, "client", s.client.ID, "took_over_from", l.Previous)
+			m.send(s.client.ID, &mmoproto.LoginResult{RequestID: id, Account: key, ServerFinal: final})
+			if newer > l.Token {
+				// Another server's login of this account committed after
+				// this one while it was on its way here.
+				m.endLogin(s, mmoproto.LoggedOutElsewhere, "your account logged in on another server", false)
+			}
+		}
+	})
 }
 
-// logout ends a session's login (saving its character's position).
+// releaseLogin drops this server's login of account in the database, if
+// token is still current there.
+func (m *Module) releaseLogin(account string, token int64) {
+	id := m.pres.id
+	m.lane.push(func(ctx context.Context) func() {
+		if err := m.db.ReleaseLogin(ctx, id, account, token); err != nil {
+			m.h.Log().Warn("mmo: releasing a login", "account", account, "err", err)
+		}
+		return nil
+	})
+}
+
+// endLogin ends a session's login on the server's initiative and tells the
+// client why. release says whether the database still holds this login for
+// this server (a kick) or already holds a newer one (logged in elsewhere).
+func (m *Module) endLogin(s *session, reason mmoproto.LoggedOutReason, detail string, release bool) {
+	if !release {
+		s.token = 0 // nothing to release: the database holds a newer login
+	}
+	m.logout(s)
+	m.send(s.client.ID, &mmoproto.LoggedOut{Reason: reason, Detail: detail})
+}
+
+// logout ends a session's login (saving its character's position and
+// giving the character and the login back in the database).
 func (m *Module) logout(s *session) {
 	if s.state == inWorld {
 		m.leaveWorld(s)
 	}
 	if s.account != "" && m.online[s.account] == s {
 		delete(m.online, s.account)
+		if s.token != 0 {
+			m.releaseLogin(s.account, s.token)
+		}
 	}
-	s.state, s.account, s.login, s.pending = anonymous, "", nil, ""
+	s.state, s.account, s.token, s.login, s.pending = anonymous, "", 0, nil, ""
 }
 
 func (m *Module) listCharacters(s *session, id uint32) {
 	if !m.needLogin(s, id) {
 		return
 	}
-	chars, err := m.db.Characters(m.ctx, s.account)
-	if err != nil {
-		m.storeError(s, id, err)
-		return
-	}
-	out := &mmoproto.CharacterList{RequestID: id}
-	for _, c := range chars {
-		out.Characters = append(out.Characters, mmoproto.CharacterInfo{Name: c.Name, X: float32(c.X), Y: float32(c.Y)})
-	}
-	m.send(s.client.ID, out)
+	account := s.account
+	m.async(s, func(ctx context.Context) func() {
+		chars, err := m.db.Characters(ctx, account)
+		return func() {
+			if !m.alive(s) {
+				return
+			}
+			if err != nil {
+				m.storeError(s, id, err)
+				return
+			}
+			out := &mmoproto.CharacterList{RequestID: id}
+			for _, c := range chars {
+				out.Characters = append(out.Characters, mmoproto.CharacterInfo{Name: c.Name, X: float32(c.X), Y: float32(c.Y)})
+			}
+			m.send(s.client.ID, out)
+		}
+	})
 }
 
 func (m *Module) createCharacter(s *session, r *mmoproto.CharacterCreate) {
 	if !m.needLogin(s, r.RequestID) {
 		return
 	}
-	if _, err := m.db.CreateCharacter(m.ctx, s.account, r.Name, m.cfg.Width/2, m.cfg.Height/2); err != nil {
-		m.storeError(s, r.RequestID, err)
-		return
+	account, name, id := s.account, r.Name, r.RequestID
+	x, y := m.cfg.Width/2, m.cfg.Height/2
+	m.async(s, func(ctx context.Context) func() {
+		_, err := m.db.CreateCharacter(ctx, account, name, x, y)
+		return func() { m.answer(s, id, err) }
+	})
+}
+
+// answer answers a request with OK or the store error.
+func (m *Module) answer(s *session, id uint32, err error) {
+	switch {
+	case !m.alive(s):
+	case err != nil:
+		m.storeError(s, id, err)
+	default:
+		m.ok(s.client.ID, id)
 	}
-	m.ok(s.client.ID, r.RequestID)
 }
 
 func (m *Module) deleteCharacter(s *session, r *mmoproto.CharacterDelete) {
@@ -518,11 +752,11 @@ func (m *Module) deleteCharacter(s *session, r *mmoproto.CharacterDelete) {
 		m.fail(s.client.ID, r.RequestID, mmoproto.AlreadyInWorld, "leave the world before deleting the character you play")
 		return
 	}
-	if err := m.db.DeleteCharacter(m.ctx, s.account, r.Name); err != nil {
-		m.storeError(s, r.RequestID, err)
-		return
-	}
-	m.ok(s.client.ID, r.RequestID)
+	account, name, id := s.account, r.Name, r.RequestID
+	m.async(s, func(ctx context.Context) func() {
+		err := m.db.DeleteCharacter(ctx, account, name)
+		return func() { m.answer(s, id, err) }
+	})
 }
 
 func (m *Module) enter(s *session, r *mmoproto.Enter) {
@@ -535,22 +769,61 @@ func (m *Module) enter(s *session, r *mmoproto.Enter) {
 		m.fail(s.client.ID, r.RequestID, mmoproto.NotLoggedIn, "log in first")
 		return
 	}
-	ch, err := m.db.Character(m.ctx, r.Name)
-	if err != nil {
-		m.storeError(s, r.RequestID, err)
-		return
-	}
-	if ch.Account != s.account {
-		m.fail(s.client.ID, r.RequestID, mmoproto.NotYourCharacter, "")
-		return
-	}
+	m.claim(s, r.RequestID, r.Name, time.Now().Add(min(m.pres.lease+time.Second, maxEnterWait)))
+}
+
+// claim claims the character for the session's login in the database, and
+// enters it into the world once claimed. While another live server plays
+// the character (it is leaving there, or that server died and its lease
+// runs), the claim is retried every enterRetry until deadline.
+func (m *Module) claim(s *session, id uint32, name string, deadline time.Time) {
+	account, token, server := s.account, s.token, m.pres.id
+	m.async(s, func(ctx context.Context) func() {
+		ch, err := m.db.ClaimCharacter(ctx, server, account, token, name)
+		return func() {
+			if !m.alive(s) || s.state != loggedIn || s.account != account || s.token != token {
+				if err == nil {
+					m.releaseCharacter(store.Position{Name: ch.Name, X: ch.X, Y: ch.Y}, false)
+				}
+				return
+			}
+			var busy *store.BusyError
+			switch {
+			case errors.As(err, &busy) && time.Now().Before(deadline):
+				s.busy = true // the session's next requests wait for this one
+				m.after(enterRetry, func() {
+					s.busy = false
+					if m.alive(s) {
+						m.claim(s, id, name, deadline)
+					}
+				})
+				return
+			case busy != nil:
+				m.fail(s.client.ID, id, mmoproto.AlreadyInWorld, "the character is in the world on another server; try again in a few seconds")
+				return
+			case errors.Is(err, store.ErrLoginLost):
+				m.fail(s.client.ID, id, mmoproto.NotLoggedIn, "your account logged in elsewhere")
+				return
+			case err != nil:
+				m.storeError(s, id, err)
+				return
+			}
+			m.enterClaimed(s, id, ch)
+		}
+	})
+}
+
+// enterClaimed puts a claimed character into the world.
+func (m *Module) enterClaimed(s *session, reqID uint32, ch store.Character) {
 	id, err := m.w.Enter(ch.Name, ch.X, ch.Y)
 	if err != nil {
 		code := mmoproto.Internal
 		if errors.Is(err, world.ErrAlreadyInWorld) {
 			code = mmoproto.AlreadyInWorld
+		} else {
+			m.releaseCharacter(store.Position{Name: ch.Name, X: ch.X, Y: ch.Y}, false)
 		}
-		m.fail(s.client.ID, r.RequestID, code, err.Error())
+		m.fail(s.client.ID, reqID, code, err.Error())
 		return
 	}
 	s.state, s.char, s.wid = inWorld, ch.Name, id
@@ -558,19 +831,29 @@ func (m *Module) enter(s *session, r *mmoproto.Enter) {
 	c := m.w.Config()
 	sn, _ := m.w.Get(id)
 	m.send(s.client.ID, &mmoproto.Entered{
-		RequestID: r.RequestID, ID: uint32(id), X: float32(sn.X), Y: float32(sn.Y),
+		RequestID: reqID, ID: uint32(id), X: float32(sn.X), Y: float32(sn.Y),
 		Width: float32(c.Width), Height: float32(c.Height), Speed: float32(c.Speed),
 		InterestRadius: float32(c.InterestRadius), GreetRadius: float32(c.GreetRadius), Name: ch.Name,
 	})
 }
 
-// leaveWorld takes a session's character out of the world and saves where it was.
-func (m *Module) leaveWorld(s *session) {
-	sn, err := m.w.Leave(s.wid)
-	if err == nil {
-		if err := m.db.SavePosition(m.ctx, sn.Name, sn.X, sn.Y); err != nil {
-			m.h.Log().Error("saving a position", "character", sn.Name, "err", err)
+// releaseCharacter gives the character back in the database, saving p's
+// position first if save is set.
+func (m *Module) releaseCharacter(p store.Position, save bool) {
+	server := m.pres.id
+	m.lane.push(func(ctx context.Context) func() {
+		if err := m.db.ReleaseCharacter(ctx, server, p, save); err != nil {
+			m.h.Log().Error("mmo: saving a position", "character", p.Name, "err", err)
 		}
+		return nil
+	})
+}
+
+// leaveWorld takes a session's character out of the world and saves where
+// it was (the lane writes it before any later claim of the character here).
+func (m *Module) leaveWorld(s *session) {
+	if sn, err := m.w.Leave(s.wid); err == nil {
+		m.releaseCharacter(store.Position{Name: sn.Name, X: sn.X, Y: sn.Y}, true)
 	}
 	delete(m.players, s.wid)
 	s.state, s.char, s.wid = loggedIn, "", 0
@@ -648,27 +931,45 @@ func (m *Module) replicate(d *world.Delta) {
 	clear(ap.Entries[:cap(ap.Entries)]) // drop the names
 }
 
-// saveAll writes every character's position in one transaction.
-func (m *Module) saveAll() {
-	if len(m.players) == 0 {
-		return
-	}
+// positions returns every character's position in the world.
+func (m *Module) positions() []store.Position {
 	batch := make([]store.Position, 0, len(m.players))
 	m.w.Each(func(sn world.Snapshot) { batch = append(batch, store.Position{Name: sn.Name, X: sn.X, Y: sn.Y}) })
-	if _, err := m.db.SavePositions(m.ctx, batch); err != nil {
-		m.h.Log().Error("saving positions", "err", err)
+	return batch
+}
+
+// saveAll writes every character's position in one transaction (one save
+// in the lane at a time; a tick that finds one there skips).
+func (m *Module) saveAll() {
+	if len(m.players) == 0 || m.saving {
+		return
 	}
+	m.saving = true
+	batch, server := m.positions(), m.pres.id
+	m.lane.push(func(ctx context.Context) func() {
+		_, err := m.db.SaveClaimed(ctx, server, batch)
+		return func() {
+			m.saving = false
+			if err != nil {
+				m.h.Log().Error("saving positions", "err", err)
+			}
+		}
+	})
 }
 
 // Command runs the admin commands.
 func (m *Module) Command(name string, args []string) (string, error) {
 	switch name {
 	case "mmo_accounts":
-		n, err := m.db.CountAccounts(m.ctx)
+		// Admin commands answer at once, so this one queries from the game
+		// thread, bounded by adminTimeout.
+		ctx, cancel := context.WithTimeout(m.ctx, adminTimeout)
+		defer cancel()
+		n, err := m.db.CountAccounts(ctx)
 		if err != nil {
 			return "", err
 		}
-		list, err := m.db.ListAccounts(m.ctx, "", 50)
+		list, err := m.db.ListAccounts(ctx, "", 50)
 		if err != nil {
 			return "", err
 		}
@@ -699,6 +1000,7 @@ func (m *Module) Command(name string, args []string) (string, error) {
 				fmt.Fprintf(&b, "  playing %s at %.1f,%.1f", sn.Name, sn.X, sn.Y)
 			}
 		}
+		fmt.Fprintf(&b, "\n  server %s, database %s %s, lease %v", m.pres.id, m.db.Backend(), m.db.Where(), m.pres.lease)
 		return b.String(), nil
 	case "mmo_kick_account":
 		if len(args) != 1 {
@@ -712,8 +1014,7 @@ func (m *Module) Command(name string, args []string) (string, error) {
 		if s == nil {
 			return "", fmt.Errorf("account %s is not logged in; see mmo_online", key)
 		}
-		m.logout(s)
-		m.send(s.client.ID, &mmoproto.LoggedOut{Reason: mmoproto.LoggedOutKicked, Detail: "an administrator ended your login"})
+		m.endLogin(s, mmoproto.LoggedOutKicked, "an administrator ended your login", true)
 		return "logged out " + key, nil
 	}
 	return "", fmt.Errorf("no such command %q", name)

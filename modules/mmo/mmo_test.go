@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/netstack"
@@ -25,7 +27,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main("mmo", os.Getenv(childDataEnv) != "", m.Run)
 	testplugin.Cleanup()
 	os.Exit(code)
 }
@@ -40,7 +42,10 @@ type server struct {
 
 func startServer(t testing.TB, dataDir string, mod func(*config.Config)) *server {
 	t.Helper()
-	bin := testplugin.Build(t, "./modules/mmo/cmd/mmo")
+	bin := os.Getenv(childPluginEnv) // a server child process reuses the parent's build
+	if bin == "" {
+		bin = testplugin.Build(t, "./modules/mmo/cmd/mmo")
+	}
 	cfg := config.Default()
 	port := 0
 	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Modules: []string{"mmo"}}, func(string) string { return "" })
@@ -83,10 +88,17 @@ type player struct {
 	s      *mmoclient.Session
 	mu     sync.Mutex
 	events []string
+	times  []time.Time  // when each event arrived
 	sent   bytes.Buffer // every request's plaintext, as handed to the channel
 }
 
 func dial(t testing.TB, srv *server, name string) *player {
+	t.Helper()
+	return dialAt(t, srv.Addr(), srv.Pin(), name)
+}
+
+// dialAt connects a player to the server at addr with identity pin.
+func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 	t.Helper()
 	reg := gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(reg); err != nil {
@@ -94,7 +106,7 @@ func dial(t testing.TB, srv *server, name string) *player {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Registry: reg})
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: addr, Name: name, Pin: pin, Registry: reg})
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}
@@ -102,6 +114,7 @@ func dial(t testing.TB, srv *server, name string) *player {
 	p.s = mmoclient.NewSession(c, func(line string) {
 		p.mu.Lock()
 		p.events = append(p.events, line)
+		p.times = append(p.times, time.Now())
 		p.mu.Unlock()
 	})
 	p.s.Iterations = 4096
@@ -123,15 +136,17 @@ func dial(t testing.TB, srv *server, name string) *player {
 	return p
 }
 
-// waitEvent waits up to 20 s for an event line containing want.
-func (p *player) waitEvent(t testing.TB, want string) {
+// waitEvent waits up to 20 s for an event line containing want and
+// returns when it arrived.
+func (p *player) waitEvent(t testing.TB, want string) time.Time {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		p.mu.Lock()
-		for _, e := range p.events {
+		for i, e := range p.events {
 			if strings.Contains(e, want) {
+				at := p.times[i]
 				p.mu.Unlock()
-				return
+				return at
 			}
 		}
 		p.mu.Unlock()
@@ -139,6 +154,7 @@ func (p *player) waitEvent(t testing.TB, want string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.Fatalf("no event %q; events: %q", want, p.events)
+	return time.Time{}
 }
 
 func code(err error) mmoproto.Code {

@@ -57,16 +57,12 @@ func (s *Store) CreateAccount(ctx context.Context, name string, v Verifier) (Acc
 	}
 	a := Account{Name: key, Verifier: cloneVerifier(v), Created: time.UnixMilli(s.now())}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO accounts (name, salt, iterations, stored_key, server_key, created) VALUES (?, ?, ?, ?, ?, ?)`,
-			key, v.Salt, v.Iterations, v.StoredKey, v.ServerKey, a.Created.UnixMilli())
-		if isUnique(err) {
+		err := tx.QueryRowContext(ctx,
+			`INSERT INTO accounts (name, salt, iterations, stored_key, server_key, created) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			key, v.Salt, v.Iterations, v.StoredKey, v.ServerKey, a.Created.UnixMilli()).Scan(&a.ID)
+		if s.d.isUnique(err) {
 			return ErrAccountExists
 		}
-		if err != nil {
-			return err
-		}
-		a.ID, err = res.LastInsertId()
 		return err
 	})
 	if err != nil {
@@ -85,7 +81,7 @@ func (s *Store) Account(ctx context.Context, name string) (Account, error) {
 	var a Account
 	var created int64
 	err = s.db.QueryRowContext(ctx,
-		`SELECT id, name, salt, iterations, stored_key, server_key, created FROM accounts WHERE name = ?`, key).
+		`SELECT id, name, salt, iterations, stored_key, server_key, created FROM accounts WHERE name = $1`, key).
 		Scan(&a.ID, &a.Name, &a.Verifier.Salt, &a.Verifier.Iterations, &a.Verifier.StoredKey, &a.Verifier.ServerKey, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, ErrNoAccount
@@ -114,7 +110,7 @@ func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]Ac
 	limit = min(max(limit, 1), MaxListAccounts)
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT a.name, a.created, (SELECT count(*) FROM characters c WHERE c.account_id = a.id)
-		FROM accounts a WHERE a.name > ? ORDER BY a.name LIMIT ?`, after, limit)
+		FROM accounts a WHERE a.name > $1 ORDER BY a.name LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -130,23 +126,6 @@ func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]Ac
 		out = append(out, a)
 	}
 	return out, rows.Err()
-}
-
-// write runs f in one IMMEDIATE transaction and commits it; f's error rolls
-// it back and is returned as is (sentinels stay matchable).
-func (s *Store) write(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: beginning a transaction: %w", err)
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: committing: %w", err)
-	}
-	return nil
 }
 
 func cloneVerifier(v Verifier) Verifier {

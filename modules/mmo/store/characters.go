@@ -60,7 +60,7 @@ func (s *Store) CreateCharacter(ctx context.Context, account, name string, x, y 
 		var count int
 		err := tx.QueryRowContext(ctx, `
 			SELECT a.id, (SELECT count(*) FROM characters c WHERE c.account_id = a.id)
-			FROM accounts a WHERE a.name = ?`, akey).Scan(&accountID, &count)
+			FROM accounts a WHERE a.name = $1`, akey).Scan(&accountID, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoAccount
 		}
@@ -70,16 +70,12 @@ func (s *Store) CreateCharacter(ctx context.Context, account, name string, x, y 
 		if count >= s.opt.MaxCharacters {
 			return ErrTooManyCharacters
 		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO characters (name, name_key, account_id, x, y, created) VALUES (?, ?, ?, ?, ?, ?)`,
-			name, ckey, accountID, x, y, c.Created.UnixMilli())
-		if isUnique(err) {
+		err = tx.QueryRowContext(ctx,
+			`INSERT INTO characters (name, name_key, account_id, x, y, created) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			name, ckey, accountID, x, y, c.Created.UnixMilli()).Scan(&c.ID)
+		if s.d.isUnique(err) {
 			return ErrCharacterExists
 		}
-		if err != nil {
-			return err
-		}
-		c.ID, err = res.LastInsertId()
 		return err
 	})
 	if err != nil {
@@ -98,7 +94,7 @@ func (s *Store) Characters(ctx context.Context, account string) ([]Character, er
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT c.id, c.name, c.x, c.y, c.created
 		FROM characters c JOIN accounts a ON a.id = c.account_id
-		WHERE a.name = ? ORDER BY c.id`, akey)
+		WHERE a.name = $1 ORDER BY c.id`, akey)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +132,7 @@ func (s *Store) Character(ctx context.Context, name string) (Character, error) {
 	var created int64
 	err = s.db.QueryRowContext(ctx, `
 		SELECT c.id, c.name, a.name, c.x, c.y, c.created
-		FROM characters c JOIN accounts a ON a.id = c.account_id WHERE c.name_key = ?`, ckey).
+		FROM characters c JOIN accounts a ON a.id = c.account_id WHERE c.name_key = $1`, ckey).
 		Scan(&c.ID, &c.Name, &c.Account, &c.X, &c.Y, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Character{}, ErrNoCharacter
@@ -149,7 +145,9 @@ func (s *Store) Character(ctx context.Context, name string) (Character, error) {
 }
 
 // DeleteCharacter deletes account's character named name: ErrNoCharacter if
-// there is none, ErrNotOwner if another account owns it (nothing is deleted).
+// there is none, ErrNotOwner if another account owns it, a *BusyError
+// (ErrCharacterBusy) if a server whose lease runs plays it (nothing is
+// deleted).
 func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error {
 	akey, err := AccountKey(account)
 	if err != nil {
@@ -164,7 +162,7 @@ func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error
 		var owner string
 		err := tx.QueryRowContext(ctx, `
 			SELECT c.id, a.name FROM characters c JOIN accounts a ON a.id = c.account_id
-			WHERE c.name_key = ?`, ckey).Scan(&id, &owner)
+			WHERE c.name_key = $1`, ckey).Scan(&id, &owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoCharacter
 		}
@@ -174,7 +172,18 @@ func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error
 		if owner != akey {
 			return ErrNotOwner
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM characters WHERE id = ?`, id)
+		var holder string
+		var until, now sql.NullInt64
+		err = tx.QueryRowContext(ctx, `SELECT w.server, s.lease_until, `+s.d.nowMS+`
+			FROM in_world w LEFT JOIN servers s ON s.id = w.server WHERE w.character_id = $1`, id).Scan(&holder, &until, &now)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case until.Valid && until.Int64 > now.Int64:
+			return &BusyError{Server: holder, Until: time.UnixMilli(until.Int64)}
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM characters WHERE id = $1`, id)
 		return err
 	})
 }
@@ -192,8 +201,15 @@ func (s *Store) SavePosition(ctx context.Context, name string, x, y float64) err
 // SavePositions stores many positions in one transaction (all or none) and
 // returns how many characters it updated: names that no longer exist are
 // skipped. Any invalid name or non-finite position fails the whole batch
-// before anything is written.
+// before anything is written. It writes whoever plays the characters: the
+// module saves through SaveClaimed.
 func (s *Store) SavePositions(ctx context.Context, batch []Position) (int, error) {
+	return s.savePositions(ctx, batch, "", false)
+}
+
+// savePositions writes batch; with server set, only the characters server
+// holds, and with release, it ends those claims too.
+func (s *Store) savePositions(ctx context.Context, batch []Position, server string, release bool) (int, error) {
 	keys := make([]string, len(batch))
 	for i, p := range batch {
 		k, err := CharacterKey(p.Name)
@@ -208,15 +224,24 @@ func (s *Store) SavePositions(ctx context.Context, batch []Position) (int, error
 	if len(batch) == 0 {
 		return 0, nil
 	}
+	update := `UPDATE characters SET x = $1, y = $2 WHERE name_key = $3`
+	if server != "" {
+		update += ` AND EXISTS (SELECT 1 FROM in_world w WHERE w.character_id = characters.id AND w.server = $4)`
+	}
 	saved := 0
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE characters SET x = ?, y = ? WHERE name_key = ?`)
+		saved = 0 // a retried transaction counts afresh
+		stmt, err := tx.PrepareContext(ctx, update)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for i, p := range batch {
-			res, err := stmt.ExecContext(ctx, p.X, p.Y, keys[i])
+			args := []any{p.X, p.Y, keys[i]}
+			if server != "" {
+				args = append(args, server)
+			}
+			res, err := stmt.ExecContext(ctx, args...)
 			if err != nil {
 				return err
 			}
@@ -225,6 +250,12 @@ func (s *Store) SavePositions(ctx context.Context, batch []Position) (int, error
 				return err
 			}
 			saved += int(n)
+			if release {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM in_world WHERE server = $1
+					AND character_id = (SELECT id FROM characters WHERE name_key = $2)`, server, keys[i]); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
 	"github.com/sparkhost/sparkhost/modules/mmo/store"
 )
 
@@ -33,7 +34,7 @@ func TestDurabilityWriter(t *testing.T) {
 		t.Skip("the writer process of TestDurabilityUnderSIGKILL")
 	}
 	round, _ := strconv.Atoi(os.Getenv(writerRoundEnv))
-	s, err := store.Open(ctx, dir, store.Options{})
+	s, err := openAt(t, dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,23 +76,43 @@ func TestDurabilityUnderSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts writer processes")
 	}
-	dir := t.TempDir()
-	want := committed{characters: map[string]string{}, positions: map[string]float64{}}
-	// Kill after a few, some and many reported commits; each round also
-	// recovers the database the previous round's kill left behind.
-	for round, killAfter := range []int{5, 61, 250} {
-		lines := runWriter(t, dir, round, killAfter, &want)
-		t.Logf("round %d: killed after %d reported commits", round, lines)
-		verifyCommitted(t, dir, &want)
+	both(t, func(t *testing.T, dir string) {
+		want := committed{characters: map[string]string{}, positions: map[string]float64{}}
+		// Kill after a few, some and many reported commits; each round also
+		// recovers the database the previous round's kill left behind.
+		for round, killAfter := range []int{5, 61, 250} {
+			lines := runWriter(t, dir, round, killAfter, &want, nil)
+			t.Logf("round %d: killed after %d reported commits", round, lines)
+			verifyCommitted(t, dir, &want)
+		}
+	})
+}
+
+// TestDurabilityPostgresKilled: kill -9 of the PostgreSQL server itself
+// (postmaster and backends) while a writer commits: after crash recovery,
+// everything the writer was told was committed is there.
+func TestDurabilityPostgresKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a writer process and kills the database")
 	}
+	c := pgtest.Need(t)
+	where := backends[1].fresh(t)
+	want := committed{characters: map[string]string{}, positions: map[string]float64{}}
+	lines := runWriter(t, where, 0, 120, &want, c.Kill)
+	t.Logf("postgres killed after %d reported commits", lines)
+	verifyCommitted(t, where, &want)
 }
 
 // runWriter starts a writer, records the commits it reports, kills it with
-// SIGKILL after killAfter reports, and returns how many it read in all.
-func runWriter(t *testing.T, dir string, round, killAfter int, want *committed) int {
+// SIGKILL after killAfter reports (or calls kill instead, if not nil), and
+// returns how many it read in all.
+func runWriter(t *testing.T, dir string, round, killAfter int, want *committed, kill func()) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDurabilityWriter$", "-test.count=1")
 	cmd.Env = append(os.Environ(), writerDirEnv+"="+dir, writerRoundEnv+"="+strconv.Itoa(round))
+	if pgtest.Shared != nil {
+		cmd.Env = append(cmd.Env, pgtest.PasswordEnv+"="+pgtest.Shared.Password)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -113,13 +134,23 @@ func runWriter(t *testing.T, dir string, round, killAfter int, want *committed) 
 		}
 		lines++
 		if lines == killAfter && !killed {
+			killed = true
+			if kill != nil {
+				go kill() // the writer fails and exits when its database dies
+				continue
+			}
 			if err := cmd.Process.Kill(); err != nil { // SIGKILL on Unix
 				t.Fatal(err)
 			}
-			killed = true
 		}
 	}
 	cmd.Wait()
+	if kill != nil {
+		// The restart must be done before the database is read.
+		if err := pgtest.Shared.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !killed {
 		t.Fatalf("round %d: the writer stopped after %d commits before it was killed:\n%s", round, lines, stderr.String())
 	}

@@ -14,19 +14,68 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
 	"github.com/sparkhost/sparkhost/modules/mmo/store"
 )
 
 var ctx = context.Background()
 
-func open(t testing.TB, dir string) *store.Store {
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main("mmo/store", os.Getenv(writerDirEnv) != "", m.Run))
+}
+
+// backend opens databases of one kind. Each test gets a fresh database;
+// opening it again (db.open) reopens the same one.
+type backend struct {
+	name string
+	// fresh makes an empty database and returns where it is: a directory
+	// (SQLite) or a URL without password (PostgreSQL).
+	fresh func(t testing.TB) string
+}
+
+var backends = []backend{
+	{"sqlite", func(t testing.TB) string { return t.TempDir() }},
+	{"postgres", func(t testing.TB) string {
+		c := pgtest.Need(t)
+		name, err := c.CreateDB(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.URLWithoutPassword(name)
+	}},
+}
+
+// openAt opens the database at where (see backend.fresh) with opt.
+func openAt(t testing.TB, where string, opt store.Options) (*store.Store, error) {
+	if strings.HasPrefix(where, "postgres://") {
+		pw := os.Getenv(pgtest.PasswordEnv) // a writer process
+		if pgtest.Shared != nil {
+			pw = pgtest.Shared.Password
+		}
+		return store.OpenPostgres(ctx, where, pw, opt)
+	}
+	return store.Open(ctx, where, opt)
+}
+
+var fixedNow = store.Options{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }}
+
+func open(t testing.TB, where string) *store.Store {
 	t.Helper()
-	s, err := store.Open(ctx, dir, store.Options{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }})
+	s, err := openAt(t, where, fixedNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// both runs f as a subtest on each backend, on a fresh database.
+func both(t *testing.T, f func(t *testing.T, where string)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b.fresh(t)) })
+	}
 }
 
 func verifier(b byte) store.Verifier {
@@ -93,26 +142,48 @@ func rawDB(t testing.TB, path string) *sql.DB {
 }
 
 func TestRefusesNewerSchema(t *testing.T) {
-	dir := t.TempDir()
-	s, err := store.Open(ctx, dir, store.Options{})
+	both(t, func(t *testing.T, where string) {
+		s := open(t, where)
+		s.Close()
+		if strings.HasPrefix(where, "postgres://") {
+			conn := pgConn(t, where)
+			if _, err := conn.Exec(ctx, `UPDATE schema_version SET version = $1`, store.SchemaVersion+1); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			db := rawDB(t, filepath.Join(where, store.FileName))
+			if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", store.SchemaVersion+1)); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+		}
+		_, err := openAt(t, where, store.Options{})
+		if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "newer sparkhost") {
+			t.Fatalf("Open of a newer database: %v", err)
+		}
+	})
+}
+
+// pgConn is a direct connection to the test database at url (no password).
+func pgConn(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	db := rawDB(t, filepath.Join(dir, store.FileName))
-	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", store.SchemaVersion+1)); err != nil {
+	cfg.Password = pgtest.Shared.Password
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	_, err = store.Open(ctx, dir, store.Options{})
-	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "newer sparkhost") {
-		t.Fatalf("Open of a newer database: %v", err)
-	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
 }
 
-func TestReopenKeepsData(t *testing.T) {
-	dir := t.TempDir()
-	s, err := store.Open(ctx, dir, store.Options{})
+func TestReopenKeepsData(t *testing.T) { both(t, testReopenKeepsData) }
+
+func testReopenKeepsData(t *testing.T, dir string) {
+	s, err := openAt(t, dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +200,10 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
-func TestAccounts(t *testing.T) {
-	s := open(t, t.TempDir())
+func TestAccounts(t *testing.T) { both(t, testAccounts) }
+
+func testAccounts(t *testing.T, where string) {
+	s := open(t, where)
 	a, err := s.CreateAccount(ctx, "Alice_01", verifier(5))
 	if err != nil {
 		t.Fatal(err)
@@ -200,8 +273,10 @@ func TestAccounts(t *testing.T) {
 	}
 }
 
-func TestCharacters(t *testing.T) {
-	s := open(t, t.TempDir())
+func TestCharacters(t *testing.T) { both(t, testCharacters) }
+
+func testCharacters(t *testing.T, where string) {
+	s := open(t, where)
 	mustAccount(t, s, "alice")
 	mustAccount(t, s, "bob")
 	for _, n := range []string{"Aaa", "Bbb", "Ccc", "Ddd", "Eee"} {
@@ -254,8 +329,10 @@ func TestCharacters(t *testing.T) {
 	mustCharacter(t, s, "alice", "Fff")
 }
 
-func TestCharacterLimitUnderConcurrency(t *testing.T) {
-	s := open(t, t.TempDir())
+func TestCharacterLimitUnderConcurrency(t *testing.T) { both(t, testCharacterLimitUnderConcurrency) }
+
+func testCharacterLimitUnderConcurrency(t *testing.T, where string) {
+	s := open(t, where)
 	mustAccount(t, s, "alice")
 	var wg sync.WaitGroup
 	errs := make([]error, 20)
@@ -282,8 +359,10 @@ func TestCharacterLimitUnderConcurrency(t *testing.T) {
 	}
 }
 
-func TestSavePositions(t *testing.T) {
-	s := open(t, t.TempDir())
+func TestSavePositions(t *testing.T) { both(t, testSavePositions) }
+
+func testSavePositions(t *testing.T, where string) {
+	s := open(t, where)
 	mustAccount(t, s, "alice")
 	mustCharacter(t, s, "alice", "Aaa")
 	mustCharacter(t, s, "alice", "Bbb")
@@ -313,3 +392,122 @@ func TestSavePositions(t *testing.T) {
 		t.Fatalf("empty batch: %d %v", n, err)
 	}
 }
+
+// TestRegistrationRace: many connections register one name (in different
+// cases) at once; exactly one succeeds, every other gets ErrAccountExists.
+func TestRegistrationRace(t *testing.T) {
+	both(t, func(t *testing.T, where string) {
+		s := open(t, where)
+		const n = 24
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				name := "racer"
+				if i%2 == 1 {
+					name = "RACER"
+				}
+				_, errs[i] = s.CreateAccount(ctx, name, verifier(byte(i)))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, store.ErrAccountExists):
+				t.Errorf("unexpected error %v", err)
+			}
+		}
+		if n, _ := s.CountAccounts(ctx); ok != 1 || n != 1 {
+			t.Fatalf("%d registrations succeeded, %d accounts stored; want 1 and 1", ok, n)
+		}
+	})
+}
+
+// TestSerializationRetries: on PostgreSQL, goroutines racing to create an
+// account's sixth character conflict under SERIALIZABLE; the losers'
+// transactions fail with 40001 and are retried, and the limit holds: exactly
+// five characters in every round. The test runs rounds until it has seen
+// retries (the first round almost always has them).
+func TestSerializationRetries(t *testing.T) {
+	c := pgtest.Need(t)
+	name, err := c.CreateDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.OpenPostgres(ctx, c.URLWithoutPassword(name), c.Password, store.Options{MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for round := 0; round < 10; round++ {
+		account := fmt.Sprintf("acct%d", round)
+		mustAccount(t, s, account)
+		const n = 16
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = s.CreateCharacter(ctx, account, fmt.Sprintf("R%cx%c", 'a'+round, 'a'+i), 0, 0)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, store.ErrTooManyCharacters):
+				t.Fatalf("unexpected error %v", err)
+			}
+		}
+		list, _ := s.Characters(ctx, account)
+		if ok != store.DefaultMaxCharacters || len(list) != store.DefaultMaxCharacters {
+			t.Fatalf("round %d: %d creations succeeded, %d stored; want %d", round, ok, len(list), store.DefaultMaxCharacters)
+		}
+		if r := s.Retried(); r > 0 {
+			t.Logf("round %d: %d retried transactions so far", round, r)
+			return
+		}
+	}
+	t.Fatal("ten rounds of 16 racing transactions and not one serialization failure retried")
+}
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://mmo:s3cret@db:5432/mmo?sslmode=require", "postgres://mmo:xxxxx@db:5432/mmo?sslmode=require"},
+		{"postgres://mmo@db/mmo", "postgres://mmo@db/mmo"},
+		{"postgres://db/mmo?password=s3cret&sslmode=disable", "postgres://db/mmo?password=xxxxx&sslmode=disable"},
+		{"::not a url", "(an unparsable database URL)"},
+	} {
+		if got := store.Redact(tc.in); got != tc.want || strings.Contains(got, "s3cret") {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// A refused connection's error names the database but not the password.
+	_, err := store.OpenPostgres(ctx, "postgres://mmo:hunter2hunter2@127.0.0.1:1/mmo?connect_timeout=2", "", store.Options{})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "xxxxx@127.0.0.1:1") {
+		t.Fatalf("error of a refused connection: %v", err)
+	}
+	_, err = store.OpenPostgres(ctx, "postgres://mmo@127.0.0.1:1/mmo?connect_timeout=2", "hunter2hunter2", store.Options{})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error of a refused connection: %v", err)
+	}
+	if _, err := store.OpenPostgres(ctx, "host=db user=mmo password=x", "", store.Options{}); !errors.Is(err, store.ErrBadURL) || strings.Contains(err.Error(), "password=x") {
+		t.Fatalf("key=value connection string: %v", err)
+	}
+}
+
+func contextWithCancel() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }

@@ -1,4 +1,0 @@
-package store
-
-// The SQLite driver: modernc.org/sqlite, SQLite translated to Go (no cgo).
-import _ "modernc.org/sqlite" // registers the "sqlite" driver
