@@ -11,7 +11,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = defaultVersion
 
-const defaultVersion = "0.1.0-dev"
+const defaultVersion = "0.2.0-dev"
 
 const usage = `usage: sparkhost COMMAND [FLAGS]
 
@@ -21,6 +21,7 @@ commands:
   client     player/test console (sparkhost client --help)
   discover   list servers on this machine and the LAN (sparkhost discover --help)
   module     describe a Go plugin module (sparkhost module --help)
+  plugin     start a Go plugin of your own, in its own module (sparkhost plugin --help)
   bots       run headless deathmatch bots against a server (sparkhost bots --help)
   check      validate the config and load every module without serving (sparkhost check --help)
   health     probe a running server's /healthz (sparkhost health --help)
@@ -47,6 +48,8 @@ func dispatch(args []string) int {
 		return discoverCommand(args[1:])
 	case "module":
 		return moduleCommand(args[1:])
+	case "plugin":
+		return pluginCommand(args[1:])
 	case "bots":
 		return botsCommand(args[1:])
 	case serveModuleCommand:
