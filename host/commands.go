@@ -23,8 +23,9 @@ func (s *Server) registerBuiltins() {
 		{Name: "status", Usage: "", Help: "server, match and traffic summary", Run: s.cmdStatus},
 		{Name: "players", Usage: "", Help: "list admitted players with id, name, address and ping", Run: s.cmdPlayers},
 		{Name: "kick", Usage: "ID|NAME [REASON...]", Help: "disconnect a player (reason Kicked)", Run: s.cmdKick},
-		{Name: "ban", Usage: "ID|NAME|IP [REASON...]", Help: "ban an address (persisted) and disconnect its players", Run: s.cmdBan},
-		{Name: "unban", Usage: "IP", Help: "lift a ban", Run: s.cmdUnban},
+		{Name: "ban", Usage: "ID|NAME|IP [REASON...]", Help: "ban a player's name, or an address (persisted), and disconnect who it refuses", Run: s.cmdBan},
+		{Name: "banaddr", Usage: "ID|NAME [REASON...]", Help: "ban a player's address (every player behind it; persisted)", Run: s.cmdBanAddr},
+		{Name: "unban", Usage: "IP|NAME", Help: "lift a ban of an address or a name", Run: s.cmdUnban},
 		{Name: "bans", Usage: "", Help: "list bans", Run: s.cmdBans},
 		{Name: "say", Usage: "TEXT...", Help: "chat to every player as \"server\"", Run: s.cmdSay},
 		{Name: "map", Usage: "NAME", Help: "change to a map of the rotation now", Run: s.cmdMap},
@@ -105,24 +106,46 @@ func (s *Server) cmdBan(args []string) (string, error) {
 	if len(args) == 0 {
 		return "", admin.UsageError()
 	}
-	addr, err := netip.ParseAddr(args[0])
-	if err != nil {
-		p, perr := s.findPlayer(args[0])
-		if perr != nil {
-			return "", fmt.Errorf("%q is neither an IP address nor a player; see players", args[0])
-		}
-		addr = p.Addr.Addr()
-	}
 	reason := reasonText(args[1:], "banned by the server admin")
+	if addr, err := netip.ParseAddr(args[0]); err == nil {
+		return s.banAddr(addr, reason)
+	}
+	p, err := s.findPlayer(args[0])
+	if err != nil {
+		return "", fmt.Errorf("%q is neither an IP address nor a player; see players (an absent player's name: ban it with its exact name once it connects, or banaddr)", args[0])
+	}
+	if err := s.bans.Add(bans.Ban{Name: p.Name, Reason: reason, By: "admin", At: time.Now()}); err != nil {
+		return "", err
+	}
+	kicked := 0
+	for _, q := range s.players {
+		if strings.EqualFold(q.Name, p.Name) && s.net.Kick(q.ID, wire.DisconnectBanned, reason) == nil {
+			kicked++
+		}
+	}
+	return fmt.Sprintf("banned the name %s (%s); %d player(s) disconnected; their address stays open (banaddr bans it)", p.Name, reason, kicked), nil
+}
+
+func (s *Server) cmdBanAddr(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", admin.UsageError()
+	}
+	p, err := s.findPlayer(args[0])
+	if err != nil {
+		return "", err
+	}
+	return s.banAddr(p.Addr.Addr(), reasonText(args[1:], "banned by the server admin"))
+}
+
+// banAddr bans an address and disconnects every player behind it.
+func (s *Server) banAddr(addr netip.Addr, reason string) (string, error) {
 	if err := s.bans.Add(bans.Ban{Addr: addr, Reason: reason, By: "admin", At: time.Now()}); err != nil {
 		return "", err
 	}
 	kicked := 0
 	for _, p := range s.players {
-		if p.Addr.Addr() == addr {
-			if s.net.Kick(p.ID, wire.DisconnectBanned, reason) == nil {
-				kicked++
-			}
+		if p.Addr.Addr() == addr && s.net.Kick(p.ID, wire.DisconnectBanned, reason) == nil {
+			kicked++
 		}
 	}
 	return fmt.Sprintf("banned %s (%s); %d player(s) disconnected", addr, reason, kicked), nil
@@ -132,18 +155,20 @@ func (s *Server) cmdUnban(args []string) (string, error) {
 	if len(args) != 1 {
 		return "", admin.UsageError()
 	}
-	addr, err := netip.ParseAddr(args[0])
-	if err != nil {
-		return "", fmt.Errorf("%q is not an IP address", args[0])
+	var ok bool
+	var err error
+	if addr, perr := netip.ParseAddr(args[0]); perr == nil {
+		ok, err = s.bans.Remove(addr)
+	} else {
+		ok, err = s.bans.RemoveName(args[0])
 	}
-	ok, err := s.bans.Remove(addr)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("%s is not banned", addr)
+		return "", fmt.Errorf("%s is not banned; see bans", args[0])
 	}
-	return "unbanned " + addr.String(), nil
+	return "unbanned " + args[0], nil
 }
 
 func (s *Server) cmdBans([]string) (string, error) {
@@ -154,7 +179,11 @@ func (s *Server) cmdBans([]string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d ban(s)", len(list))
 	for _, ban := range list {
-		fmt.Fprintf(&b, "\n%s %s (by %s at %s)", ban.Addr, ban.Reason, ban.By, ban.At.Format(time.RFC3339))
+		what := ban.Addr.String()
+		if ban.Name != "" {
+			what = "name " + ban.Name
+		}
+		fmt.Fprintf(&b, "\n%s %s (by %s at %s)", what, ban.Reason, ban.By, ban.At.Format(time.RFC3339))
 	}
 	return b.String(), nil
 }

@@ -90,6 +90,7 @@ type Server struct {
 	now         time.Time // the current tick's time (commands use it)
 	origin      time.Time // the first tick's time: server time 0 for replication
 	players     map[uint32]netstack.ClientInfo
+	refused     map[uint32]struct{} // admitted clients kicked for a banned name, until they leave
 	peakPlayers int
 	served      atomic.Uint64
 
@@ -130,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		cfg: cfg, log: log, opts: opts, start: time.Now(), now: time.Now(),
 		requests: make(chan adminRequest, 64),
 		players:  make(map[uint32]netstack.ClientInfo),
+		refused:  make(map[uint32]struct{}),
 		cmds:     admin.NewRegistry(),
 	}
 	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
@@ -406,6 +408,13 @@ func (s *Server) drainEvents(now time.Time) {
 func (s *Server) apply(e event, now time.Time) {
 	switch e.kind {
 	case evAdmitted:
+		if s.bans.IsNameBanned(e.client.Name, time.Now()) {
+			// Refused before the game sees it: no module, match or world
+			// ever learns of the client, nor of its departure.
+			s.refused[e.client.ID] = struct{}{}
+			_ = s.net.Kick(e.client.ID, wire.DisconnectBanned, "this player name is banned from the server")
+			return
+		}
 		s.players[e.client.ID] = e.client
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
@@ -415,6 +424,11 @@ func (s *Server) apply(e event, now time.Time) {
 		s.world.AddClient(e.client.ID, v)
 		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr})
 	case evLeft:
+		if _, ok := s.refused[e.client.ID]; ok {
+			delete(s.refused, e.client.ID)
+			s.gssVersions.Delete(e.client.ID)
+			return
+		}
 		delete(s.players, e.client.ID)
 		s.match.PlayerLeft(e.client.ID, now)
 		s.world.RemoveClient(e.client.ID)

@@ -171,11 +171,58 @@ func TestMapCommandsAndMatchAnnouncements(t *testing.T) {
 	}
 }
 
+// TestNameBanSparesTheAddress: `ban NAME` bans that name, not everyone
+// behind the player's address; the name is refused again at admission.
+func TestNameBanSparesTheAddress(t *testing.T) {
+	srv, dataDir := startHost(t, nil)
+	c := dialHost(t, srv, "mallory")
+	alice := dialHost(t, srv, "alice") // the same address (127.0.0.1)
+	eventually(t, "players admitted", func() bool { return srv.Stats().Players == 2 })
+	if out, err := srv.Exec("ban mallory cheating"); err != nil || !strings.Contains(out, "banned the name mallory") {
+		t.Fatalf("ban: %q %v", out, err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("banned player still connected")
+	}
+	if r, _ := c.CloseReason(); r != wire.DisconnectBanned {
+		t.Errorf("close reason %v, want Banned", r)
+	}
+	select {
+	case <-alice.Done():
+		t.Fatal("another player behind the same address was disconnected")
+	default:
+	}
+	again := dialHost(t, srv, "MALLORY") // admitted, then refused: names match in any case
+	select {
+	case <-again.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the banned name was let in again")
+	}
+	if r, _ := again.CloseReason(); r != wire.DisconnectBanned {
+		t.Errorf("close reason %v, want Banned", r)
+	}
+	dialHost(t, srv, "carol") // the address is open
+	eventually(t, "carol and alice in, mallory out", func() bool { return srv.Stats().Players == 2 })
+	out, _ := srv.Exec("bans")
+	if !strings.Contains(out, "name mallory cheating") {
+		t.Errorf("bans: %q", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, "bans.json"))
+	if err != nil || !strings.Contains(string(raw), `"name": "mallory"`) {
+		t.Errorf("name ban not persisted: %v\n%s", err, raw)
+	}
+	if out, err := srv.Exec("unban Mallory"); err != nil || out != "unbanned Mallory" {
+		t.Errorf("unban: %q %v", out, err)
+	}
+}
+
 func TestBanPersistsAndRefusesConnect(t *testing.T) {
 	srv, dataDir := startHost(t, nil)
 	c := dialHost(t, srv, "mallory")
 	eventually(t, "player admitted", func() bool { return srv.Stats().Players == 1 })
-	if _, err := srv.Exec("ban mallory cheating"); err != nil {
+	if _, err := srv.Exec("banaddr mallory cheating"); err != nil {
 		t.Fatal(err)
 	}
 	select {

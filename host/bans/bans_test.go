@@ -196,7 +196,7 @@ func TestFileFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{
-  "version": 1,
+  "version": 2,
   "bans": [
     {
       "addr": "192.168.1.20",
@@ -275,7 +275,7 @@ func TestCorruptFileRefused(t *testing.T) {
 	cases := map[string]string{
 		"not json":          "this is not json",
 		"truncated":         `{"version":1,"bans":[{"addr":"1.2.3.4"`,
-		"wrong version":     `{"version":2,"bans":[]}`,
+		"wrong version":     `{"version":3,"bans":[]}`,
 		"no version":        `{"bans":[]}`,
 		"bad address":       `{"version":1,"bans":[{"addr":"1.2.3.400","at":"2025-01-02T15:04:05Z"}]}`,
 		"duplicate address": `{"version":1,"bans":[{"addr":"1.2.3.4"},{"addr":"::ffff:1.2.3.4"}]}`,
@@ -368,10 +368,10 @@ func TestIsBannedAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkIsBanned(b *testing.B) {
-	m := make(map[netip.Addr]Ban)
+	m := newSet()
 	for i := range 1000 {
 		a := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
-		m[a] = Ban{Addr: a, At: t0}
+		m.addrs[a] = Ban{Addr: a, At: t0}
 	}
 	raw, err := encode(m)
 	if err != nil {
@@ -408,4 +408,56 @@ func ExampleStore() {
 	// Output:
 	// true
 	// false
+}
+
+func TestNameBans(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s := open(t, path)
+	mustAdd(t, s, Ban{Name: "Griefer", Reason: "griefing", By: "admin", At: t0})
+	mustAdd(t, s, Ban{Addr: addrA, At: t0})
+	if !s.IsNameBanned("griefer", t0) || !s.IsNameBanned("GRIEFER", t0) || s.IsNameBanned("alice", t0) {
+		t.Fatal("name bans match case-insensitively, and only the name")
+	}
+	if s.IsBanned(addrB, t0) {
+		t.Fatal("a name ban refused an address")
+	}
+	if err := s.Add(Ban{Name: "x", Addr: addrB}); err == nil {
+		t.Fatal("a ban of a name and an address at once was accepted")
+	}
+	if err := s.Add(Ban{}); err == nil {
+		t.Fatal("an empty ban was accepted")
+	}
+	list := s.List()
+	if len(list) != 2 || list[0].Addr != addrA || list[1].Name != "Griefer" {
+		t.Fatalf("List = %+v: addresses first, then names", list)
+	}
+	again := open(t, path) // persisted
+	if !again.IsNameBanned("griefer", t0) {
+		t.Fatal("the name ban did not survive a reopen")
+	}
+	if ok, err := again.RemoveName("GRIEFER"); !ok || err != nil {
+		t.Fatalf("RemoveName: %v %v", ok, err)
+	}
+	if open(t, path).IsNameBanned("griefer", t0) {
+		t.Fatal("the lifted name ban is still on disk")
+	}
+}
+
+func TestReadsVersion1Files(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	v1 := `{"version": 1, "bans": [{"addr": "203.0.113.7", "at": "2025-01-02T15:04:05Z"}]}`
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	if !s.IsBanned(addrA, t0) {
+		t.Fatal("a version 1 ban is not applied")
+	}
+	bad := `{"version": 1, "bans": [{"name": "x", "at": "2025-01-02T15:04:05Z"}]}`
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil {
+		t.Fatal("a name ban in a version 1 file was accepted")
+	}
 }
