@@ -406,14 +406,16 @@ func (s *Server) drainEvents(now time.Time) {
 func (s *Server) apply(e event, now time.Time) {
 	switch e.kind {
 	case evAdmitted:
-		s.players[e.client.ID] = e.client
+		player := e.client
+		player.Ticket = nil // for the modules only
+		s.players[e.client.ID] = player
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
 		s.match.PlayerJoined(e.client.ID, now)
 		version, _ := s.gssVersions.LoadAndDelete(e.client.ID)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
 		s.world.AddClient(e.client.ID, v)
-		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr})
+		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
 	case evLeft:
 		delete(s.players, e.client.ID)
 		s.match.PlayerLeft(e.client.ID, now)
