@@ -100,15 +100,22 @@ func dial(t testing.TB, srv *server, name string) *player {
 // dialAt connects a player to the server at addr with identity pin.
 func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 	t.Helper()
+	return dialWith(t, netstack.ClientConfig{Server: addr, Name: name, Pin: pin})
+}
+
+// dialWith connects a player with cfg (the mmo types are added to it).
+func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
+	t.Helper()
 	reg := gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(reg); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Registry = reg
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: addr, Name: name, Pin: pin, Registry: reg})
+	c, _, err := client.Dial(ctx, cfg)
 	if err != nil {
-		t.Fatalf("dial %s: %v", name, err)
+		t.Fatalf("dial %s: %v", cfg.Name, err)
 	}
 	p := &player{c: c}
 	p.s = mmoclient.NewSession(c, func(line string) {
@@ -123,17 +130,20 @@ func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 		p.sent.Write(payload)
 		p.mu.Unlock()
 	}
-	go func() {
-		for {
-			m, err := c.Receive(context.Background())
-			if err != nil {
-				return
-			}
-			p.s.Handle(m)
-		}
-	}()
+	go p.receive(c)
 	t.Cleanup(func() { c.Close() })
 	return p
+}
+
+// receive feeds the session from c until c closes.
+func (p *player) receive(c *netstack.Client) {
+	for {
+		m, err := c.Receive(context.Background())
+		if err != nil {
+			return
+		}
+		p.s.Handle(m)
+	}
 }
 
 // waitEvent waits up to 20 s for an event line containing want and

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
@@ -316,7 +318,11 @@ func TestSharedWorldServerChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("the server child process of TestSharedWorldServerKilled")
 	}
-	srv := startServer(t, dir, nil)
+	var port func(*config.Config)
+	if p, err := strconv.Atoi(os.Getenv(childPortEnv)); err == nil {
+		port = func(c *config.Config) { c.Server.Port = p }
+	}
+	srv := startServer(t, dir, port)
 	// The module is loaded once it answers a command.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if out, err := srv.Exec("mmo_online"); err == nil && strings.Contains(out, "server ") {
