@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -421,4 +422,60 @@ func startAreaChild(t *testing.T, w *areaWorld, i int) (*os.Process, netip.AddrP
 	t.Setenv(childPortEnv, strconv.Itoa(w.areas[i].port))
 	cmd, addr, pin := startChildServer(t, w.areas[i].dir)
 	return cmd.Process, addr, pin
+}
+
+// TestAreasConsoleFollows: the player console (`sparkhost client` with the
+// mmo_session_* commands) follows a handoff without the player typing
+// anything: the script walks, waits for the handoff line, and its next
+// commands run on east.
+func TestAreasConsoleFollows(t *testing.T) {
+	w := twoAreas(t)
+	w.start(t, 0)
+	w.start(t, 1)
+	reg := gamemsg.NewRegistry()
+	must(t, mmoclient.RegisterTypes(reg))
+	var out syncBuffer
+	con := client.NewConsole(client.Config{Out: &out, Pin: w.areas[0].pin, Registry: reg})
+	t.Cleanup(con.Close)
+	must(t, mmoclient.Register(con, mmoclient.Options{Iterations: 4096}))
+	for _, line := range []string{
+		"connect " + w.areas[0].addr.String() + " alice",
+		"mmo_session_register alice pw-alice", "mmo_session_login alice pw-alice",
+		"mmo_session_create Hero", "mmo_session_enter Hero", "mmo_session_move 1 0",
+		`wait "mmo handed over to east: in the world as Hero" 20s`,
+		"mmo_session_status", "mmo_session_where", "mmo_session_move 0 1",
+	} {
+		if err := con.Exec(line); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out.String())
+		}
+	}
+	text := out.String()
+	for _, want := range []string{
+		"mmo handing over to east at " + w.areas[1].addr.String(),
+		"connected to " + w.areas[1].addr.String() + " as alice",
+		"mmo: logged in as alice, in the world as Hero",
+		"at 50", // where: x ≥ 500, on east
+	} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("no %q in the console's output:\n%s", want, text)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the console's writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
