@@ -39,6 +39,7 @@ type areaWorld struct {
 	keyFile string
 	key     ed25519.PrivateKey
 	areas   []testArea
+	mod     func(*config.Config) // applied to every server's config
 }
 
 type testArea struct {
@@ -56,7 +57,7 @@ type testArea struct {
 // newAreaWorld lays out the areas' data directories (identity keys made
 // here, so that every config can name every pin before any server starts)
 // and a world key (the test's, in a temporary file).
-func newAreaWorld(t *testing.T, extra string, areas ...testArea) *areaWorld {
+func newAreaWorld(t testing.TB, extra string, areas ...testArea) *areaWorld {
 	t.Helper()
 	w := &areaWorld{url: sharedDB(t), keyFile: filepath.Join(t.TempDir(), "world.key")}
 	var err error
@@ -81,7 +82,7 @@ func newAreaWorld(t *testing.T, extra string, areas ...testArea) *areaWorld {
 	for _, a := range areas {
 		mdir := filepath.Join(a.dir, "modules", "mmo")
 		must(t, os.MkdirAll(mdir, 0o700))
-		cfg := fmt.Sprintf("save_interval = 1\nspeed = 100\ninterest_radius = 300\n%s\n[database]\nurl = %q\nlease = 10\n\n[world]\narea = %q\nkey_file = %q\nticket_lifetime = 20\n%s",
+		cfg := fmt.Sprintf("save_interval = 1\ninterest_radius = 300\n%s\n[database]\nurl = %q\nlease = 10\n\n[world]\narea = %q\nkey_file = %q\nticket_lifetime = 20\n%s",
 			extra, w.url, a.name, w.keyFile, list.String())
 		must(t, os.WriteFile(filepath.Join(mdir, "config.toml"), []byte(cfg), 0o600))
 	}
@@ -90,7 +91,7 @@ func newAreaWorld(t *testing.T, extra string, areas ...testArea) *areaWorld {
 }
 
 func twoAreas(t *testing.T) *areaWorld {
-	return newAreaWorld(t, "",
+	return newAreaWorld(t, "speed = 100",
 		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
 		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
 }
@@ -99,7 +100,12 @@ func twoAreas(t *testing.T) *areaWorld {
 func (w *areaWorld) start(t testing.TB, i int) *server {
 	t.Helper()
 	a := &w.areas[i]
-	a.srv = startServer(t, a.dir, func(c *config.Config) { c.Server.Port = a.port })
+	a.srv = startServer(t, a.dir, func(c *config.Config) {
+		c.Server.Port = a.port
+		if w.mod != nil {
+			w.mod(c)
+		}
+	})
 	waitLoaded(t, a.srv)
 	return a.srv
 }
@@ -118,7 +124,7 @@ func waitLoaded(t testing.TB, srv *server) {
 	}
 }
 
-func freeUDPPort(t *testing.T) int {
+func freeUDPPort(t testing.TB) int {
 	t.Helper()
 	c, err := net.ListenPacket("udp", "127.0.0.1:0")
 	must(t, err)

@@ -88,8 +88,9 @@ type player struct {
 	s      *mmoclient.Session
 	mu     sync.Mutex
 	events []string
-	times  []time.Time  // when each event arrived
-	sent   bytes.Buffer // every request's plaintext, as handed to the channel
+	times  []time.Time    // when each event arrived
+	sent   bytes.Buffer   // every request's plaintext, as handed to the channel
+	handed chan time.Time // when each "handed over" line arrived (benchmarks)
 }
 
 func dial(t testing.TB, srv *server, name string) *player {
@@ -117,8 +118,14 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 	if err != nil {
 		t.Fatalf("dial %s: %v", cfg.Name, err)
 	}
-	p := &player{c: c}
+	p := &player{c: c, handed: make(chan time.Time, 16)}
 	p.s = mmoclient.NewSession(c, func(line string) {
+		if strings.HasPrefix(line, "mmo handed over") {
+			select {
+			case p.handed <- time.Now():
+			default:
+			}
+		}
 		p.mu.Lock()
 		p.events = append(p.events, line)
 		p.times = append(p.times, time.Now())

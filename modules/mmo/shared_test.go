@@ -36,7 +36,7 @@ const (
 // sharedDB makes a fresh database on the shared cluster and returns its URL
 // (without the password, which goes into the environment as an operator's
 // would).
-func sharedDB(t *testing.T) string {
+func sharedDB(t testing.TB) string {
 	t.Helper()
 	c := pgtest.Need(t)
 	name, err := c.CreateDB(context.Background())
@@ -58,7 +58,7 @@ func sharedDataDir(t *testing.T, url string, lease float64) string {
 	return dir
 }
 
-func openShared(t *testing.T, url string) *store.Store {
+func openShared(t testing.TB, url string) *store.Store {
 	t.Helper()
 	s, err := store.OpenPostgres(bg, url, pgtest.Shared.Password, store.Options{})
 	must(t, err)
