@@ -334,11 +334,10 @@ func TestAreasTicketRefusals(t *testing.T) {
 			}
 		})
 	}
-	// The valid one admits, once; its replay is refused.
-	p := try("valid", valid, "mmo handed over to : in the world as Hero")
-	if st := p.s.Status(); st.Account != "alice" {
-		t.Fatalf("admitted as %+v", st)
-	}
+	// The valid one admits, once; its replay is refused. (Hero stands in
+	// west's area, at 250,500, so east hands it straight on to west.)
+	p := try("valid", valid, "mmo handed over to : in the world as Hero at 250.0,500.0")
+	p.waitEvent(t, "mmo handing over to west")
 	try("replayed", valid, "mmo handoff refused: TicketReplayed")
 	out, _ := east.Exec("mmo_online")
 	if !strings.Contains(out, "tickets refused 7") {
