@@ -226,7 +226,7 @@ func TestReplayedProofRefused(t *testing.T) {
 	}
 	_, err = a.s.Login(bg, "alice", "pw-alice")
 	must(t, err)
-	if len(recorded) != 2 {
+	if len(recorded) != 3 { // LoginStart, LoginFinish, then the session's HandoffKey
 		t.Fatalf("recorded %d login messages", len(recorded))
 	}
 
