@@ -415,14 +415,16 @@ func (s *Server) apply(e event, now time.Time) {
 			_ = s.net.Kick(e.client.ID, wire.DisconnectBanned, "this player name is banned from the server")
 			return
 		}
-		s.players[e.client.ID] = e.client
+		player := e.client
+		player.Ticket = nil // for the modules only
+		s.players[e.client.ID] = player
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
 		s.match.PlayerJoined(e.client.ID, now)
 		version, _ := s.gssVersions.LoadAndDelete(e.client.ID)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
 		s.world.AddClient(e.client.ID, v)
-		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr})
+		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
 	case evLeft:
 		if _, ok := s.refused[e.client.ID]; ok {
 			delete(s.refused, e.client.ID)

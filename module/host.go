@@ -119,6 +119,12 @@ type ClientInfo struct {
 	// ChannelBinding is the session's handshake transcript hash: unique to
 	// this sealed session, for binding in-channel authentication (SCRAM).
 	ChannelBinding [32]byte
+	// Ticket is the admission ticket the client presented in its sealed
+	// ClientFinished (docs/protocol.md §3.13): at most 256 bytes from the
+	// network, opaque to the server and unverified; nil when there was
+	// none. Given with admitted events (those of a module reloaded while the
+	// client stays too).
+	Ticket []byte
 }
 
 // ServerInfo is what a module may know about the server, as of this tick.

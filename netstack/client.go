@@ -34,6 +34,12 @@ type ClientConfig struct {
 	Server netip.AddrPort
 	// Name is the player name sent in ClientFinished.
 	Name string
+	// Ticket, when set, returns the admission ticket sent in ClientFinished
+	// (docs/protocol.md §3.13), given the new session's channel binding th
+	// (known once ConnectAccepted is verified, before ClientFinished is
+	// sent). The bytes are opaque to the transport; at most
+	// wire.MaxTicketLen (256), or Dial fails.
+	Ticket func(channelBinding [32]byte) []byte
 	// Pin, when set, is the only identity accepted ("ed25519:..."). Otherwise
 	// KnownHosts decides, with trust on first use.
 	Pin string
@@ -419,7 +425,13 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	chcfg.populate()
 	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
 
-	payload := wire.AppendClientFinished(nil, &wire.ClientFinished{Name: c.cfg.Name})
+	cf := wire.ClientFinished{Name: c.cfg.Name}
+	if c.cfg.Ticket != nil {
+		if cf.Ticket = c.cfg.Ticket(res.TH); len(cf.Ticket) > wire.MaxTicketLen {
+			return fmt.Errorf("netstack: admission ticket of %d bytes; at most %d fit ClientFinished", len(cf.Ticket), wire.MaxTicketLen)
+		}
+	}
+	payload := wire.AppendClientFinished(nil, &cf)
 	c.sess.mu.Lock()
 	err := c.sess.sendLocked(wire.TypeConnect, wire.Reliable, payload, now)
 	c.sess.mu.Unlock()

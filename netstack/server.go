@@ -114,6 +114,11 @@ type ClientInfo struct {
 	ID   uint32
 	Name string
 	Addr netip.AddrPort
+	// Ticket is the admission ticket of the client's ClientFinished
+	// (docs/protocol.md §3.13), as sent: opaque bytes (≤ 256) that the
+	// transport never interprets; nil when there was none. It is set in
+	// the ClientInfo given to OnAdmitted only.
+	Ticket []byte
 }
 
 // Handler receives a validated message from an admitted client on the
@@ -138,8 +143,9 @@ const (
 // name are guarded by the session's lock.
 type peer struct {
 	*session
-	state slotState
-	name  string
+	state  slotState
+	name   string
+	ticket []byte // ClientFinished's admission ticket, handed to OnAdmitted
 }
 
 // Server is the server endpoint of protocol v4 (and v3 where allowed).

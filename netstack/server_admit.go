@@ -66,7 +66,8 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		}
 	}
 	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Ticket: p.ticket}
+	p.ticket = nil // handed over: the transport keeps no copy
 	p.mu.Unlock()
 	if !admitted {
 		return

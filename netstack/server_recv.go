@@ -127,6 +127,7 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	}
 	p.state = slotConnected
 	p.name = cf.Name
+	p.ticket = cf.Ticket                    // a copy: ParseClientFinished clones it
 	p.rel.Receive(h, payload, now, discard) // marks Sequence 1 received
 	if s.cfg.Welcome != nil {
 		t, ch, payload := s.cfg.Welcome(p.id, nil)

@@ -337,6 +337,9 @@ func clientFromPB(id uint32, p *pluginv1.ClientInfo) module.ClientInfo {
 		c.Addr = ap
 	}
 	copy(c.ChannelBinding[:], p.GetChannelBinding())
+	if t := p.GetTicket(); len(t) > 0 {
+		c.Ticket = append([]byte(nil), t...)
+	}
 	return c
 }
 

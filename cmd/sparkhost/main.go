@@ -25,6 +25,7 @@ commands:
   bots       run headless deathmatch bots against a server (sparkhost bots --help)
   check      validate the config and load every module without serving (sparkhost check --help)
   health     probe a running server's /healthz (sparkhost health --help)
+  mmo        mmo world tools: world-key FILE creates an area world's key (sparkhost mmo --help)
   version    print the version, VCS revision and Go version
 `
 
@@ -58,6 +59,8 @@ func dispatch(args []string) int {
 		return checkCommand(args[1:])
 	case "health":
 		return healthCommand(args[1:])
+	case "mmo":
+		return mmoCommand(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		return versionCommand(args[1:])
 	case "help", "-h", "--help":

@@ -24,7 +24,7 @@ func fillServer(p *pluginv1.ServerInfo, s module.ServerInfo) {
 }
 
 func clientToPB(c module.ClientInfo) *pluginv1.ClientInfo {
-	pc := &pluginv1.ClientInfo{Id: c.ID, Name: c.Name, PingNs: int64(c.Ping), ChannelBinding: c.ChannelBinding[:]}
+	pc := &pluginv1.ClientInfo{Id: c.ID, Name: c.Name, PingNs: int64(c.Ping), ChannelBinding: c.ChannelBinding[:], Ticket: c.Ticket}
 	if c.Addr.IsValid() {
 		pc.Addr = c.Addr.String()
 	}

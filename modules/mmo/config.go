@@ -46,6 +46,8 @@ type Config struct {
 	Lockout          float64 `toml:"lockout"`
 	// Database chooses where accounts and characters live.
 	Database DatabaseConfig `toml:"database"`
+	// World splits the world into areas, one per server (areas.go).
+	World WorldConfig `toml:"world"`
 }
 
 // DatabaseConfig is the [database] table: the embedded SQLite file by
@@ -136,6 +138,9 @@ func LoadConfig(dir string) (Config, error) {
 		return cfg, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
 	}
 	if err := cfg.validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %v", path, err)
+	}
+	if _, err := cfg.areas(dir); err != nil {
 		return cfg, fmt.Errorf("%s: %v", path, err)
 	}
 	return cfg, nil

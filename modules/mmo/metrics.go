@@ -5,12 +5,15 @@ import "github.com/sparkhost/sparkhost/module"
 // The module's metrics (plugin.Manifest.Metrics): the server exports them as
 // sparkhost_mmo_<name>. Counters count since the module's process started.
 const (
-	metricLogins        = "logins_total"
-	metricLoginFailures = "login_failures_total"
-	metricRegistrations = "registrations_total"
-	metricThrottled     = "throttled_total"
-	metricInWorld       = "characters_in_world"
-	metricOnline        = "accounts_online"
+	metricLogins         = "logins_total"
+	metricLoginFailures  = "login_failures_total"
+	metricRegistrations  = "registrations_total"
+	metricThrottled      = "throttled_total"
+	metricInWorld        = "characters_in_world"
+	metricOnline         = "accounts_online"
+	metricHandoffsOut    = "handoffs_out_total"
+	metricHandoffsIn     = "handoffs_in_total"
+	metricTicketsRefused = "tickets_refused_total"
 )
 
 var metricSpecs = []module.MetricSpec{
@@ -20,4 +23,7 @@ var metricSpecs = []module.MetricSpec{
 	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (too many failures for the account or the address)."},
 	{Name: metricInWorld, Kind: module.MetricGauge, Help: "Characters in the world."},
 	{Name: metricOnline, Kind: module.MetricGauge, Help: "Accounts logged in."},
+	{Name: metricHandoffsOut, Kind: module.MetricCounter, Help: "Characters handed over to a neighbouring area's server."},
+	{Name: metricHandoffsIn, Kind: module.MetricCounter, Help: "Characters admitted from a neighbouring area by gateway ticket."},
+	{Name: metricTicketsRefused, Kind: module.MetricCounter, Help: "Gateway tickets refused (invalid, expired, replayed, for another server or key, character elsewhere)."},
 }

@@ -17,6 +17,7 @@ package mmo
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -66,6 +67,12 @@ type session struct {
 	char    string        // the character played, in world
 	wid     world.ID
 	busy    bool // a request of this session is in the lane
+	// Areas (handoff.go): the client's handoff key (HandoffKey, or the key
+	// of the ticket it came with), a handoff in the lane, and when a
+	// handoff that was not made may be tried again.
+	key     *[32]byte
+	handing bool
+	retryAt time.Time
 }
 
 // Module is the mmo module.
@@ -80,6 +87,13 @@ type Module struct {
 	w      *world.World
 	gate   *throttle.LoginGate
 	secret []byte
+
+	areas          *areaMap // nil: the whole world is this server's
+	worldKey       ed25519.PrivateKey
+	worldPub       ed25519.PublicKey
+	handoffsOut    uint64
+	handoffsIn     uint64
+	ticketsRefused uint64
 
 	sessions map[uint32]*session
 	online   map[string]*session // account → its session
@@ -158,6 +172,9 @@ func (m *Module) Load(h module.Host) error {
 		return err
 	}
 	m.cfg = cfg
+	if m.areas, err = cfg.areas(dir); err != nil {
+		return fmt.Errorf("mmo: %w", err)
+	}
 	if m.secret, err = loadSecret(filepath.Join(dir, secretFile)); err != nil {
 		return fmt.Errorf("mmo: %w", err)
 	}
@@ -183,10 +200,14 @@ func (m *Module) Load(h module.Host) error {
 	}
 	octx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
+	var sopt store.Options
+	if m.areas != nil {
+		sopt.Area = m.areas.own.name
+	}
 	if dbc.URL != "" {
-		m.db, err = store.OpenPostgres(octx, dbc.URL, dbc.Password, store.Options{})
+		m.db, err = store.OpenPostgres(octx, dbc.URL, dbc.Password, sopt)
 	} else {
-		m.db, err = store.Open(octx, dir, store.Options{})
+		m.db, err = store.Open(octx, dir, sopt)
 	}
 	if err != nil {
 		return fmt.Errorf("mmo: %w", err)
@@ -194,6 +215,13 @@ func (m *Module) Load(h module.Host) error {
 	if err := m.db.StartServer(octx, id, dbc.Lease); err != nil {
 		m.db.Close()
 		return fmt.Errorf("mmo: taking the server's lease in %s: %w", m.db.Where(), err)
+	}
+	if m.areas != nil {
+		if err := m.loadWorldKey(octx); err != nil {
+			m.db.StopServer(octx, id)
+			m.db.Close()
+			return fmt.Errorf("mmo: %w", err)
+		}
 	}
 	m.pres = &presence{id: id, lease: dbc.Lease}
 	m.lane = newLane(m.ctx, jobTimeout)
@@ -204,8 +232,12 @@ func (m *Module) Load(h module.Host) error {
 	m.noticed = make(map[string]int64)
 	m.startPresence()
 	n, _ := m.db.CountAccounts(octx)
+	area := fmt.Sprintf("%gx%g", cfg.Width, cfg.Height)
+	if a := m.areas; a != nil {
+		area = fmt.Sprintf("%s [%g,%g]-[%g,%g] of %s, pin %s", a.own.name, a.own.x0, a.own.y0, a.own.x1, a.own.y1, area, a.own.pin)
+	}
 	h.Log().Info("mmo ready", "accounts", n, "db", m.db.Backend()+" "+m.db.Where(), "server", id,
-		"lease", dbc.Lease, "area", fmt.Sprintf("%gx%g", cfg.Width, cfg.Height))
+		"lease", dbc.Lease, "area", area)
 	return nil
 }
 
@@ -254,6 +286,7 @@ func (m *Module) OnAdmitted(c module.ClientInfo) {
 	if m.fresh {
 		m.send(c.ID, &mmoproto.LoggedOut{Reason: mmoproto.LoggedOutModuleRestarted, Detail: "the game module restarted; log in again"})
 	}
+	m.onAdmittedTicket(s, c)
 }
 
 func (m *Module) OnLeft(c module.ClientInfo, _ wire.DisconnectReason) {
@@ -357,6 +390,9 @@ func (m *Module) OnTick(t module.Tick) {
 	m.h.SetMetric(metricOnline, float64(len(m.online)))
 	m.ticks++
 	m.w.Step()
+	if m.areas != nil {
+		m.crossBorders(start)
+	}
 	if m.ticks%m.replEvery == 0 {
 		m.w.Replicate(m.replicate)
 	}
@@ -451,6 +487,8 @@ func (m *Module) handle(c module.ClientInfo, t wire.MessageType, p []byte) {
 		}
 	case *mmoproto.Greet:
 		m.greet(s, r)
+	case *mmoproto.HandoffKey:
+		m.setHandoffKey(s, r)
 	case *mmoproto.PositionUpload:
 		m.refusedUploads++
 		m.fail(c.ID, r.RequestID, mmoproto.PositionUploadRefused, "positions are server-timed: send MoveIntent")
@@ -694,7 +732,7 @@ func (m *Module) logout(s *session) {
 			m.releaseLogin(s.account, s.token)
 		}
 	}
-	s.state, s.account, s.token, s.login, s.pending = anonymous, "", 0, nil, ""
+	s.state, s.account, s.token, s.login, s.pending, s.key = anonymous, "", 0, nil, "", nil
 }
 
 func (m *Module) listCharacters(s *session, id uint32) {
@@ -727,6 +765,9 @@ func (m *Module) createCharacter(s *session, r *mmoproto.CharacterCreate) {
 	}
 	account, name, id := s.account, r.Name, r.RequestID
 	x, y := m.cfg.Width/2, m.cfg.Height/2
+	if a := m.areas; a != nil {
+		x, y = (a.own.x0+a.own.x1)/2, (a.own.y0+a.own.y1)/2 // new characters start in this server's area
+	}
 	m.async(s, func(ctx context.Context) func() {
 		_, err := m.db.CreateCharacter(ctx, account, name, x, y)
 		return func() { m.answer(s, id, err) }
@@ -1001,6 +1042,7 @@ func (m *Module) Command(name string, args []string) (string, error) {
 			}
 		}
 		fmt.Fprintf(&b, "\n  server %s, database %s %s, lease %v", m.pres.id, m.db.Backend(), m.db.Where(), m.pres.lease)
+		b.WriteString(m.areaLine())
 		return b.String(), nil
 	case "mmo_kick_account":
 		if len(args) != 1 {

@@ -88,8 +88,9 @@ type player struct {
 	s      *mmoclient.Session
 	mu     sync.Mutex
 	events []string
-	times  []time.Time  // when each event arrived
-	sent   bytes.Buffer // every request's plaintext, as handed to the channel
+	times  []time.Time    // when each event arrived
+	sent   bytes.Buffer   // every request's plaintext, as handed to the channel
+	handed chan time.Time // when each "handed over" line arrived (benchmarks)
 }
 
 func dial(t testing.TB, srv *server, name string) *player {
@@ -100,18 +101,31 @@ func dial(t testing.TB, srv *server, name string) *player {
 // dialAt connects a player to the server at addr with identity pin.
 func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 	t.Helper()
+	return dialWith(t, netstack.ClientConfig{Server: addr, Name: name, Pin: pin})
+}
+
+// dialWith connects a player with cfg (the mmo types are added to it).
+func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
+	t.Helper()
 	reg := gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(reg); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Registry = reg
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: addr, Name: name, Pin: pin, Registry: reg})
+	c, _, err := client.Dial(ctx, cfg)
 	if err != nil {
-		t.Fatalf("dial %s: %v", name, err)
+		t.Fatalf("dial %s: %v", cfg.Name, err)
 	}
-	p := &player{c: c}
+	p := &player{c: c, handed: make(chan time.Time, 16)}
 	p.s = mmoclient.NewSession(c, func(line string) {
+		if strings.HasPrefix(line, "mmo handed over") {
+			select {
+			case p.handed <- time.Now():
+			default:
+			}
+		}
 		p.mu.Lock()
 		p.events = append(p.events, line)
 		p.times = append(p.times, time.Now())
@@ -123,17 +137,20 @@ func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 		p.sent.Write(payload)
 		p.mu.Unlock()
 	}
-	go func() {
-		for {
-			m, err := c.Receive(context.Background())
-			if err != nil {
-				return
-			}
-			p.s.Handle(m)
-		}
-	}()
+	go p.receive(c)
 	t.Cleanup(func() { c.Close() })
 	return p
+}
+
+// receive feeds the session from c until c closes.
+func (p *player) receive(c *netstack.Client) {
+	for {
+		m, err := c.Receive(context.Background())
+		if err != nil {
+			return
+		}
+		p.s.Handle(m)
+	}
 }
 
 // waitEvent waits up to 20 s for an event line containing want and
@@ -209,7 +226,7 @@ func TestReplayedProofRefused(t *testing.T) {
 	}
 	_, err = a.s.Login(bg, "alice", "pw-alice")
 	must(t, err)
-	if len(recorded) != 2 {
+	if len(recorded) != 3 { // LoginStart, LoginFinish, then the session's HandoffKey
 		t.Fatalf("recorded %d login messages", len(recorded))
 	}
 

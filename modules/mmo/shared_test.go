@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
@@ -34,7 +36,7 @@ const (
 // sharedDB makes a fresh database on the shared cluster and returns its URL
 // (without the password, which goes into the environment as an operator's
 // would).
-func sharedDB(t *testing.T) string {
+func sharedDB(t testing.TB) string {
 	t.Helper()
 	c := pgtest.Need(t)
 	name, err := c.CreateDB(context.Background())
@@ -56,7 +58,7 @@ func sharedDataDir(t *testing.T, url string, lease float64) string {
 	return dir
 }
 
-func openShared(t *testing.T, url string) *store.Store {
+func openShared(t testing.TB, url string) *store.Store {
 	t.Helper()
 	s, err := store.OpenPostgres(bg, url, pgtest.Shared.Password, store.Options{})
 	must(t, err)
@@ -316,7 +318,11 @@ func TestSharedWorldServerChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("the server child process of TestSharedWorldServerKilled")
 	}
-	srv := startServer(t, dir, nil)
+	var port func(*config.Config)
+	if p, err := strconv.Atoi(os.Getenv(childPortEnv)); err == nil {
+		port = func(c *config.Config) { c.Server.Port = p }
+	}
+	srv := startServer(t, dir, port)
 	// The module is loaded once it answers a command.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if out, err := srv.Exec("mmo_online"); err == nil && strings.Contains(out, "server ") {

@@ -147,7 +147,7 @@ func ParseAck(p []byte) (Ack, error) {
 // channel Reliable, Sequence 1, §5.4) that completes the handshake.
 type ClientFinished struct {
 	Name   string // the player name: valid per ValidName(…, 32)
-	Ticket []byte // reserved admission ticket, ≤ 256 bytes; empty in this version
+	Ticket []byte // admission ticket, ≤ 256 bytes, opaque to the transport (docs/protocol.md §3.13)
 }
 
 // AppendClientFinished appends the encoding of m (4..324 bytes) to dst.

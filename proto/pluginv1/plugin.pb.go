@@ -942,6 +942,7 @@ type ClientInfo struct {
 	Addr           string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"` // ip:port
 	PingNs         int64                  `protobuf:"varint,4,opt,name=ping_ns,json=pingNs,proto3" json:"ping_ns,omitempty"`
 	ChannelBinding []byte                 `protobuf:"bytes,5,opt,name=channel_binding,json=channelBinding,proto3" json:"channel_binding,omitempty"` // 32 bytes: the session's transcript hash
+	Ticket         []byte                 `protobuf:"bytes,6,opt,name=ticket,proto3" json:"ticket,omitempty"`                                       // ClientFinished's admission ticket (≤ 256 bytes, unverified); admitted events only
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1007,6 +1008,13 @@ func (x *ClientInfo) GetPingNs() int64 {
 func (x *ClientInfo) GetChannelBinding() []byte {
 	if x != nil {
 		return x.ChannelBinding
+	}
+	return nil
+}
+
+func (x *ClientInfo) GetTicket() []byte {
+	if x != nil {
+		return x.Ticket
 	}
 	return nil
 }
@@ -1874,14 +1882,15 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"modulesDir\x12)\n" +
 	"\x10replication_rate\x18\v \x01(\x05R\x0freplicationRate\x12\"\n" +
-	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\"\x86\x01\n" +
+	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\"\x9e\x01\n" +
 	"\n" +
 	"ClientInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x17\n" +
 	"\aping_ns\x18\x04 \x01(\x03R\x06pingNs\x12'\n" +
-	"\x0fchannel_binding\x18\x05 \x01(\fR\x0echannelBinding\"\xd3\x01\n" +
+	"\x0fchannel_binding\x18\x05 \x01(\fR\x0echannelBinding\x12\x16\n" +
+	"\x06ticket\x18\x06 \x01(\fR\x06ticket\"\xd3\x01\n" +
 	"\vInitRequest\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\rR\bprotocol\x127\n" +
 	"\x06server\x18\x02 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\x12!\n" +

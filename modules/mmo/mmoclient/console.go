@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,10 +40,29 @@ func (cs *consoleSessions) session() (*Session, error) {
 	defer cs.mu.Unlock()
 	if cs.cur != c {
 		cs.cur = c
-		cs.s = NewSession(c, func(line string) { cs.con.Printf("%s", line) })
-		cs.s.Iterations = cs.iterations
+		s := NewSession(c, func(line string) { cs.con.Printf("%s", line) })
+		s.Iterations = cs.iterations
+		s.Follow = func(ctx context.Context, r Redirect) error { return cs.follow(ctx, s, r) }
+		cs.s = s
 	}
 	return cs.s, nil
+}
+
+// follow moves the console to the neighbour's server of a handoff, keeping
+// the session (the console's next commands go there, without the player
+// typing anything).
+func (cs *consoleSessions) follow(ctx context.Context, s *Session, r Redirect) error {
+	addr, err := netip.ParseAddrPort(r.Addr)
+	if err != nil {
+		return fmt.Errorf("the server sent the address %q: %v", r.Addr, err)
+	}
+	_, err = cs.con.Redirect(ctx, addr, r.Pin, r.Ticket, func(c *netstack.Client) {
+		cs.mu.Lock()
+		cs.cur = c
+		cs.mu.Unlock()
+		s.Adopt(c)
+	})
+	return err
 }
 
 // Options tune Register.

@@ -52,7 +52,8 @@ func TestPasswordNeverSent(t *testing.T) {
 			t.Fatalf("Sent hook saw %d requests that differ from the %d sent", len(hooked), len(onWire))
 		}
 	}
-	if want := []wire.MessageType{mmoproto.TypeRegister, mmoproto.TypeLoginStart, mmoproto.TypeLoginFinish}; !slices.Equal(types, want) || len(hooked) != len(want) {
+	// After the login, the session registers its handoff key (unanswered).
+	if want := []wire.MessageType{mmoproto.TypeRegister, mmoproto.TypeLoginStart, mmoproto.TypeLoginFinish, mmoproto.TypeHandoffKey}; !slices.Equal(types, want) || len(hooked) != len(want) {
 		t.Fatalf("requests %v, want %v", types, want)
 	}
 	reg := onWire[0].msg.(*mmoproto.Register)

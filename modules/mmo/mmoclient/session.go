@@ -7,6 +7,8 @@ package mmoclient
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sparkhost/sparkhost/modules/mmo/gateway"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
 	"github.com/sparkhost/sparkhost/netstack"
@@ -50,9 +53,17 @@ type Session struct {
 	// Sent, when set, sees the plaintext of every request handed to the
 	// channel (tests assert no password ever appears in it).
 	Sent func(t wire.MessageType, payload []byte)
+	// Follow, when set, follows a handoff to a neighbouring area's server
+	// (docs/mmo.md §13): it connects to r.Addr pinning r.Pin, with
+	// r.Ticket making the ClientFinished ticket, calls Adopt with the new
+	// connection before any of its messages reaches Handle, and then feeds
+	// Handle from it. nil: the session reports the handoff and stays.
+	Follow func(ctx context.Context, r Redirect) error
 
 	mu      sync.Mutex
 	next    uint32
+	key     ed25519.PrivateKey // the handoff key: tickets of this session's handoffs are bound to it
+	area    string             // the area a handoff goes to, until admitted there
 	waiting map[uint32]waiter
 	account string
 	self    uint32 // world id while in world
@@ -69,7 +80,33 @@ type waiter struct {
 
 // NewSession returns a session over conn; event receives unsolicited lines.
 func NewSession(conn Conn, event func(line string)) *Session {
-	return &Session{conn: conn, event: event, waiting: make(map[uint32]waiter), known: make(map[uint32]*Character)}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err) // the system's random source failed
+	}
+	return &Session{conn: conn, event: event, key: key, waiting: make(map[uint32]waiter), known: make(map[uint32]*Character)}
+}
+
+// Redirect is a handoff to follow: connect to Addr pinning Pin, and send
+// Ticket(th) as the ClientFinished ticket, th being the new session's
+// channel binding.
+type Redirect struct {
+	Area, Addr, Pin string
+	Ticket          func(channelBinding [32]byte) []byte
+}
+
+// Adopt makes conn the session's connection (a handoff's new one): the
+// session's state carries over, and the server there logs it in by ticket.
+func (s *Session) Adopt(conn Conn) {
+	s.mu.Lock()
+	s.conn = conn
+	s.mu.Unlock()
+}
+
+func (s *Session) connection() Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
 }
 
 func (s *Session) emit(format string, args ...any) {
@@ -91,6 +128,10 @@ func (s *Session) Handle(m netstack.Message) bool {
 	msg, err := mmoproto.Parse(t, m.Payload)
 	if err != nil {
 		s.emit("mmo: ignored a malformed %s: %v", mmoproto.Name(t), err)
+		return true
+	}
+	if e, ok := msg.(*mmoproto.Entered); ok && e.RequestID == 0 {
+		s.handedIn(e)
 		return true
 	}
 	if id, ok := replyID(msg); ok {
@@ -148,8 +189,50 @@ func (s *Session) Handle(m netstack.Message) bool {
 		s.account, s.self, s.selfNm = "", 0, ""
 		clear(s.known)
 		s.emit("mmo logged out: %s (%s)", r.Reason, r.Detail)
+	case *mmoproto.Handoff:
+		s.handoffLocked(r)
+	case *mmoproto.TicketResult:
+		if r.Code != mmoproto.OK {
+			s.area = ""
+			s.emit("mmo handoff refused: %s (%s)", r.Code, r.Detail)
+			break
+		}
+		s.account = r.Account
 	}
 	return true
+}
+
+// handoffLocked takes the server's Handoff: the character left this area;
+// the session is logged out here and follows (Follow) to the neighbour.
+func (s *Session) handoffLocked(h *mmoproto.Handoff) {
+	s.account, s.self, s.selfNm, s.area = "", 0, "", h.Area
+	clear(s.known)
+	s.emit("mmo handing over to %s at %s", h.Area, h.Addr)
+	if s.Follow == nil {
+		return
+	}
+	signed, key := h.Ticket, s.key
+	r := Redirect{Area: h.Area, Addr: h.Addr, Pin: h.Pin, Ticket: func(th [32]byte) []byte { return gateway.Present(signed, key, th) }}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := s.Follow(ctx, r); err != nil {
+			s.mu.Lock()
+			s.area = ""
+			s.emit("mmo handoff failed: %v", err)
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// handedIn takes the Entered (request id 0) that follows an admission by
+// ticket.
+func (s *Session) handedIn(e *mmoproto.Entered) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.self, s.selfNm = e.ID, e.Name
+	s.emit("mmo handed over to %s: in the world as %s at %.1f,%.1f", s.area, e.Name, e.X, e.Y)
+	s.area = ""
 }
 
 // replyID returns the request id of a reply message.
@@ -193,7 +276,7 @@ func (s *Session) request(ctx context.Context, build func(id uint32) mmoproto.Me
 	if s.Sent != nil {
 		s.Sent(msg.Type(), payload)
 	}
-	if err := s.conn.Send(msg.Type(), wire.ReliableOrdered, payload); err != nil {
+	if err := s.connection().Send(msg.Type(), wire.ReliableOrdered, payload); err != nil {
 		return nil, err
 	}
 	timeout := s.Timeout
@@ -253,7 +336,7 @@ var ErrServerNotProven = errors.New("the server did not prove it knows the accou
 // Login runs the SCRAM-SHA-256 exchange bound to this connection's
 // handshake transcript.
 func (s *Session) Login(ctx context.Context, account, password string) (string, error) {
-	cb := s.conn.ChannelBinding()
+	cb := s.connection().ChannelBinding()
 	cl, err := scram.NewClient(account, password, scram.ClientConfig{ChannelBinding: cb[:]})
 	if err != nil {
 		return "", err
@@ -288,7 +371,26 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 	s.mu.Lock()
 	s.account = lr.Account
 	s.mu.Unlock()
+	s.sendHandoffKey()
 	return lr.Account, nil
+}
+
+// sendHandoffKey registers the session's handoff key with the server,
+// without waiting: a server without areas (or an older one, which drops the
+// type) never hands the session over, and nothing else depends on it.
+func (s *Session) sendHandoffKey() {
+	s.mu.Lock()
+	s.next++
+	m := &mmoproto.HandoffKey{RequestID: s.next}
+	copy(m.Key[:], s.key.Public().(ed25519.PublicKey))
+	s.buf = m.Append(s.buf[:0])
+	payload := slices.Clone(s.buf)
+	conn := s.conn
+	s.mu.Unlock()
+	if s.Sent != nil {
+		s.Sent(m.Type(), payload)
+	}
+	conn.Send(m.Type(), wire.ReliableOrdered, payload)
 }
 
 // simple sends a request answered by Result{OK}.

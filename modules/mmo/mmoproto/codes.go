@@ -29,6 +29,13 @@ const (
 	GreetSelf             Code = 18 // greet: the target is the greeter
 	TooFar                Code = 19 // greet: the target is beyond the greeting radius
 	PositionUploadRefused Code = 20 // PositionUpload: positions are server-timed; always refused
+	TicketInvalid         Code = 21 // gateway ticket: malformed, or its proof is not the client key's over this session
+	TicketSignature       Code = 22 // gateway ticket: not signed by this world's key
+	TicketExpired         Code = 23 // gateway ticket: past its expiry (the database's clock), or expiring implausibly late
+	TicketWrongServer     Code = 24 // gateway ticket: made for another server's identity
+	TicketReplayed        Code = 25 // gateway ticket: already used (single use, recorded in the database)
+	CharacterElsewhere    Code = 26 // gateway ticket: the character is in the world on another server
+	TicketsNotAccepted    Code = 27 // gateway ticket: this server is not an area server of a world
 )
 
 var codeNames = [...]string{
@@ -39,6 +46,9 @@ var codeNames = [...]string{
 	CharacterExists: "CharacterExists", TooManyCharacters: "TooManyCharacters",
 	AlreadyInWorld: "AlreadyInWorld", NotInWorld: "NotInWorld", TargetNotInWorld: "TargetNotInWorld",
 	GreetSelf: "GreetSelf", TooFar: "TooFar", PositionUploadRefused: "PositionUploadRefused",
+	TicketInvalid: "TicketInvalid", TicketSignature: "TicketSignature", TicketExpired: "TicketExpired",
+	TicketWrongServer: "TicketWrongServer", TicketReplayed: "TicketReplayed", CharacterElsewhere: "CharacterElsewhere",
+	TicketsNotAccepted: "TicketsNotAccepted",
 }
 
 // String returns the code's name, or "Code(n)" for a code this version does
@@ -72,6 +82,13 @@ var codeText = [...]string{
 	GreetSelf:             "a character cannot greet itself",
 	TooFar:                "the target is too far away to greet",
 	PositionUploadRefused: "positions are server-timed: send MoveIntent or Stop",
+	TicketInvalid:         "the gateway ticket is malformed or was not proven by this client; log in with your password",
+	TicketSignature:       "the gateway ticket is not signed by this world's key; log in with your password",
+	TicketExpired:         "the gateway ticket has expired; log in with your password",
+	TicketWrongServer:     "the gateway ticket is for another server; log in with your password",
+	TicketReplayed:        "the gateway ticket was used already; log in with your password",
+	CharacterElsewhere:    "the character is in the world on another server",
+	TicketsNotAccepted:    "this server takes no gateway tickets; log in with your password",
 }
 
 // Text returns a one-line English explanation of c for users.

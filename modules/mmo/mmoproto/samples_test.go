@@ -91,5 +91,10 @@ func samples() []sample {
 		{"greeting", &mp.Greeting{FromID: 1, ToID: 2, FromName: name64, ToName: name64}, "max"},
 		{"result", &mp.Result{RequestID: 24}, "min"},
 		{"result", &mp.Result{RequestID: 24, Code: mp.Throttled, RetryAfterMS: 30000, Detail: detail}, "max"},
+		{"handoff key", &mp.HandoffKey{RequestID: 7, Key: key}, "max"},
+		{"handoff", &mp.Handoff{}, "min"},
+		{"handoff", &mp.Handoff{Area: fill('a', mp.MaxAreaField), Addr: fill('1', mp.MaxAddrField), Pin: fill('p', mp.MaxPinField), Ticket: []byte(fill(9, mp.MaxTicketField))}, "max"},
+		{"ticket result", &mp.TicketResult{Code: mp.TicketReplayed}, "min"},
+		{"ticket result", &mp.TicketResult{Code: mp.OK, Account: name64, Detail: detail}, "max"},
 	}
 }

@@ -37,10 +37,13 @@ const (
 	TypeGreet                                               // C
 	TypeGreeting                                            // S, unsolicited
 	TypeResult                                              // S
+	TypeHandoffKey                                          // C
+	TypeHandoff                                             // S, unsolicited
+	TypeTicketResult                                        // S, unsolicited
 
 	// FirstType and LastType bound the module's ids.
 	FirstType = TypeRegister
-	LastType  = TypeResult
+	LastType  = TypeTicketResult
 )
 
 // Field bounds, in bytes unless stated.
@@ -50,6 +53,10 @@ const (
 	MaxDetailField = 256 // Result and LoggedOut detail
 	SaltLen        = 16  // Register salt
 	KeyLen         = 32  // Register StoredKey and ServerKey
+	MaxAreaField   = 32  // Handoff's area name
+	MaxAddrField   = 64  // Handoff's HOST:PORT
+	MaxPinField    = 96  // Handoff's pin ("ed25519:" and 43 base64url characters)
+	MaxTicketField = 256 // Handoff's signed ticket (a ClientFinished holds at most 256 bytes)
 	// MaxListedCharacters bounds CharacterList's entries.
 	MaxListedCharacters = 16
 	// RecommendedMaxPayload is the size a sender should keep Appear,
@@ -103,6 +110,9 @@ var schemas = [...]wire.Schema{
 	sc(TypeGreet, "Greet", c2s, 4+strMin, 4+strMin+MaxNameField, 4),
 	sc(TypeGreeting, "Greeting", s2c, 8+2*strMin, 8+2*(strMin+MaxNameField), 8),
 	sc(TypeResult, "Result", s2c, 10+strMin, 10+strMin+MaxDetailField, 10),
+	sc(TypeHandoffKey, "HandoffKey", c2s, 4+KeyLen, 4+KeyLen, wire.NoStringFields),
+	sc(TypeHandoff, "Handoff", s2c, 3*strMin+2, 3*strMin+MaxAreaField+MaxAddrField+MaxPinField+2+MaxTicketField, 0),
+	sc(TypeTicketResult, "TicketResult", s2c, 2+2*strMin, 2+2*strMin+MaxNameField+MaxDetailField, 2),
 }
 
 func sc(t wire.MessageType, name string, dir wire.Direction, minLen, maxLen int, strOff uint32) wire.Schema {
@@ -198,4 +208,5 @@ var parsers = [...]func([]byte) (Message, error){
 	boxed[CharacterDelete], boxed[Enter], boxed[Entered], boxed[Leave], boxed[MoveIntent],
 	boxed[Stop], boxed[Where], boxed[WhereResult], boxed[PositionUpload], boxed[Appear],
 	boxed[Disappear], boxed[Positions], boxed[Greet], boxed[Greeting], boxed[Result],
+	boxed[HandoffKey], boxed[Handoff], boxed[TicketResult],
 }

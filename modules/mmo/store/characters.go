@@ -172,16 +172,12 @@ func (s *Store) DeleteCharacter(ctx context.Context, account, name string) error
 		if owner != akey {
 			return ErrNotOwner
 		}
-		var holder string
-		var until, now sql.NullInt64
-		err = tx.QueryRowContext(ctx, `SELECT w.server, s.lease_until, `+s.d.nowMS+`
-			FROM in_world w LEFT JOIN servers s ON s.id = w.server WHERE w.character_id = $1`, id).Scan(&holder, &until, &now)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		h, err := s.holder(ctx, tx, id)
+		if err != nil {
 			return err
-		case until.Valid && until.Int64 > now.Int64:
-			return &BusyError{Server: holder, Until: time.UnixMilli(until.Int64)}
+		}
+		if h.live() {
+			return h.busy()
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM characters WHERE id = $1`, id)
 		return err

@@ -178,6 +178,25 @@ var postgresDialect = &dialect{
 			`CREATE INDEX in_world_by_server ON in_world(server)`,
 			`CREATE SEQUENCE login_tokens`,
 		},
+		// 3: areas and gateway tickets: the area a server holds, characters
+		// in transit to a neighbour, used tickets, the world's public key.
+		{
+			`ALTER TABLE servers ADD COLUMN area text NOT NULL DEFAULT ''`,
+			`CREATE INDEX servers_by_area ON servers(area, lease_until)`,
+			`ALTER TABLE in_world ADD COLUMN ticket bytea`,
+			`ALTER TABLE in_world ADD COLUMN transit_until bigint`,
+			`CREATE TABLE used_tickets (
+				id      bytea  PRIMARY KEY CHECK (length(id) = 16),
+				server  text   NOT NULL,
+				used    bigint NOT NULL, -- Unix milliseconds, the database's clock
+				expires bigint NOT NULL  -- Unix milliseconds
+			)`,
+			`CREATE INDEX used_tickets_by_expiry ON used_tickets(expires)`,
+			`CREATE TABLE world (
+				id         integer PRIMARY KEY CHECK (id = 1),
+				public_key bytea   NOT NULL CHECK (length(public_key) = 32)
+			)`,
+		},
 	},
 	lockSchema: func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLockKey))

@@ -89,8 +89,8 @@ func checkServer(server string, lease time.Duration) error {
 
 // upsertLease is the same statement on both backends.
 func (s *Store) upsertLease(ctx context.Context, tx *sql.Tx, server string, lease time.Duration) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO servers (id, lease_until) VALUES ($1, `+s.d.nowMS+` + $2)
-		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`, server, lease.Milliseconds())
+	_, err := tx.ExecContext(ctx, `INSERT INTO servers (id, lease_until, area) VALUES ($1, `+s.d.nowMS+` + $2, $3)
+		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, area = excluded.area`, server, lease.Milliseconds(), s.opt.Area)
 	return err
 }
 
@@ -168,28 +168,34 @@ func (s *Store) ClaimLogin(ctx context.Context, server, account string) (Login, 
 		if err != nil {
 			return err
 		}
-		l.Previous = ""
-		err = tx.QueryRowContext(ctx, `SELECT server FROM logins WHERE account_id = $1`, id).Scan(&l.Previous)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if l.Token, err = s.d.nextToken(ctx, tx); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO logins (account_id, server, token, since) VALUES ($1, $2, $3, `+s.d.nowMS+`)
-			ON CONFLICT (account_id) DO UPDATE SET server = excluded.server, token = excluded.token, since = excluded.since`,
-			id, server, l.Token); err != nil {
-			return err
-		}
-		if s.d.notify != nil {
-			return s.d.notify(ctx, tx, l.notice())
-		}
-		return nil
+		return s.takeLogin(ctx, tx, id, &l)
 	})
 	if err != nil {
 		return Login{}, err
 	}
 	return l, nil
+}
+
+// takeLogin gives l.Server the login of account accountID with a new token
+// (filling l.Token and l.Previous), notifying the other servers on commit.
+func (s *Store) takeLogin(ctx context.Context, tx *sql.Tx, accountID int64, l *Login) error {
+	l.Previous = ""
+	err := tx.QueryRowContext(ctx, `SELECT server FROM logins WHERE account_id = $1`, accountID).Scan(&l.Previous)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if l.Token, err = s.d.nextToken(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO logins (account_id, server, token, since) VALUES ($1, $2, $3, `+s.d.nowMS+`)
+		ON CONFLICT (account_id) DO UPDATE SET server = excluded.server, token = excluded.token, since = excluded.since`,
+		accountID, l.Server, l.Token); err != nil {
+		return err
+	}
+	if s.d.notify != nil {
+		return s.d.notify(ctx, tx, l.notice())
+	}
+	return nil
 }
 
 // notice is the notification payload: "TOKEN SERVER ACCOUNT".
@@ -292,21 +298,14 @@ func (s *Store) ClaimCharacter(ctx context.Context, server, account string, toke
 		if err != nil {
 			return err
 		}
-		var holder string
-		var until, now sql.NullInt64
-		err = tx.QueryRowContext(ctx, `SELECT w.server, s.lease_until, `+s.d.nowMS+`
-			FROM in_world w LEFT JOIN servers s ON s.id = w.server WHERE w.character_id = $1`, c.ID).Scan(&holder, &until, &now)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		h, err := s.holder(ctx, tx, c.ID)
+		if err != nil {
 			return err
-		case holder != server && until.Valid && until.Int64 > now.Int64:
-			return &BusyError{Server: holder, Until: time.UnixMilli(until.Int64)}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO in_world (character_id, server, token, since) VALUES ($1, $2, $3, `+s.d.nowMS+`)
-			ON CONFLICT (character_id) DO UPDATE SET server = excluded.server, token = excluded.token, since = excluded.since`,
-			c.ID, server, token)
-		return err
+		if h.server != server && h.live() {
+			return h.busy()
+		}
+		return s.putClaim(ctx, tx, c.ID, server, token)
 	})
 	if err != nil {
 		return Character{}, err

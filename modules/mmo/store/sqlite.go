@@ -137,6 +137,25 @@ var sqliteDialect = &dialect{
 			`CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT`,
 			`INSERT INTO counters (name, value) VALUES ('login_token', 0)`,
 		},
+		// 3: areas and gateway tickets: the area a server holds, characters
+		// in transit to a neighbour, used tickets, the world's public key.
+		{
+			`ALTER TABLE servers ADD COLUMN area TEXT NOT NULL DEFAULT ''`,
+			`CREATE INDEX servers_by_area ON servers(area, lease_until)`,
+			`ALTER TABLE in_world ADD COLUMN ticket BLOB`,
+			`ALTER TABLE in_world ADD COLUMN transit_until INTEGER`,
+			`CREATE TABLE used_tickets (
+				id      BLOB    PRIMARY KEY CHECK (length(id) = 16),
+				server  TEXT    NOT NULL,
+				used    INTEGER NOT NULL, -- Unix milliseconds, the database's clock
+				expires INTEGER NOT NULL  -- Unix milliseconds
+			) STRICT`,
+			`CREATE INDEX used_tickets_by_expiry ON used_tickets(expires)`,
+			`CREATE TABLE world (
+				id         INTEGER PRIMARY KEY CHECK (id = 1),
+				public_key BLOB    NOT NULL CHECK (length(public_key) = 32)
+			) STRICT`,
+		},
 	},
 	lockSchema: func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE holds the write lock
 	readVersion: func(ctx context.Context, tx *sql.Tx) (int, error) {

@@ -59,6 +59,10 @@ type Options struct {
 	// Now is the clock for creation times; nil means time.Now. Leases are
 	// timed by the database's clock, never by this one.
 	Now func() time.Time
+	// Area is the area of the world this server simulates ("" for none),
+	// recorded with its lease: a neighbour hands characters over to the
+	// live server of an area (HandOff).
+	Area string
 }
 
 func (o *Options) populate() {

@@ -285,3 +285,23 @@ func (w *World) Step() {
 func (w *World) clamp(x, y float64) (float64, float64) {
 	return min(max(x, 0), w.cfg.Width), min(max(y, 0), w.cfg.Height)
 }
+
+// Place moves a character to (x, y), clamped to the area, keeping its
+// intent (an area server keeps its characters inside its own area this
+// way, docs/mmo.md §13).
+func (w *World) Place(id ID, x, y float64) error {
+	c := w.byID[id]
+	if c == nil {
+		return ErrNotInWorld
+	}
+	if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
+		return ErrBadPosition
+	}
+	x, y = w.clamp(x, y)
+	if x == c.x && y == c.y {
+		return nil
+	}
+	c.x, c.y, c.moved = x, y, true
+	w.grid.move(c)
+	return nil
+}

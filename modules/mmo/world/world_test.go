@@ -454,3 +454,20 @@ func BenchmarkStep200Crowded(b *testing.B) {
 		w.Replicate(emit)
 	}
 }
+
+func TestPlace(t *testing.T) {
+	w, err := world.New(world.Config{Width: 100, Height: 100, TickRate: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := w.Enter("Hero", 10, 10)
+	if err := w.Place(id, 50, 200); err != nil {
+		t.Fatal(err)
+	}
+	if sn, _ := w.Get(id); sn.X != 50 || sn.Y != 100 {
+		t.Fatalf("placed at %v,%v", sn.X, sn.Y)
+	}
+	if w.Place(id, math.NaN(), 0) != world.ErrBadPosition || w.Place(id+1, 0, 0) != world.ErrNotInWorld {
+		t.Fatal("Place accepted a bad position or character")
+	}
+}
