@@ -50,7 +50,9 @@ func (p *partial) complete() bool {
 // its own: fragments that disagree, a reassembled message over MAX_PAYLOAD,
 // an abandoned reassembly. fn runs under the caller's lock, from Receive or
 // Expire; it must not call back into the Endpoint.
-func (e *Endpoint) SetRefusalHook(fn func(h *wire.Header, reason wire.RefusalReason)) { e.refusedHook = fn }
+func (e *Endpoint) SetRefusalHook(fn func(h *wire.Header, reason wire.RefusalReason)) {
+	e.refusedHook = fn
+}
 
 func (e *Endpoint) refuse(h *wire.Header, reason wire.RefusalReason) {
 	e.st.refused++
