@@ -17,6 +17,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -107,6 +108,19 @@ type ServerConfig struct {
 	OnDisconnected func(ClientInfo, wire.DisconnectReason, string)
 	// SocketBuffer is the socket read/write buffer size in bytes; 0 means 4 MiB.
 	SocketBuffer int
+	// DatagramSize is the largest UDP payload the server sends in a v4
+	// session, in bytes: 0 means 1200 (wire.DefaultDatagramSize); 1200 to
+	// 65507. Messages are packed into datagrams of at most this size, and a
+	// reliable message that does not fit is fragmented, so IP fragmentation
+	// is never relied on. v3 sessions send one message per datagram.
+	DatagramSize int
+	// FlushDelay is the longest a message queued by Send waits for Flush
+	// before the service loop sends it anyway; 0 means 10 ms. The host
+	// calls Flush once per tick, so in practice nothing waits.
+	FlushDelay time.Duration
+	// ReceiveBatch is how many datagrams one read takes from the socket
+	// (recvmmsg on Linux); 0 means 32.
+	ReceiveBatch int
 }
 
 // ClientInfo describes an admitted client.
@@ -114,10 +128,15 @@ type ClientInfo struct {
 	ID   uint32
 	Name string
 	Addr netip.AddrPort
+	// Protocol is the session's protocol version: 4, or 3 for a v3 client
+	// (which must not be sent the v4 data plane's own types).
+	Protocol uint16
 }
 
 // Handler receives a validated message from an admitted client on the
 // receive goroutine. payload is valid only during the call; copy what you keep.
+// What a handler sends to that client is flushed at the end of the receive
+// pass, so a request's answer leaves at once.
 type Handler func(client uint32, h *wire.Header, payload []byte)
 
 // Sentinel errors of the server API.
@@ -135,11 +154,17 @@ const (
 )
 
 // peer is one slot of an admitted client: a session plus its name. state and
-// name are guarded by the session's lock.
+// name are guarded by the session's lock; rxMarked by it too (the receive
+// goroutine's flag for rxTouched).
 type peer struct {
 	*session
-	state slotState
-	name  string
+	state    slotState
+	name     string
+	rxMarked bool
+}
+
+func (p *peer) info() ClientInfo {
+	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
 }
 
 // Server is the server endpoint of protocol v4 (and v3 where allowed).
@@ -183,6 +208,16 @@ type Server struct {
 	scratch   []byte
 	pending   []pendingDelivery
 	collectFn deliverFunc // s.collect, bound once: a method value allocates per use
+	rx        *udpbatch.Reader
+	rxFlush   *flusher
+	rxTouched []*peer // peers with something to send at the end of the receive pass
+
+	svcFlush *flusher // service goroutine only
+
+	// flushMu serializes Flush (the game thread's) on tickFlush.
+	flushMu   sync.Mutex
+	tickFlush *flusher
+	tickPeers []*peer
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -231,6 +266,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.SocketBuffer <= 0 {
 		cfg.SocketBuffer = 4 << 20
 	}
+	if err := checkDatagramSize(cfg.DatagramSize); err != nil {
+		return nil, err
+	}
+	if cfg.ReceiveBatch <= 0 {
+		cfg.ReceiveBatch = 32
+	}
 	populateBudgets(&cfg)
 	for _, err := range []error{cfg.ConnectBudget.Validate(), cfg.PrefixBudget.Validate(),
 		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate()} {
@@ -239,8 +280,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s := &Server{
-		cfg:      cfg,
-		chcfg:    channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout},
+		cfg: cfg,
+		chcfg: channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout,
+			datagramSize: cfg.DatagramSize, flushDelay: cfg.FlushDelay},
 		policy:   pol,
 		budgets:  newBudgets(&cfg),
 		cookies:  cookie.NewJar(cfg.CookieRotation, nil),
@@ -267,6 +309,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Conn != nil {
 		s.conn = newPacketConn(cfg.Conn)
+		s.initIO()
 		return s, nil
 	}
 	uc, err := net.ListenUDP(pol.Network(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
@@ -278,7 +321,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	_ = uc.SetReadBuffer(cfg.SocketBuffer)
 	_ = uc.SetWriteBuffer(cfg.SocketBuffer)
 	s.conn, s.ownsConn = newPacketConn(uc), true
+	s.initIO()
 	return s, nil
+}
+
+// initIO builds the batched reader and the flushers of the socket.
+func (s *Server) initIO() {
+	s.rx = udpbatch.NewReader(s.conn.pc, s.cfg.ReceiveBatch, wire.MaxDatagram+1)
+	s.rxFlush = newFlusher(s.conn.pc)
+	s.svcFlush = newFlusher(s.conn.pc)
+	s.tickFlush = newFlusher(s.conn.pc)
 }
 
 // Start launches the receive and service goroutines.
@@ -385,7 +437,7 @@ func (s *Server) Clients() []ClientInfo {
 	for _, p := range s.snapshotPeers(nil) {
 		p.mu.Lock()
 		if p.state == slotConnected {
-			out = append(out, ClientInfo{ID: p.id, Name: p.name, Addr: p.addr})
+			out = append(out, p.info())
 		}
 		p.mu.Unlock()
 	}
@@ -446,7 +498,11 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 	return p.th, p.state == slotConnected
 }
 
-// Send sends one message to an admitted client.
+// Send queues one message for an admitted client: the next Flush (or the
+// end of the receive pass, for a handler's answer; or the service loop,
+// after FlushDelay) packs it with the others for that client. It never
+// performs a system call. An unreliable message that does not fit one
+// datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
 func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	p := s.admitted(id)
 	if p == nil {
@@ -462,12 +518,42 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 		return ErrNoSuchClient
 	}
 	err := p.sendLocked(t, ch, payload, now)
-	closed := p.closed
 	p.mu.Unlock()
-	if closed {
-		s.remove(p)
-	}
 	return err
+}
+
+// Flush packs, seals and writes what every admitted client has queued, in
+// as few datagrams per client as the datagram size allows (docs/protocol.md
+// §5.5); acknowledgements ride along. The host calls it once per tick,
+// after modules and replication ran. Peer locks are held only while
+// packing; the datagrams are written (sendmmsg on Linux) after.
+func (s *Server) Flush() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	now := time.Now()
+	s.tickPeers = s.snapshotPeers(s.tickPeers)
+	for _, p := range s.tickPeers {
+		p.mu.Lock()
+		if p.state == slotConnected && (!p.queuedAt.IsZero() || p.urgent || p.rel.Due(now)) {
+			p.flushLocked(now, &s.tickFlush.b)
+		}
+		closed := p.closed && p.state == slotConnected
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		}
+	}
+	clear(s.tickPeers)
+	s.tickFlush.write()
+}
+
+// ClientProtocol returns the protocol version of an admitted client's
+// session (4, or 3), or 0 for an unknown id.
+func (s *Server) ClientProtocol(id uint32) uint16 {
+	if p := s.admitted(id); p != nil {
+		return p.version
+	}
+	return 0
 }
 
 // Broadcast sends one message to every admitted client. It returns the first
@@ -532,7 +618,7 @@ func (s *Server) remove(p *peer) {
 	p.mu.Lock()
 	wasConnected := p.state == slotConnected
 	p.state = slotClosed
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	info := p.info()
 	reason, detail := p.reason, p.detail
 	p.mu.Unlock()
 	if !wasConnected {
@@ -546,9 +632,8 @@ func (s *Server) remove(p *peer) {
 
 func (s *Server) receiveLoop() {
 	defer s.wg.Done()
-	buf := make([]byte, wire.MaxDatagram+1)
 	for {
-		n, from, err := s.conn.read(buf)
+		n, err := s.rx.Read()
 		if err != nil {
 			select {
 			case <-s.done:
@@ -560,8 +645,37 @@ func (s *Server) receiveLoop() {
 			}
 			continue // transient (e.g. ICMP port unreachable surfaced as an error)
 		}
-		s.handleDatagram(buf[:n], from, time.Now())
+		now := time.Now()
+		for i := range n {
+			m := &s.rx.Msgs[i]
+			s.handleDatagram(m.Buf[:m.N], m.Addr, now)
+		}
+		s.flushTouched(now)
 	}
+}
+
+// flushTouched sends, at the end of a receive pass, what the pass made due
+// for its peers: heartbeat answers, Acks due at once, the admission's
+// GameStateSync, and the answers handlers queued.
+func (s *Server) flushTouched(now time.Time) {
+	if len(s.rxTouched) == 0 {
+		return
+	}
+	for _, p := range s.rxTouched {
+		p.mu.Lock()
+		p.rxMarked = false
+		if p.state == slotConnected {
+			p.flushLocked(now, &s.rxFlush.b)
+		}
+		closed := p.closed && p.state == slotConnected
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		}
+	}
+	clear(s.rxTouched)
+	s.rxTouched = s.rxTouched[:0]
+	s.rxFlush.write()
 }
 
 func (s *Server) serviceLoop() {
@@ -583,6 +697,7 @@ func (s *Server) serviceLoop() {
 				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
+			s.svcFlush.write()
 		}
 	}
 }
@@ -591,7 +706,7 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
 	if p.state == slotConnected {
-		closed = p.serviceLocked(now)
+		closed = p.serviceLocked(now, &s.svcFlush.b)
 	}
 	p.mu.Unlock()
 	if closed {
@@ -599,8 +714,8 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	}
 }
 
-func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, now time.Time, keys sessionKeys) *session {
-	ss := newSession(s.conn, addr, id, true, s.origin, now, keys, &s.chcfg)
+func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
+	ss := newSession(s.conn, addr, id, true, version, s.origin, now, keys, &s.chcfg)
 	ss.global = &s.ctr
 	return ss
 }

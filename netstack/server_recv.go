@@ -87,30 +87,23 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity)
 		return
 	}
-	h, payload := p.openLocked(d, now)
-	if h != nil {
-		switch {
-		case h.Type == wire.TypeConnect:
-			// A repeated ClientFinished is a duplicate by Sequence alone: acked,
-			// never processed again. Any other type-1 packet is dropped.
-			if h.Channel == wire.Reliable && h.Sequence == 1 {
-				p.rel.Receive(h, payload, now, discard)
-				p.flushLocked(now)
-			} else {
-				p.countDrop(dropMalformed)
-			}
-		default:
-			p.handleLocked(s.reg, h, payload, now, s.collectFn)
-		}
-	}
+	p.receiveLocked(s.reg, d, now, s.collectFn)
 	closed := p.closed
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	info := p.info()
+	sends := p.sends.Load()
 	p.mu.Unlock()
 
 	s.dispatchPending(info)
 	if closed {
 		s.remove(p)
+		return
 	}
+	p.mu.Lock()
+	if (p.urgent || p.sends.Load() != sends) && !p.rxMarked {
+		p.rxMarked = true
+		s.rxTouched = append(s.rxTouched, p)
+	}
+	p.mu.Unlock()
 }
 
 // finishLocked processes ClientFinished (§5.4) on a Securing slot and reports
@@ -134,6 +127,10 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 			s.log.Warn("welcome message not sent", "client", p.id, "type", t.String(), "err", err)
 		}
 	}
+	// The Ack of ClientFinished and the welcome leave at the end of this
+	// receive pass.
+	p.urgent, p.rxMarked = true, true
+	s.rxTouched = append(s.rxTouched, p)
 	return true
 }
 
@@ -162,7 +159,3 @@ func (s *Server) dispatchPending(from ClientInfo) {
 	s.pending = s.pending[:0]
 	s.scratch = s.scratch[:0]
 }
-
-// discard is the deliver function for a ClientFinished, which the reliability
-// engine must see (to ack it and recognise repeats) but nobody consumes.
-func discard(*wire.Header, []byte) {}

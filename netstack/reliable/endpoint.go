@@ -253,3 +253,14 @@ func (e *Endpoint) FlushAcks(now time.Time, emit func(h *wire.Header, payload []
 		e.emitAcks(e.since(now), emit)
 	}
 }
+
+// Due reports whether Poll has something to emit at now (it may be a
+// wasted Poll just after acks, never a missed one).
+func (e *Endpoint) Due(now time.Time) bool {
+	d := e.NextDeadline()
+	return !d.IsZero() && !now.Before(d)
+}
+
+// Seen reports whether reliability sequence s has already been received
+// (so that a packet carrying it is a duplicate).
+func (e *Endpoint) Seen(s uint32) bool { return s != 0 && e.recv.has(s) }
