@@ -507,7 +507,7 @@ func (c *Client) receiveLoop() {
 				c.sess.ctr.drop(dropOther)
 				continue
 			}
-			if c.sess.receiveLocked(&c.check, m.Buf[:m.N], now, c.deliverFn) &&
+			if c.sess.receiveLocked(&c.check, m.Buf[:m.N], now, c.deliverFn, nil) &&
 				c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
 				c.admit() // ClientFinished (reliable sequence 1) was acknowledged
 			}

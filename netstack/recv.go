@@ -10,13 +10,14 @@ import (
 
 // The receive path of a session (docs/protocol.md §5): open the sealed
 // frame, check the datagram's structure (v4) or the packet (v3), then for
-// every message: reliability duplicates first (acknowledged at once, never
-// parsed again), the schema, then the channel machinery. A message that
-// fails its schema is refused (§5.6): a reliable one is still acknowledged,
-// and on ReliableOrdered it takes its turn as a tombstone, so nothing the
-// peer sends can stall a channel or end the session; every refusal is
-// counted and, in a v4 session, told to the sender in a MessageRefused
-// notice.
+// every message: an unreliable one meets its schema and is consumed or
+// delivered; a reliable one goes through the reliability engine first
+// (acknowledged, deduplicated, reassembled, ordered) and meets its schema
+// when it is delivered. A message that fails its schema is refused (§5.6):
+// acknowledged all the same, and on ReliableOrdered its turn is taken, so
+// nothing the peer sends can stall a channel or end the session; every
+// refusal is counted and, in a v4 session, told to the sender in a
+// MessageRefused notice.
 
 // deliverFunc receives a validated message; payload is only valid during the call.
 type deliverFunc func(h *wire.Header, payload []byte)
@@ -33,11 +34,14 @@ type rxContext struct {
 	reg     validator
 	deliver deliverFunc
 	now     time.Time
+	// ready, when set, says whether a type has a consumer now (the server's
+	// handlers): a held message waits for both its schema and its handler.
+	ready func(wire.MessageType) bool
 }
 
 // receiveLocked authenticates a sealed datagram and handles every message
 // in it. It returns false when the datagram was dropped (counted).
-func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, deliver deliverFunc) bool {
+func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, deliver deliverFunc, ready func(wire.MessageType) bool) bool {
 	pkt, err := s.opener.Open(s.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)
@@ -53,7 +57,8 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 			s.countDrop(dropMalformed)
 			return false
 		}
-		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now}
+		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.releaseHeldLocked()
 		s.rel.Expire(now, s.checkedFn)
 		r := wire.NewDatagramReader(pkt)
 		for {
@@ -81,7 +86,8 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 			return false
 		}
 		s.rx = h
-		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now}
+		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.releaseHeldLocked()
 		s.handleLocked(&s.rx, payload)
 	}
 	s.rx0 = rxContext{}
@@ -106,27 +112,17 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		return
 	}
 	if h.Channel.IsReliable() {
-		if h.FragCount != 0 || s.rel.Seen(h.Sequence) {
-			// Fragments are judged whole, after reassembly; a duplicate is
-			// acknowledged without looking at it again.
-			if !s.rel.Receive(h, payload, now, s.checkedFn) {
-				s.countDrop(dropOther)
-			}
-			return
-		}
-	}
-	if err := s.rx0.reg.Validate(s.travel(), h, payload); err != nil {
-		if h.Channel.IsReliable() && !s.rel.ReceiveRefused(h, now, s.checkedFn) {
+		// Reliability first: a duplicate is acknowledged without another
+		// look; a new message is acknowledged, ordered (and reassembled),
+		// and meets its schema when its turn comes (deliverChecked), so a
+		// refused one still takes its turn and never stalls the channel.
+		if !s.rel.Receive(h, payload, now, s.checkedFn) {
 			s.countDrop(dropOther) // beyond the windows: unacknowledged, resent later
-			return
 		}
-		s.refuseLocked(h, wire.RefusalOf(err))
 		return
 	}
-	if h.Channel.IsReliable() {
-		if !s.rel.Receive(h, payload, now, s.checkedFn) {
-			s.countDrop(dropOther)
-		}
+	if err := s.rx0.reg.Validate(s.travel(), h, payload); err != nil {
+		s.refuseLocked(h, wire.RefusalOf(err))
 		return
 	}
 	s.q.sawUnreliable(h.Sequence)
@@ -168,18 +164,21 @@ func (s *session) travel() wire.Direction {
 	return wire.ServerToClient
 }
 
-// deliverChecked is the deliver function given to the reliability engine: a
-// reassembled message (FragCount set) meets its schema here, whole; every
-// other message was validated before the engine saw it.
+// deliverChecked is the deliver function given to the reliability engine:
+// a reliable message meets its schema here, in its turn (whole, for a
+// fragmented one). A refused message is dropped and counted; on the server,
+// one of a module type whose module is not loaded now is held (held.go).
 func (s *session) deliverChecked(h *wire.Header, payload []byte) {
-	if h.FragCount != 0 {
-		if err := s.rx0.reg.Validate(s.travel(), h, payload); err != nil {
-			s.refuseLocked(h, wire.RefusalOf(err))
-			return
-		}
+	err := s.rx0.reg.Validate(s.travel(), h, payload)
+	switch {
+	case err == nil:
 		h.FragCount = 0
+		s.rx0.deliver(h, payload)
+	case err == wire.ErrTypeNotLoaded && s.holdFor > 0:
+		s.holdLocked(h, payload)
+	default:
+		s.refuseLocked(h, wire.RefusalOf(err))
 	}
-	s.rx0.deliver(h, payload)
 }
 
 // engineRefused is the reliability engine's refusal hook (inconsistent,

@@ -121,6 +121,11 @@ type ServerConfig struct {
 	// ReceiveBatch is how many datagrams one read takes from the socket
 	// (recvmmsg on Linux); 0 means 32.
 	ReceiveBatch int
+	// HoldNotLoaded is how long a client's reliable message of a module type
+	// whose module is not loaded now (crashed and restarting, reloading) is
+	// held, acknowledged, for the module to come back (docs/protocol.md
+	// §10.3); 0 means 10 s, negative refuses such messages at once.
+	HoldNotLoaded time.Duration
 }
 
 // ClientInfo describes an admitted client.
@@ -203,11 +208,9 @@ type Server struct {
 	ctr Counters
 	hs  handshakeCounters // answers to Connect (metrics.go)
 
-	// Receive-goroutine scratch: deliveries collected under a peer's lock and
-	// dispatched after it is released, so handlers may call Send.
-	scratch   []byte
-	pending   []pendingDelivery
-	collectFn deliverFunc // s.collect, bound once: a method value allocates per use
+	readyFn   func(wire.MessageType) bool // s.hasHandler, bound once
+	rxd       *dispatcher                 // receive goroutine's deliveries
+	svcd      *dispatcher                 // service goroutine's (held messages released)
 	rx        *udpbatch.Reader
 	rxFlush   *flusher
 	rxTouched []*peer // peers with something to send at the end of the receive pass
@@ -301,8 +304,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		handlers:     make(map[wire.MessageType]Handler),
 		done:         make(chan struct{}),
 	}
-	s.collectFn = s.collect
+	s.rxd, s.svcd = newDispatcher(s), newDispatcher(s)
+	s.readyFn = s.hasHandler
+	s.chcfg.holdFor = cfg.HoldNotLoaded
 	s.chcfg.populate()
+	s.chcfg.populateServer()
 	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
@@ -706,9 +712,16 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
 	if p.state == slotConnected {
+		if len(p.held) > 0 {
+			p.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
+			p.releaseHeldLocked()
+			p.rx0 = rxContext{}
+		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
 	}
+	info := p.info()
 	p.mu.Unlock()
+	s.svcd.dispatch(info)
 	if closed {
 		s.remove(p)
 	}

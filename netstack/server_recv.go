@@ -87,13 +87,13 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity)
 		return
 	}
-	p.receiveLocked(s.reg, d, now, s.collectFn)
+	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
 	closed := p.closed
 	info := p.info()
 	sends := p.sends.Load()
 	p.mu.Unlock()
 
-	s.dispatchPending(info)
+	s.rxd.dispatch(info)
 	if closed {
 		s.remove(p)
 		return
@@ -134,28 +134,52 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	return true
 }
 
-// collect copies a delivered message into the receive scratch; it runs under
-// the peer's lock, dispatchPending runs the handlers after it is released.
-func (s *Server) collect(h *wire.Header, payload []byte) {
-	start := len(s.scratch)
-	s.scratch = append(s.scratch, payload...)
-	s.pending = append(s.pending, pendingDelivery{h: *h, start: start, end: len(s.scratch)})
+// dispatcher collects the messages delivered under a peer's lock and runs
+// their handlers after it is released, so that handlers may call Send. The
+// receive goroutine and the service goroutine (held messages released) each
+// own one.
+type dispatcher struct {
+	s         *Server
+	scratch   []byte
+	pending   []pendingDelivery
+	collectFn deliverFunc // d.collect, bound once: a method value allocates per use
 }
 
-func (s *Server) dispatchPending(from ClientInfo) {
-	if len(s.pending) == 0 {
+func newDispatcher(s *Server) *dispatcher {
+	d := &dispatcher{s: s}
+	d.collectFn = d.collect
+	return d
+}
+
+// collect copies a delivered message into the scratch (under the peer's lock).
+func (d *dispatcher) collect(h *wire.Header, payload []byte) {
+	start := len(d.scratch)
+	d.scratch = append(d.scratch, payload...)
+	d.pending = append(d.pending, pendingDelivery{h: *h, start: start, end: len(d.scratch)})
+}
+
+// dispatch runs the handlers of the collected messages (no lock held).
+func (d *dispatcher) dispatch(from ClientInfo) {
+	if len(d.pending) == 0 {
 		return
 	}
-	for i := range s.pending {
-		d := &s.pending[i]
-		payload := s.scratch[d.start:d.end]
-		s.handlersMu.RLock()
-		hf := s.handlers[d.h.Type]
-		s.handlersMu.RUnlock()
+	for i := range d.pending {
+		pd := &d.pending[i]
+		payload := d.scratch[pd.start:pd.end]
+		d.s.handlersMu.RLock()
+		hf := d.s.handlers[pd.h.Type]
+		d.s.handlersMu.RUnlock()
 		if hf != nil {
-			hf(from.ID, &d.h, payload)
+			hf(from.ID, &pd.h, payload)
 		}
 	}
-	s.pending = s.pending[:0]
-	s.scratch = s.scratch[:0]
+	d.pending = d.pending[:0]
+	d.scratch = d.scratch[:0]
+}
+
+// hasHandler reports whether a handler is installed for t.
+func (s *Server) hasHandler(t wire.MessageType) bool {
+	s.handlersMu.RLock()
+	defer s.handlersMu.RUnlock()
+	return s.handlers[t] != nil
 }

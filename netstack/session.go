@@ -98,6 +98,12 @@ type session struct {
 	pk           packState
 	emitFn       func(h *wire.Header, payload []byte) // s.emitRecord, bound once
 
+	// Reliable messages of a module that is not loaded now (held.go);
+	// holdFor 0 refuses them at once (clients).
+	held      []heldMessage
+	heldBytes int
+	holdFor   time.Duration
+
 	// MessageRefused notices (v4): a token bucket and the refusals not told.
 	noticeTokens float64
 	noticeAt     time.Time
@@ -148,6 +154,7 @@ func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, v
 		unrel:        1,
 		datagramSize: cfg.datagramSize,
 		flushDelay:   cfg.flushDelay,
+		holdFor:      cfg.holdFor,
 		noticeTokens: noticeBurst,
 		noticeAt:     now,
 		open:         make([]byte, 0, 2048),
@@ -168,6 +175,7 @@ type channelConfig struct {
 	datagramSize        int
 	flushDelay          time.Duration
 	maxQueuedUnreliable int
+	holdFor             time.Duration // server: held.go; 0 on clients
 }
 
 func (c *channelConfig) populate() {
@@ -188,6 +196,16 @@ func (c *channelConfig) populate() {
 	}
 	if c.maxQueuedUnreliable <= 0 {
 		c.maxQueuedUnreliable = DefaultMaxQueuedUnreliable
+	}
+}
+
+// populateServer fills the server-only defaults.
+func (c *channelConfig) populateServer() {
+	switch {
+	case c.holdFor == 0:
+		c.holdFor = DefaultHoldNotLoaded
+	case c.holdFor < 0:
+		c.holdFor = 0
 	}
 }
 
@@ -345,6 +363,7 @@ func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) 
 func (s *session) releaseLocked() {
 	s.rel.Close()
 	s.uq, s.queuedAt, s.urgent = nil, time.Time{}, false
+	s.held, s.heldBytes = nil, 0
 }
 
 func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail string, now time.Time) {

@@ -39,6 +39,11 @@ type Counters struct {
 	// PeerRefusals counts what the peer reported refusing of ours
 	// (MessageRefused notices received, with their suppressed counts).
 	PeerRefusals atomic.Uint64
+	// HeldNotLoaded counts the reliable messages held for a module that was
+	// not loaded (restarting, reloading); HeldDelivered those delivered once
+	// it was back (the others were refused NotLoaded).
+	HeldNotLoaded atomic.Uint64
+	HeldDelivered atomic.Uint64
 
 	// Handshake traffic (server only).
 	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy
@@ -87,6 +92,8 @@ type Stats struct {
 	NoticesSent            uint64
 	NoticesSuppressed      uint64
 	PeerRefusals           uint64
+	HeldNotLoaded          uint64
+	HeldDelivered          uint64
 
 	// Server totals only: the handshake counters of Counters.
 	PlainBytesReceived      uint64
@@ -126,6 +133,8 @@ func (c *Counters) snapshot() Stats {
 		NoticesSent:            c.NoticesSent.Load(),
 		NoticesSuppressed:      c.NoticesSuppressed.Load(),
 		PeerRefusals:           c.PeerRefusals.Load(),
+		HeldNotLoaded:          c.HeldNotLoaded.Load(),
+		HeldDelivered:          c.HeldDelivered.Load(),
 
 		PlainBytesReceived:      c.PlainBytesReceived.Load(),
 		PlainBytesSent:          c.PlainBytesSent.Load(),

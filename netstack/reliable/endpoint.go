@@ -211,9 +211,9 @@ type Stats struct {
 	StaleOrdered        uint64 // OrderedSequence already delivered or held: acked, dropped
 	Invalid             uint64 // Sequence 0 or OrderedSequence 0: dropped unacked
 	AckRangesDropped    uint64 // arrivals left for a later Ack: 32 ranges already pending
-	// Refused counts the reliable messages acknowledged and not delivered:
-	// refused by the caller (ReceiveRefused) or by the Endpoint itself
-	// (inconsistent, oversized or abandoned reassembly).
+	// Refused counts the reliable messages acknowledged and not delivered
+	// because the Endpoint refused them (inconsistent, oversized or
+	// abandoned reassembly).
 	Refused            uint64
 	Reassembled        uint64 // fragmented messages made whole
 	ReassemblyFull     uint64 // fragments dropped unacked: reassembly buffer full

@@ -62,7 +62,7 @@ func (e *Endpoint) refuse(h *wire.Header, reason wire.RefusalReason) {
 }
 
 // receiveFragment handles a new fragment that passed Receive's window checks.
-func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Duration, deliver func(*wire.Header, []byte), refused bool) bool {
+func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Duration, deliver func(*wire.Header, []byte)) bool {
 	first := h.Sequence - uint32(h.FragIndex)
 	p, oldest := e.findPartial(first)
 	if e.partialBytes+len(payload) > e.cfg.ReassemblyBytes && (len(e.partials) > 0 && first != oldest) {
@@ -79,10 +79,6 @@ func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Durati
 	case h.Type != p.hdr.Type || h.Channel != p.hdr.Channel || h.FragCount != p.hdr.FragCount ||
 		h.OrderedSequence != p.hdr.OrderedSequence:
 		p.bad = wire.RefusedInconsistent
-	case refused:
-		if p.bad == 0 {
-			p.bad = wire.RefusedMalformed
-		}
 	default:
 		p.frags[h.FragIndex] = copyBuf(payload)
 		p.bytes += len(payload)

@@ -44,28 +44,16 @@ type heldPacket struct {
 // passed here like any reliable packet: it is delivered once and acked, and a
 // later repeat is a duplicate, acked and not delivered, whatever its content.
 func (e *Endpoint) Receive(h *wire.Header, payload []byte, now time.Time, deliver func(h *wire.Header, payload []byte)) (accepted bool) {
-	return e.receive(h, payload, now, deliver, false)
+	return e.receive(h, payload, now, deliver)
 }
 
-// ReceiveRefused records an authenticated reliable packet that the caller
-// refused (unknown type, failed schema: docs/protocol.md §5.6). It is
-// acknowledged and recognised as a duplicate like any packet, and never
-// delivered; on ReliableOrdered it takes its OrderedSequence's turn as a
-// tombstone, so the channel goes on. deliver receives the held messages the
-// tombstone releases. It returns false in the cases Receive does.
-func (e *Endpoint) ReceiveRefused(h *wire.Header, now time.Time, deliver func(h *wire.Header, payload []byte)) (accepted bool) {
-	return e.receive(h, nil, now, deliver, true)
-}
-
-func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, deliver func(*wire.Header, []byte), refused bool) bool {
+func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, deliver func(*wire.Header, []byte)) bool {
 	if e.failErr == ErrClosed {
 		return false
 	}
 	if !h.Channel.IsReliable() {
-		if !refused {
-			e.st.unreliableDelivered++
-			deliver(h, payload)
-		}
+		e.st.unreliableDelivered++
+		deliver(h, payload)
 		return true
 	}
 	t := e.since(now)
@@ -90,13 +78,10 @@ func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, delive
 		return false
 	}
 	if h.FragCount != 0 {
-		return e.receiveFragment(h, payload, t, deliver, refused)
+		return e.receiveFragment(h, payload, t, deliver)
 	}
 	e.markReceived(s, t)
-	if refused {
-		e.st.refused++
-	}
-	e.accept(h, payload, nil, deliver, refused)
+	e.accept(h, payload, nil, deliver, false)
 	return true
 }
 
