@@ -217,10 +217,14 @@ type Server struct {
 
 	svcFlush *flusher // service goroutine only
 
-	// flushMu serializes Flush (the game thread's) on tickFlush.
-	flushMu   sync.Mutex
-	tickFlush *flusher
-	tickPeers []*peer
+	// flushMu serializes Flush (the game thread's). Flush packs and seals
+	// into a free flusher and hands it to the tick writer goroutine, which
+	// makes the system calls while the game thread goes on.
+	flushMu     sync.Mutex
+	flushClosed bool
+	tickFree    chan *flusher
+	tickWrites  chan *flusher
+	tickPeers   []*peer
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -336,14 +340,32 @@ func (s *Server) initIO() {
 	s.rx = udpbatch.NewReader(s.conn.pc, s.cfg.ReceiveBatch, wire.MaxDatagram+1)
 	s.rxFlush = newFlusher(s.conn.pc)
 	s.svcFlush = newFlusher(s.conn.pc)
-	s.tickFlush = newFlusher(s.conn.pc)
+	s.tickFree = make(chan *flusher, tickFlushers)
+	s.tickWrites = make(chan *flusher, tickFlushers)
+	for range tickFlushers {
+		s.tickFree <- newFlusher(s.conn.pc)
+	}
 }
 
-// Start launches the receive and service goroutines.
+// tickFlushers is how many ticks' datagrams may wait for the tick writer;
+// a Flush finding none free waits for the writer (back pressure).
+const tickFlushers = 4
+
+// tickWriter writes the datagrams Flush packed, then returns the flusher.
+func (s *Server) tickWriter() {
+	defer s.wg.Done()
+	for f := range s.tickWrites {
+		f.write()
+		s.tickFree <- f
+	}
+}
+
+// Start launches the receive, service and tick writer goroutines.
 func (s *Server) Start() {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.receiveLoop()
 	go s.serviceLoop()
+	go s.tickWriter()
 }
 
 // Addr returns the local address the server listens on.
@@ -404,6 +426,10 @@ func (s *Server) Handle(t wire.MessageType, h Handler) {
 // server. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.flushMu.Lock()
+		s.flushClosed = true
+		close(s.tickWrites) // the tick writer writes what is queued, then ends
+		s.flushMu.Unlock()
 		now := time.Now()
 		for _, p := range s.snapshotPeers(nil) {
 			p.mu.Lock()
@@ -532,16 +558,22 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 // as few datagrams per client as the datagram size allows (docs/protocol.md
 // §5.5); acknowledgements ride along. The host calls it once per tick,
 // after modules and replication ran. Peer locks are held only while
-// packing; the datagrams are written (sendmmsg on Linux) after.
+// packing; the datagrams are written (sendmmsg on Linux) by the server's
+// tick writer goroutine, so the caller does not wait for the system calls.
+// It is safe to call from any goroutine; calls are serialized.
 func (s *Server) Flush() {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if s.flushClosed {
+		return
+	}
+	f := <-s.tickFree
 	now := time.Now()
 	s.tickPeers = s.snapshotPeers(s.tickPeers)
 	for _, p := range s.tickPeers {
 		p.mu.Lock()
 		if p.state == slotConnected && (!p.queuedAt.IsZero() || p.urgent || p.rel.Due(now)) {
-			p.flushLocked(now, &s.tickFlush.b)
+			p.flushLocked(now, &f.b)
 		}
 		closed := p.closed && p.state == slotConnected
 		p.mu.Unlock()
@@ -550,7 +582,11 @@ func (s *Server) Flush() {
 		}
 	}
 	clear(s.tickPeers)
-	s.tickFlush.write()
+	if len(f.b.spans) == 0 {
+		s.tickFree <- f
+		return
+	}
+	s.tickWrites <- f
 }
 
 // ClientProtocol returns the protocol version of an admitted client's
