@@ -119,6 +119,7 @@ func scanModuleSchemas(p []byte, visit func(*schemaEntry)) error {
 		prev = int(e.schema.ID)
 		e.schema.Name = "-" // checkRules wants a name; the real one is screened here
 		if !ValidName(e.owner, MaxSchemaNameLen) || !ValidName(e.name, MaxSchemaNameLen) || e.flags&^1 != 0 ||
+			string(e.owner) == BuiltinOwner ||
 			checkRules("announced", &e.schema) != nil {
 			r.Fail(errSchemaRule)
 			break
