@@ -74,6 +74,7 @@ type Endpoint struct {
 	// unknown func does not make a fresh header escape to the heap per call.
 	emitHdr    wire.Header
 	deliverHdr wire.Header
+	wholeHdr   wire.Header // a reassembled (or abandoned) message
 	ackBuf     [AckSize]byte
 
 	st counters

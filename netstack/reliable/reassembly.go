@@ -124,15 +124,16 @@ func (e *Endpoint) newPartial(first uint32, h *wire.Header) *partial {
 // finishPartial delivers (or refuses) a message whose fragments have all
 // arrived and frees its partial.
 func (e *Endpoint) finishPartial(p *partial, deliver func(*wire.Header, []byte)) {
-	h := p.hdr
+	h := &e.wholeHdr // a field: handing a local's address to deliver would allocate
+	*h = p.hdr
 	h.Sequence = p.first
 	if p.bad == 0 && p.bytes > wire.MaxPayload {
 		p.bad = wire.RefusedSize
 	}
-	if p.bad != 0 {
+	if bad := p.bad; bad != 0 {
 		e.dropPartial(p)
-		e.refuse(&h, p.bad)
-		e.accept(&h, nil, nil, deliver, true)
+		e.refuse(h, bad)
+		e.accept(h, nil, nil, deliver, true)
 		return
 	}
 	buf := getBuf(p.bytes)
@@ -141,7 +142,7 @@ func (e *Endpoint) finishPartial(p *partial, deliver func(*wire.Header, []byte))
 	}
 	e.dropPartial(p)
 	e.st.reassembled++
-	e.accept(&h, *buf, buf, deliver, false)
+	e.accept(h, *buf, buf, deliver, false)
 }
 
 // dropPartial releases a partial's fragments and returns it to the free list.
@@ -183,12 +184,13 @@ func (e *Endpoint) Expire(now time.Time, deliver func(*wire.Header, []byte)) {
 			i++
 			continue
 		}
-		h := p.hdr
+		h := &e.wholeHdr
+		*h = p.hdr
 		h.Sequence = p.first
 		e.st.reassemblyTimeouts++
 		e.dropPartial(p) // swaps the last partial into i
-		e.refuse(&h, wire.RefusedIncomplete)
-		e.accept(&h, nil, nil, deliver, true)
+		e.refuse(h, wire.RefusedIncomplete)
+		e.accept(h, nil, nil, deliver, true)
 	}
 	e.partialDue = next
 }

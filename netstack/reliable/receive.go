@@ -36,8 +36,9 @@ type heldPacket struct {
 //
 // Receive returns false when it dropped the packet unacknowledged, so the
 // sender will retransmit it: an OrderedSequence more than MaxReorderAhead
-// ahead, a Sequence beyond the receive window, Sequence/OrderedSequence 0, or
-// a fragment that finds the reassembly buffer full. The caller counts those
+// ahead, a Sequence beyond the receive window, Sequence/OrderedSequence 0,
+// fragment fields the datagram parser refuses (it checks them first), or a
+// fragment that finds the reassembly buffer full. The caller counts those
 // (packetsDropped).
 //
 // On the server, a validated ClientFinished (type 1, Reliable, Sequence 1) is
@@ -59,7 +60,8 @@ func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, delive
 	t := e.since(now)
 	s := h.Sequence
 	ordered := h.Channel == wire.ReliableOrdered
-	if s == 0 || ordered && h.OrderedSequence == 0 || h.FragCount != 0 && s <= uint32(h.FragIndex) {
+	if s == 0 || ordered && h.OrderedSequence == 0 ||
+		h.FragCount != 0 && (h.FragCount < 2 || h.FragCount > wire.MaxFragments || h.FragIndex >= h.FragCount || s <= uint32(h.FragIndex)) {
 		e.st.invalid++
 		return false
 	}
