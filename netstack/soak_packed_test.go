@@ -2,9 +2,9 @@ package netstack_test
 
 import (
 	"context"
-	"errors"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	mrand "math/rand/v2"
 	"sync"
 	"testing"

@@ -9,7 +9,6 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-
 // fragmenting is a sender that splits messages above 1149 bytes.
 func fragmenting() Config { return Config{MaxFragmentPayload: 1149} }
 
