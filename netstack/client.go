@@ -180,6 +180,7 @@ type Client struct {
 	apiFlush   *flusher
 	flushTimer *time.Timer
 	flushArmed bool // under sess.mu: the timer will flush what Send queued
+	flushReq   chan struct{}
 
 	admitted  chan struct{}
 	done      chan struct{}
@@ -228,6 +229,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		inbox:    make(chan Message, cfg.InboxSize),
 		admitted: make(chan struct{}),
 		done:     make(chan struct{}),
+		flushReq: make(chan struct{}, 1),
 	}
 	c.deliverFn = c.deliver
 	c.check.own = cfg.Registry
@@ -466,10 +468,11 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	if err != nil {
 		return err
 	}
-	c.Flush()
-	c.wg.Add(2)
+	c.flushNow()
+	c.wg.Add(3)
 	go c.receiveLoop()
 	go c.serviceLoop()
+	go c.writer()
 	select {
 	case <-c.admitted:
 		return nil
@@ -636,17 +639,41 @@ func (c *Client) Send(t wire.MessageType, ch wire.Channel, payload []byte) error
 	case closed:
 		c.shutdown()
 	case err == nil && c.cfg.FlushInterval < 0:
-		c.Flush()
+		c.flushNow()
 	case arm:
 		c.flushTimer.Reset(c.cfg.FlushInterval)
 	}
 	return err
 }
 
-// Flush packs, seals and sends everything queued for the server now, in as
-// few datagrams as the datagram size allows. A client that sends a frame's
-// worth of messages (inputs, requests) calls it once after them.
+// Flush asks for everything queued for the server to be sent now, packed
+// into as few datagrams as the datagram size allows, and returns at once:
+// the client's writer goroutine packs, seals and writes, so a client that
+// calls Send and Flush for each of a burst of messages (answers to what it
+// received) still sends them together when the writer runs after the burst.
+// A client that sends a frame's worth of messages calls it once after them.
 func (c *Client) Flush() {
+	select {
+	case c.flushReq <- struct{}{}:
+	default: // a flush is already requested: it will take these too
+	}
+}
+
+// writer is the goroutine behind Flush and the flush timer.
+func (c *Client) writer() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.flushReq:
+			c.flushNow()
+		}
+	}
+}
+
+// flushNow packs, seals and writes what is queued, on the calling goroutine.
+func (c *Client) flushNow() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.sess.mu.Lock()
@@ -729,7 +756,7 @@ func (c *Client) Stats() Stats {
 // Disconnect tells the server reason and closes the connection.
 func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
 	if c.sess != nil {
-		c.Flush() // what was queued leaves before the Disconnect
+		c.flushNow() // what was queued leaves before the Disconnect
 		c.sess.mu.Lock()
 		c.sess.closeLocked(reason, detail, time.Now())
 		c.sess.mu.Unlock()
