@@ -93,7 +93,16 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	sends := p.sends.Load()
 	p.mu.Unlock()
 
-	s.rxd.dispatch(info)
+	s.rxd.dispatchEach(info, answerEvery, func() {
+		// A long burst of requests is answered in a pipeline: what the
+		// handlers queued so far leaves now, while the rest is handled.
+		p.mu.Lock()
+		if p.sends.Load() != sends && p.state == slotConnected {
+			p.flushLocked(time.Now(), &s.rxFlush.b)
+		}
+		p.mu.Unlock()
+		s.rxFlush.write()
+	})
 	if closed {
 		s.remove(p)
 		return
@@ -158,26 +167,35 @@ func (d *dispatcher) collect(h *wire.Header, payload []byte) {
 	d.pending = append(d.pending, pendingDelivery{h: *h, start: start, end: len(d.scratch)})
 }
 
+// answerEvery is how many messages of one receive pass a peer's handlers
+// are given before what they have queued is flushed, so that the answers to
+// a long burst of requests leave in a pipeline instead of all after the last
+// request (docs/protocol.md §5.5). A handler that queues nothing (the host's
+// hand messages to the game thread) costs no flush.
+const answerEvery = 16
+
 // dispatch runs the handlers of the collected messages (no lock held).
-func (d *dispatcher) dispatch(from ClientInfo) {
-	if len(d.pending) == 0 {
-		return
-	}
+func (d *dispatcher) dispatch(from ClientInfo) { d.dispatchEach(from, 0, nil) }
+
+// dispatchEach runs the handlers of the collected messages (no lock held),
+// calling between after every n of them (not after the last) when n > 0.
+func (d *dispatcher) dispatchEach(from ClientInfo, n int, between func()) {
 	for i := range d.pending {
+		if n > 0 && i > 0 && i%n == 0 {
+			between()
+		}
 		pd := &d.pending[i]
-		payload := d.scratch[pd.start:pd.end]
 		d.s.handlersMu.RLock()
 		hf := d.s.handlers[pd.h.Type]
 		d.s.handlersMu.RUnlock()
 		if hf != nil {
-			hf(from.ID, &pd.h, payload)
+			hf(from.ID, &pd.h, d.scratch[pd.start:pd.end])
 		}
 	}
 	d.pending = d.pending[:0]
 	d.scratch = d.scratch[:0]
 }
 
-// hasHandler reports whether a handler is installed for t.
 func (s *Server) hasHandler(t wire.MessageType) bool {
 	s.handlersMu.RLock()
 	defer s.handlersMu.RUnlock()
