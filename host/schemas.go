@@ -11,7 +11,10 @@ import (
 // reloaded), every v4 client is sent the table of module message types:
 // it learns what it may send and what it will receive, and keeps the table
 // for its console. v3 clients are never sent it (the v3 contract has no
-// such type).
+// such type). It travels on the Reliable channel, not ReliableOrdered, so
+// that it is never held behind an ordered message and reaches the client
+// before the module messages queued after it (a client keeps the table of
+// the highest revision, whatever the arrival order).
 
 // schemaTable caches the encoded table of one registry revision (game thread).
 type schemaTable struct {
@@ -38,7 +41,7 @@ func (s *Server) sendSchemas(ci netstack.ClientInfo) {
 	if ci.Protocol < wire.ProtocolVersion4 {
 		return
 	}
-	if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.ReliableOrdered, s.currentSchemas()); err != nil {
+	if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.Reliable, s.currentSchemas()); err != nil {
 		s.log.Warn("module schemas not sent", "client", ci.ID, "err", err)
 	}
 }
@@ -55,7 +58,7 @@ func (s *Server) announceSchemas() {
 		if ci.Protocol < wire.ProtocolVersion4 {
 			continue
 		}
-		if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.ReliableOrdered, payload); err != nil {
+		if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.Reliable, payload); err != nil {
 			s.log.Warn("module schemas not sent", "client", ci.ID, "err", err)
 		}
 	}

@@ -81,7 +81,7 @@ func buildDatagramVectors(t *testing.T, keyS2C, keyC2S []byte) datagramVectors {
 		{Type: wire.TypeAck, Channel: wire.Unreliable},
 		{Type: gamemsg.TypeEntityStateUpdate, Channel: wire.Unreliable},
 		{Type: gamemsg.TypeScoreUpdate, Channel: wire.ReliableOrdered, Sequence: 6, OrderedSequence: 3},
-		{Type: wire.TypeModuleSchemas, Channel: wire.ReliableOrdered, Sequence: 7, OrderedSequence: 4},
+		{Type: wire.TypeModuleSchemas, Channel: wire.Reliable, Sequence: 7},
 		{Type: wire.TypeMessageRefused, Channel: wire.Unreliable},
 	}
 	payloads := [][]byte{wire.AppendAck(nil, &wire.Ack{Ack: 5, Bits: 0x3, DelayMS: 2}), update, score, schemas, refused}

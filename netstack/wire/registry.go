@@ -52,7 +52,7 @@ var builtins = [...]Schema{
 // (§5.6, §10.2); a v3 peer is never sent them.
 var v4Builtins = [...]Schema{
 	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true},
-	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, ReliableOrdered, 6, MaxPayload, NoStringFields, true},
+	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true},
 }
 
 // transportSchema returns the rule of one of the transport's own sealed

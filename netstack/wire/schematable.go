@@ -14,8 +14,8 @@ import "slices"
 //	        string_field_offset u32, flags u8 (bit 0 requires_admitted),
 //	        owner str, name str (names: 1..64 bytes, §1's name rule)
 
-// TypeModuleSchemas is the schema announcement (ServerToClient,
-// ReliableOrdered, v4 sessions only).
+// TypeModuleSchemas is the schema announcement (ServerToClient, Reliable,
+// v4 sessions only; the revision orders announcements).
 const TypeModuleSchemas MessageType = 21
 
 // MaxSchemaNameLen bounds a module type's name and its owner's name.
