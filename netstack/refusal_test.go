@@ -109,3 +109,82 @@ func tryReceive(c *netstack.Client) (netstack.Message, bool) {
 	m, err := c.Receive(ctx)
 	return m, err == nil
 }
+
+// TestMessagesForAModuleNotLoadedAreHeld: while a module's types are
+// unregistered (it crashed and restarts), a client's reliable messages of
+// them are acknowledged and held; once the types and the handler are back
+// they are delivered in order. Past the hold time they are refused
+// NotLoaded, and an unreliable one is refused at once.
+func TestMessagesForAModuleNotLoadedAreHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := gamemsg.NewRegistry()
+		schema := wire.Schema{ID: 1400, Name: "Req", Direction: wire.ClientToServer, Channel: wire.ReliableOrdered,
+			MinLen: 1, MaxLen: 16, StringFieldOffset: wire.NoStringFields}
+		noise := wire.Schema{ID: 1401, Name: "Noise", Direction: wire.ClientToServer, Channel: wire.Unreliable,
+			MinLen: 1, MaxLen: 16, StringFieldOffset: wire.NoStringFields}
+		creg := gamemsg.NewRegistry() // the client knows the module's types
+		for _, s := range []wire.Schema{schema, noise} {
+			if err := reg.Register("mod", s); err != nil {
+				t.Fatal(err)
+			}
+			if err := creg.Register("mod", s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv, cli := memPair(t, memlink.Link{Latency: 5 * time.Millisecond}, netstack.ServerConfig{Registry: reg, HoldNotLoaded: 2 * time.Second},
+			netstack.ClientConfig{Registry: creg})
+		got := make(chan byte, 16)
+		handler := func(_ uint32, _ *wire.Header, p []byte) { got <- p[0] }
+		srv.Handle(1400, handler)
+
+		reg.UnregisterOwner("mod") // the module crashed
+		srv.Handle(1400, nil)
+		for i := byte(1); i <= 3; i++ {
+			if err := cli.Send(1400, wire.ReliableOrdered, []byte{i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = cli.Send(1401, wire.Unreliable, []byte{9})
+		cli.Flush()
+		time.Sleep(time.Second)
+		if st := srv.Stats(); st.HeldNotLoaded != 3 || st.RefusedBy[wire.RefusedNotLoaded] != 1 {
+			t.Fatalf("held %d, refused %v; want 3 held and the unreliable one refused", st.HeldNotLoaded, st.RefusedBy)
+		}
+		if st := cli.Stats(); st.Retransmissions > 2 {
+			t.Fatalf("%d retransmissions: held messages are acknowledged", st.Retransmissions)
+		}
+		if err := reg.Register("mod", schema); err != nil { // back, types first
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if len(got) != 0 {
+			t.Fatal("delivered before the handler was installed")
+		}
+		srv.Handle(1400, handler)
+		for want := byte(1); want <= 3; want++ {
+			select {
+			case b := <-got:
+				if b != want {
+					t.Fatalf("delivered %d, want %d", b, want)
+				}
+			case <-time.After(time.Second):
+				t.Fatalf("message %d not delivered after the module came back", want)
+			}
+		}
+
+		reg.UnregisterOwner("mod") // crashed again, for good this time
+		srv.Handle(1400, nil)
+		if err := cli.Send(1400, wire.ReliableOrdered, []byte{4}); err != nil {
+			t.Fatal(err)
+		}
+		cli.Flush()
+		time.Sleep(3 * time.Second)
+		st := srv.Stats()
+		if st.RefusedBy[wire.RefusedNotLoaded] != 2 || st.HeldDelivered != 3 {
+			t.Fatalf("after the hold time: refused %v, delivered %d", st.RefusedBy, st.HeldDelivered)
+		}
+		if cli.Stats().PeerRefusals != 2 {
+			t.Fatalf("the client was told of %d refusals, want 2", cli.Stats().PeerRefusals)
+		}
+	})
+}
