@@ -188,3 +188,45 @@ func TestMessagesForAModuleNotLoadedAreHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestV3SessionsSendOneMessagePerDatagram: a v3 client gets the v3 data
+// plane, one §2 packet per sealed frame, in both directions, and never the
+// v4 transport's own types.
+func TestV3SessionsSendOneMessagePerDatagram(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := packedRegistry(t)
+		srv, cli := memPair(t, memlink.Link{Latency: time.Millisecond}, netstack.ServerConfig{Registry: reg},
+			netstack.ClientConfig{Registry: reg, Protocol: 3})
+		if cli.Protocol() != 3 || srv.ClientProtocol(cli.ID()) != 3 {
+			t.Fatalf("protocol: client v%d, server sees v%d", cli.Protocol(), srv.ClientProtocol(cli.ID()))
+		}
+		got := 0
+		srv.Handle(soakReliable, func(uint32, *wire.Header, []byte) { got++ })
+		for i := range 20 {
+			if err := srv.Send(cli.ID(), soakOrdered, wire.ReliableOrdered, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := cli.Send(soakReliable, wire.Reliable, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.Flush()
+		cli.Flush()
+		time.Sleep(time.Second)
+		for i := range 20 {
+			m := next(t, cli, soakOrdered)
+			if m.Payload[0] != byte(i) {
+				t.Fatalf("message %d carried %d", i, m.Payload[0])
+			}
+		}
+		if got != 20 {
+			t.Fatalf("server got %d of 20", got)
+		}
+		peer, _ := srv.ClientStats(cli.ID()) // the session's own counters, without the handshake's plain datagrams
+		for name, st := range map[string]netstack.Stats{"client": cli.Stats(), "server": peer} {
+			if st.MessagesSent != st.PacketsSent {
+				t.Errorf("%s: %d messages in %d datagrams; v3 sends one per datagram", name, st.MessagesSent, st.PacketsSent)
+			}
+		}
+	})
+}
