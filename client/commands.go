@@ -135,6 +135,10 @@ func statsLines(st netstack.Stats) []string {
 		fmt.Sprintf("retransmissions: %d", st.Retransmissions),
 		fmt.Sprintf("inboxDrops: %d", st.InboxDrops),
 		"rto: " + msText(st.RTO),
+		fmt.Sprintf("messagesSent: %d", st.MessagesSent),
+		fmt.Sprintf("messagesReceived: %d", st.MessagesReceived),
+		fmt.Sprintf("messagesRefused: %d", st.MessagesRefused),
+		fmt.Sprintf("refusedByServer: %d", st.PeerRefusals),
 	}
 }
 

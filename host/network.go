@@ -18,6 +18,7 @@ func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.S
 	nc.UnvalidatedReplyBudget = globalBudget(n.UnvalidatedRepliesPerSecond)
 	nc.HalfOpen = netstack.HalfOpenConfig{Max: n.HalfOpenMax, PerAddress: n.HalfOpenPerAddress, PerPrefix: n.HalfOpenPerPrefix}
 	nc.SecuringTimeout = cfg.HalfOpenTimeoutDuration()
+	nc.DatagramSize = n.DatagramSize
 	return nc
 }
 

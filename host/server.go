@@ -75,7 +75,8 @@ type Server struct {
 	events   lifecycleQueue // admissions and departures, never dropped
 	requests chan adminRequest
 	chat     *chatGate
-	chatBuf  []byte // game thread: the relayed ChatMessage being built
+	chatBuf  []byte      // game thread: the relayed ChatMessage being built
+	schemas  schemaTable // game thread: the module schemas announced (schemas.go)
 
 	// Facts the network goroutines read (GameStateSync, discovery), published
 	// by the game thread after every tick.
@@ -382,6 +383,10 @@ func (s *Server) step(t tick.Tick) {
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
 	s.world.Tick(at)
 	s.flushScores()
+	s.announceSchemas()
+	// Everything this tick sent to each client leaves now, packed into as
+	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
+	s.net.Flush()
 	s.publishView(t.Now)
 	s.afterStep(t.Now, began)
 }
@@ -424,6 +429,7 @@ func (s *Server) apply(e event, now time.Time) {
 		version, _ := s.gssVersions.LoadAndDelete(e.client.ID)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
 		s.world.AddClient(e.client.ID, v)
+		s.sendSchemas(e.client)
 		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
 	case evLeft:
 		if _, ok := s.refused[e.client.ID]; ok {

@@ -80,5 +80,7 @@ func (st ServerStats) String() string {
 	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
 		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
 	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d", st.ModuleMessagesOverLimit)
+	fmt.Fprintf(&b, "\nmessages: sent %d in %d datagrams, received %d; refused %d, reported refused by clients %d; held for a module %d (delivered %d)",
+		n.MessagesSent, n.PacketsSent, n.MessagesReceived, n.MessagesRefused, n.PeerRefusals, n.HeldNotLoaded, n.HeldDelivered)
 	return b.String()
 }

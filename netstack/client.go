@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -76,7 +79,19 @@ type ClientConfig struct {
 	// InboxSize bounds undelivered messages; 0 means 4096. When it is full a
 	// message is dropped and counted in InboxDrops.
 	InboxSize int
+	// DatagramSize is the largest UDP payload the client sends in a v4
+	// session (see ServerConfig.DatagramSize); 0 means 1200.
+	DatagramSize int
+	// FlushInterval is the longest a message given to Send waits for an
+	// explicit Flush before it is sent anyway: Send queues, and what is
+	// queued within the interval leaves packed in one datagram
+	// (docs/protocol.md §5.5). 0 means DefaultClientFlushInterval (2 ms); a
+	// negative value flushes after every Send (no packing across Sends).
+	FlushInterval time.Duration
 }
+
+// DefaultClientFlushInterval is ClientConfig.FlushInterval's default.
+const DefaultClientFlushInterval = 2 * time.Millisecond
 
 // HandshakeErrorCode says why a handshake failed on the client side.
 type HandshakeErrorCode uint8
@@ -159,6 +174,20 @@ type Client struct {
 	inbox     chan Message
 	pending   []Message   // collected by the receive goroutine under the lock
 	deliverFn deliverFunc // c.deliver, bound once: a method value allocates per use
+	check     clientValidator
+	schemas   wire.ModuleSchemas // the newest announcement (under sess.mu)
+	gotTable  bool
+
+	rx       *udpbatch.Reader
+	rxFlush  *flusher // receive goroutine
+	svcFlush *flusher // service goroutine
+	// flushMu serializes Flush and the flush timer on apiFlush.
+	flushMu    sync.Mutex
+	apiFlush   *flusher
+	flushTimer *time.Timer
+	flushArmed bool // under sess.mu: the timer will flush what Send queued
+	flushReq   chan struct{}
+
 	admitted  chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -180,6 +209,12 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = wire.NewRegistry()
 	}
+	if err := checkDatagramSize(cfg.DatagramSize); err != nil {
+		return nil, err
+	}
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = DefaultClientFlushInterval
+	}
 	switch cfg.Protocol {
 	case 0, handshake.ProtocolVersion, handshake.ProtocolVersion4:
 	default:
@@ -200,8 +235,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		inbox:    make(chan Message, cfg.InboxSize),
 		admitted: make(chan struct{}),
 		done:     make(chan struct{}),
+		flushReq: make(chan struct{}, 1),
 	}
 	c.deliverFn = c.deliver
+	c.check.own = cfg.Registry
 	if cfg.Conn != nil {
 		c.conn = newPacketConn(cfg.Conn)
 	} else {
@@ -421,9 +458,14 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 		}
 	}
 	now := time.Now()
-	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout}
+	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout,
+		datagramSize: c.cfg.DatagramSize}
 	chcfg.populate()
-	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	c.rx = udpbatch.NewReader(c.conn.pc, 1, wire.MaxDatagram+1)
+	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.conn.pc), newFlusher(c.conn.pc), newFlusher(c.conn.pc)
+	c.flushTimer = time.AfterFunc(time.Hour, c.timerFlush)
+	c.flushTimer.Stop()
 
 	cf := wire.ClientFinished{Name: c.cfg.Name}
 	if c.cfg.Ticket != nil {
@@ -438,9 +480,11 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	if err != nil {
 		return err
 	}
-	c.wg.Add(2)
+	c.flushNow()
+	c.wg.Add(3)
 	go c.receiveLoop()
 	go c.serviceLoop()
+	go c.writer()
 	select {
 	case <-c.admitted:
 		return nil
@@ -456,9 +500,8 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 
 func (c *Client) receiveLoop() {
 	defer c.wg.Done()
-	buf := make([]byte, wire.MaxDatagram+1)
 	for {
-		n, from, err := c.conn.read(buf)
+		n, err := c.rx.Read()
 		if err != nil {
 			select {
 			case <-c.done:
@@ -471,20 +514,28 @@ func (c *Client) receiveLoop() {
 			}
 			continue
 		}
-		if from != c.cfg.Server || n == 0 || buf[0] != classSealed {
-			c.sess.ctr.drop(dropOther)
-			continue
-		}
 		now := time.Now()
 		c.sess.mu.Lock()
-		if h, payload := c.sess.openLocked(buf[:n], now); h != nil {
-			c.sess.handleLocked(c.reg, h, payload, now, c.deliverFn)
-			if c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
+		for i := range n {
+			m := &c.rx.Msgs[i]
+			if m.Addr != c.cfg.Server || m.N == 0 || m.Buf[0] != classSealed {
+				c.sess.ctr.drop(dropOther)
+				continue
+			}
+			if c.sess.receiveLocked(&c.check, m.Buf[:m.N], now, c.deliverFn, nil) &&
+				c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
 				c.admit() // ClientFinished (reliable sequence 1) was acknowledged
 			}
+			if c.sess.closed {
+				break
+			}
+		}
+		if c.sess.urgent {
+			c.sess.flushLocked(now, &c.rxFlush.b)
 		}
 		closed := c.sess.closed
 		c.sess.mu.Unlock()
+		c.rxFlush.write()
 		c.flushInbox()
 		if closed {
 			c.shutdown()
@@ -510,6 +561,9 @@ func (c *Client) flushInbox() {
 
 // deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeModuleSchemas {
+		c.adoptSchemas(payload)
+	}
 	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
 	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
 		if h.Type == c.cfg.Welcome {
@@ -539,8 +593,9 @@ func (c *Client) serviceLoop() {
 			return
 		case <-t.C:
 			c.sess.mu.Lock()
-			closed := c.sess.serviceLocked(time.Now()) // not the tick's (possibly stale) scheduled time
+			closed := c.sess.serviceLocked(time.Now(), &c.svcFlush.b) // not the tick's (possibly stale) scheduled time
 			c.sess.mu.Unlock()
+			c.svcFlush.write()
 			if closed {
 				c.shutdown()
 				return
@@ -579,16 +634,95 @@ func (c *Client) Welcome() Message {
 // ChannelBinding returns the session's transcript hash th (see Server.ChannelBinding).
 func (c *Client) ChannelBinding() [32]byte { return c.sess.th }
 
-// Send sends one message to the server.
+// Send queues one message for the server: it leaves at the next Flush, or
+// FlushInterval after it was queued, packed with whatever else was queued
+// (docs/protocol.md §5.5). An unreliable message that does not fit one
+// datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
 func (c *Client) Send(t wire.MessageType, ch wire.Channel, payload []byte) error {
 	c.sess.mu.Lock()
 	err := c.sess.sendLocked(t, ch, payload, time.Now())
+	arm := err == nil && c.cfg.FlushInterval > 0 && !c.flushArmed
+	if arm {
+		c.flushArmed = true
+	}
 	closed := c.sess.closed
 	c.sess.mu.Unlock()
+	switch {
+	case closed:
+		c.shutdown()
+	case err == nil && c.cfg.FlushInterval < 0:
+		c.flushNow()
+	case arm:
+		c.flushTimer.Reset(c.cfg.FlushInterval)
+	}
+	return err
+}
+
+// Flush asks for everything queued for the server to be sent now, packed
+// into as few datagrams as the datagram size allows, and returns at once:
+// the client's writer goroutine packs, seals and writes, so a client that
+// calls Send and Flush for each of a burst of messages (answers to what it
+// received) still sends them together when the writer runs after the burst.
+// A client that sends a frame's worth of messages calls it once after them.
+func (c *Client) Flush() {
+	select {
+	case c.flushReq <- struct{}{}:
+	default: // a flush is already requested: it will take these too
+	}
+}
+
+// writer is the goroutine behind Flush and the flush timer.
+func (c *Client) writer() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.flushReq:
+			c.flushNow()
+		}
+	}
+}
+
+// flushNow packs, seals and writes what is queued, on the calling goroutine.
+func (c *Client) flushNow() {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.sess.mu.Lock()
+	if c.flushArmed {
+		c.flushArmed = false
+		c.flushTimer.Stop()
+	}
+	c.sess.flushLocked(time.Now(), &c.apiFlush.b)
+	closed := c.sess.closed
+	c.sess.mu.Unlock()
+	c.apiFlush.write()
 	if closed {
 		c.shutdown()
 	}
-	return err
+}
+
+// timerFlush is the flush timer's function: Send armed it FlushInterval
+// ago and no Flush came.
+func (c *Client) timerFlush() {
+	c.sess.mu.Lock()
+	due := c.flushArmed
+	c.sess.mu.Unlock()
+	if due {
+		c.Flush()
+	}
+}
+
+// ModuleSchemas returns the newest table of module message types the server
+// announced (docs/protocol.md §10.2), and whether one arrived. The client
+// also accepts those types with their announced rules when its own
+// Registry does not know them.
+func (c *Client) ModuleSchemas() (wire.ModuleSchemas, bool) {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	m := c.schemas
+	m.Types = slices.Clone(m.Types)
+	return m, c.gotTable
 }
 
 // Receive returns the next message, or an error once the connection is closed
@@ -634,9 +768,11 @@ func (c *Client) Stats() Stats {
 // Disconnect tells the server reason and closes the connection.
 func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
 	if c.sess != nil {
+		c.flushNow() // what was queued leaves before the Disconnect
 		c.sess.mu.Lock()
 		c.sess.closeLocked(reason, detail, time.Now())
 		c.sess.mu.Unlock()
+		c.flushTimer.Stop()
 	}
 	c.shutdown()
 	c.wg.Wait()
@@ -646,4 +782,37 @@ func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
 func (c *Client) Close() error {
 	c.Disconnect(wire.DisconnectClientQuit, "client quit")
 	return nil
+}
+
+// clientValidator checks what the server sends: with the client's own
+// registry, and for a module type it does not know, with the rule the
+// server announced for it (ModuleSchemas).
+type clientValidator struct {
+	own       *wire.Registry
+	announced atomic.Pointer[wire.Registry]
+}
+
+func (v *clientValidator) Validate(travel wire.Direction, h *wire.Header, payload []byte) error {
+	err := v.own.Validate(travel, h, payload)
+	if err == wire.ErrUnknownType || err == wire.ErrTypeNotLoaded {
+		if a := v.announced.Load(); a != nil {
+			return a.Validate(travel, h, payload)
+		}
+	}
+	return err
+}
+
+// adoptSchemas keeps a validated announcement that is newer than the one
+// held, and its types as the announced rules (under the session lock).
+func (c *Client) adoptSchemas(payload []byte) {
+	m, err := wire.ParseModuleSchemas(payload)
+	if err != nil || c.gotTable && m.Revision <= c.schemas.Revision {
+		return
+	}
+	reg := wire.NewRegistry()
+	for _, t := range m.Types {
+		_ = reg.Register(t.Owner, t.Schema) // the parser applied Register's rules
+	}
+	c.schemas, c.gotTable = m, true
+	c.check.announced.Store(reg)
 }

@@ -14,9 +14,19 @@
 // Until a v4 source has echoed a cookie the server keeps no state for it,
 // computes no key agreement or signature and never sends it more bytes than it
 // received; no lock that the game thread's sends or the service loop wait for
-// is ever held across a signature.
+// is ever held across a signature or a system call.
 //
-// Sub-packages hold the pure pieces: wire (codec, NetBuffer, schemas),
-// handshake, cookie (address validation), seal, replay, reliable, policy,
-// ratelimit, trust, and memlink (a seeded lossy in-memory link for tests).
+// The v4 data plane packs (docs/protocol.md §5): Send only queues; a flush —
+// Server.Flush once per tick, the end of a receive pass, the service loop,
+// or Client.Flush — packs what each peer has due into as few sealed
+// datagrams as the datagram size allows (fragmenting reliable messages that
+// do not fit one), and the datagrams are written in batches (sendmmsg,
+// recvmmsg on Linux). Every authenticated reliable message is acknowledged;
+// one that fails its schema is refused — counted, told to the sender — and
+// never stalls a channel or ends a session.
+//
+// Sub-packages hold the pure pieces: wire (codec, NetBuffer, schemas, packed
+// datagrams), handshake, cookie (address validation), seal, replay, reliable
+// (with fragmentation), policy, ratelimit, trust, udpbatch (batched system
+// calls), and memlink (a seeded lossy in-memory link for tests).
 package netstack

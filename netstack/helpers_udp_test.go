@@ -263,6 +263,13 @@ type rawPeer struct {
 	rel, unrel, ord uint32 // last sequences used
 	sent            [][]byte
 	lastSend        time.Time
+	inbox           []rawMessage // records of a v4 datagram not returned yet
+}
+
+// rawMessage is one message received by a rawPeer.
+type rawMessage struct {
+	h       wire.Header
+	payload []byte
 }
 
 func newRawPeer(t *testing.T, server netip.AddrPort) *rawPeer {
@@ -355,8 +362,19 @@ func (p *rawPeer) nextPlain() []byte {
 	return nil
 }
 
-// packet encodes h (SenderID = the assigned id unless set) and payload.
+// v4 reports whether the peer's session is protocol v4 (packed datagrams).
+func (p *rawPeer) v4() bool { return p.hs.Version() == handshake.ProtocolVersion4 }
+
+// packet encodes h (SenderID = the assigned id unless set) and payload: a
+// §2 packet in a v3 session, a datagram body of one record in a v4 one.
 func (p *rawPeer) packet(h wire.Header, payload []byte) []byte {
+	if p.v4() {
+		base := uint32(1)
+		if h.Channel == wire.Unreliable {
+			base = h.Sequence
+		}
+		return wire.AppendRecord(wire.AppendDatagramBase(nil, base), &h, payload)
+	}
 	if h.SenderID == 0 {
 		h.SenderID = p.id()
 	}
@@ -406,6 +424,11 @@ func (p *rawPeer) recvSealed(d time.Duration) (wire.Header, []byte, bool) {
 	p.t.Helper()
 	end := time.Now().Add(d)
 	for {
+		if len(p.inbox) > 0 {
+			m := p.inbox[0]
+			p.inbox = p.inbox[1:]
+			return p.ackIfReliable(m.h, m.payload)
+		}
 		left := time.Until(end)
 		if left <= 0 {
 			return wire.Header{}, nil, false
@@ -421,6 +444,21 @@ func (p *rawPeer) recvSealed(d time.Duration) (wire.Header, []byte, bool) {
 		if err != nil {
 			p.t.Fatalf("server frame does not open: %v", err)
 		}
+		if p.v4() {
+			if _, err := wire.CheckDatagram(pkt); err != nil {
+				p.t.Fatalf("server datagram: %v", err)
+			}
+			r := wire.NewDatagramReader(pkt)
+			for {
+				var h wire.Header
+				payload, ok := r.Next(&h)
+				if !ok {
+					break
+				}
+				p.inbox = append(p.inbox, rawMessage{h, bytes.Clone(payload)})
+			}
+			continue
+		}
 		h, payload, err := wire.ParsePacket(pkt)
 		if err != nil {
 			p.t.Fatalf("server packet: %v", err)
@@ -428,11 +466,16 @@ func (p *rawPeer) recvSealed(d time.Duration) (wire.Header, []byte, bool) {
 		if h.SenderID != 0 {
 			p.t.Fatalf("server packet with SenderID %d", h.SenderID)
 		}
-		if h.Channel.IsReliable() {
-			p.sendUnreliable(wire.TypeAck, wire.AppendAck(nil, &wire.Ack{Ack: h.Sequence}))
-		}
-		return h, payload, true
+		return p.ackIfReliable(h, payload)
 	}
+}
+
+// ackIfReliable acknowledges a reliable message at once and returns it.
+func (p *rawPeer) ackIfReliable(h wire.Header, payload []byte) (wire.Header, []byte, bool) {
+	if h.Channel.IsReliable() {
+		p.sendUnreliable(wire.TypeAck, wire.AppendAck(nil, &wire.Ack{Ack: h.Sequence}))
+	}
+	return h, payload, true
 }
 
 // await returns the next sealed packet of type typ, skipping (and acking) others.

@@ -45,11 +45,30 @@ var counterTable = []struct {
 	{"plain_bytes_sent_total", "Bytes of plain (handshake) datagrams sent.", "", "", func(s *Server) uint64 { return s.ctr.PlainBytesSent.Load() }},
 	{"retransmissions_total", "Reliable messages sent again after their retransmission timeout.", "", "", func(s *Server) uint64 { return s.ctr.Retransmissions.Load() }},
 	{"inbox_drops_total", "Messages dropped because a module's inbox was full.", "", "", func(s *Server) uint64 { return s.ctr.InboxDrops.Load() }},
+	{"messages_sent_total", "Messages sent (protocol v4 packs many into a datagram; each fragment counts).", "", "", func(s *Server) uint64 { return s.ctr.MessagesSent.Load() }},
+	{"messages_received_total", "Messages received from admitted clients.", "", "", func(s *Server) uint64 { return s.ctr.MessagesReceived.Load() }},
+	{"messages_refused_total", refusedHelp, "reason", "unknown_type", refusedCounter(wire.RefusedUnknownType)},
+	{"messages_refused_total", refusedHelp, "reason", "not_loaded", refusedCounter(wire.RefusedNotLoaded)},
+	{"messages_refused_total", refusedHelp, "reason", "wrong_direction", refusedCounter(wire.RefusedDirection)},
+	{"messages_refused_total", refusedHelp, "reason", "wrong_channel", refusedCounter(wire.RefusedChannel)},
+	{"messages_refused_total", refusedHelp, "reason", "bad_size", refusedCounter(wire.RefusedSize)},
+	{"messages_refused_total", refusedHelp, "reason", "malformed", refusedCounter(wire.RefusedMalformed)},
+	{"messages_refused_total", refusedHelp, "reason", "incomplete", refusedCounter(wire.RefusedIncomplete)},
+	{"messages_refused_total", refusedHelp, "reason", "inconsistent", refusedCounter(wire.RefusedInconsistent)},
+	{"refusals_reported_by_clients_total", "Messages of the server's that clients reported refusing (MessageRefused notices).", "", "", func(s *Server) uint64 { return s.ctr.PeerRefusals.Load() }},
+	{"messages_held_total", "Reliable messages held, acknowledged, for a module that was not loaded (restarting, reloading).", "", "", func(s *Server) uint64 { return s.ctr.HeldNotLoaded.Load() }},
+	{"messages_held_delivered_total", "Held messages delivered once their module was back.", "", "", func(s *Server) uint64 { return s.ctr.HeldDelivered.Load() }},
 	{"handshakes_total", "Handshakes answered with a newly signed ConnectAccepted (key agreement and signature performed).", "", "", func(s *Server) uint64 { return s.ctr.HandshakesSigned.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "sent", func(s *Server) uint64 { return s.ctr.CookiesSent.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "verified", func(s *Server) uint64 { return s.ctr.CookiesVerified.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "failed", func(s *Server) uint64 { return s.ctr.CookiesFailed.Load() }},
 	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
+}
+
+const refusedHelp = "Authenticated messages refused (acknowledged if reliable, counted, dropped; docs/protocol.md §5.6), by reason."
+
+func refusedCounter(r wire.RefusalReason) func(*Server) uint64 {
+	return func(s *Server) uint64 { return s.ctr.Refused[r].Load() }
 }
 
 const droppedHelp = "Datagrams dropped before reaching a session or a handler, by reason (protocol §13)."

@@ -77,10 +77,14 @@ func rotationRun(t *testing.T, link memlink.Link, clean bool) {
 	got := make(chan []byte, 1024)
 	srv, cli := memPair(t, link,
 		netstack.ServerConfig{Registry: reg, Rotation: rot},
-		netstack.ClientConfig{Registry: reg, Rotation: rot})
+		// One message per datagram from the client (and so about one echo per
+		// datagram back): the epochs turn with frames, and packing would
+		// need far fewer of them.
+		netstack.ClientConfig{Registry: reg, Rotation: rot, FlushInterval: -1})
 	srv.Handle(soakOrdered, func(id uint32, h *wire.Header, p []byte) {
 		got <- append([]byte(nil), p...)
 		srv.Send(id, soakOrdered, wire.ReliableOrdered, p) // echo back through the other direction's epochs
+		srv.Flush()                                        // in a datagram of its own
 	})
 	const n = 600 // dozens of epochs per direction, well inside 256
 	for i := range n {
@@ -137,6 +141,7 @@ func TestKeyExhaustionDisconnects(t *testing.T) {
 			if srv.Send(cli.ID(), gamemsg.TypeChatMessage, wire.Reliable, chat) != nil {
 				break
 			}
+			srv.Flush() // a datagram, so a frame and an epoch, per message
 			time.Sleep(time.Millisecond)
 		}
 		select {

@@ -17,6 +17,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -107,6 +108,24 @@ type ServerConfig struct {
 	OnDisconnected func(ClientInfo, wire.DisconnectReason, string)
 	// SocketBuffer is the socket read/write buffer size in bytes; 0 means 4 MiB.
 	SocketBuffer int
+	// DatagramSize is the largest UDP payload the server sends in a v4
+	// session, in bytes: 0 means 1200 (wire.DefaultDatagramSize); 1200 to
+	// 65507. Messages are packed into datagrams of at most this size, and a
+	// reliable message that does not fit is fragmented, so IP fragmentation
+	// is never relied on. v3 sessions send one message per datagram.
+	DatagramSize int
+	// FlushDelay is the longest a message queued by Send waits for Flush
+	// before the service loop sends it anyway; 0 means 10 ms. The host
+	// calls Flush once per tick, so in practice nothing waits.
+	FlushDelay time.Duration
+	// ReceiveBatch is how many datagrams one read takes from the socket
+	// (recvmmsg on Linux); 0 means 32.
+	ReceiveBatch int
+	// HoldNotLoaded is how long a client's reliable message of a module type
+	// whose module is not loaded now (crashed and restarting, reloading) is
+	// held, acknowledged, for the module to come back (docs/protocol.md
+	// §10.3); 0 means 10 s, negative refuses such messages at once.
+	HoldNotLoaded time.Duration
 }
 
 // ClientInfo describes an admitted client.
@@ -119,10 +138,15 @@ type ClientInfo struct {
 	// transport never interprets; nil when there was none. It is set in
 	// the ClientInfo given to OnAdmitted only.
 	Ticket []byte
+	// Protocol is the session's protocol version: 4, or 3 for a v3 client
+	// (which must not be sent the v4 data plane's own types).
+	Protocol uint16
 }
 
 // Handler receives a validated message from an admitted client on the
 // receive goroutine. payload is valid only during the call; copy what you keep.
+// What a handler sends to that client is flushed at the end of the receive
+// pass, so a request's answer leaves at once.
 type Handler func(client uint32, h *wire.Header, payload []byte)
 
 // Sentinel errors of the server API.
@@ -140,12 +164,18 @@ const (
 )
 
 // peer is one slot of an admitted client: a session plus its name. state and
-// name are guarded by the session's lock.
+// name are guarded by the session's lock; rxMarked by it too (the receive
+// goroutine's flag for rxTouched).
 type peer struct {
 	*session
-	state  slotState
-	name   string
-	ticket []byte // ClientFinished's admission ticket, handed to OnAdmitted
+	state    slotState
+	name     string
+	rxMarked bool
+	ticket   []byte // ClientFinished's admission ticket, handed to OnAdmitted
+}
+
+func (p *peer) info() ClientInfo {
+	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
 }
 
 // Server is the server endpoint of protocol v4 (and v3 where allowed).
@@ -184,11 +214,23 @@ type Server struct {
 	ctr Counters
 	hs  handshakeCounters // answers to Connect (metrics.go)
 
-	// Receive-goroutine scratch: deliveries collected under a peer's lock and
-	// dispatched after it is released, so handlers may call Send.
-	scratch   []byte
-	pending   []pendingDelivery
-	collectFn deliverFunc // s.collect, bound once: a method value allocates per use
+	readyFn   func(wire.MessageType) bool // s.hasHandler, bound once
+	rxd       *dispatcher                 // receive goroutine's deliveries
+	svcd      *dispatcher                 // service goroutine's (held messages released)
+	rx        *udpbatch.Reader
+	rxFlush   *flusher
+	rxTouched []*peer // peers with something to send at the end of the receive pass
+
+	svcFlush *flusher // service goroutine only
+
+	// flushMu serializes Flush (the game thread's). Flush packs and seals
+	// into a free flusher and hands it to the tick writer goroutine, which
+	// makes the system calls while the game thread goes on.
+	flushMu     sync.Mutex
+	flushClosed bool
+	tickFree    chan *flusher
+	tickWrites  chan *flusher
+	tickPeers   []*peer
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -237,6 +279,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.SocketBuffer <= 0 {
 		cfg.SocketBuffer = 4 << 20
 	}
+	if err := checkDatagramSize(cfg.DatagramSize); err != nil {
+		return nil, err
+	}
+	if cfg.ReceiveBatch <= 0 {
+		cfg.ReceiveBatch = 32
+	}
 	populateBudgets(&cfg)
 	for _, err := range []error{cfg.ConnectBudget.Validate(), cfg.PrefixBudget.Validate(),
 		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate()} {
@@ -245,8 +293,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s := &Server{
-		cfg:      cfg,
-		chcfg:    channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout},
+		cfg: cfg,
+		chcfg: channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout,
+			datagramSize: cfg.DatagramSize, flushDelay: cfg.FlushDelay},
 		policy:   pol,
 		budgets:  newBudgets(&cfg),
 		cookies:  cookie.NewJar(cfg.CookieRotation, nil),
@@ -265,14 +314,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		handlers:     make(map[wire.MessageType]Handler),
 		done:         make(chan struct{}),
 	}
-	s.collectFn = s.collect
+	s.rxd, s.svcd = newDispatcher(s), newDispatcher(s)
+	s.readyFn = s.hasHandler
+	s.chcfg.holdFor = cfg.HoldNotLoaded
 	s.chcfg.populate()
+	s.chcfg.populateServer()
 	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
 	if cfg.Conn != nil {
 		s.conn = newPacketConn(cfg.Conn)
+		s.initIO()
 		return s, nil
 	}
 	uc, err := net.ListenUDP(pol.Network(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
@@ -284,14 +337,41 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	_ = uc.SetReadBuffer(cfg.SocketBuffer)
 	_ = uc.SetWriteBuffer(cfg.SocketBuffer)
 	s.conn, s.ownsConn = newPacketConn(uc), true
+	s.initIO()
 	return s, nil
 }
 
-// Start launches the receive and service goroutines.
+// initIO builds the batched reader and the flushers of the socket.
+func (s *Server) initIO() {
+	s.rx = udpbatch.NewReader(s.conn.pc, s.cfg.ReceiveBatch, wire.MaxDatagram+1)
+	s.rxFlush = newFlusher(s.conn.pc)
+	s.svcFlush = newFlusher(s.conn.pc)
+	s.tickFree = make(chan *flusher, tickFlushers)
+	s.tickWrites = make(chan *flusher, tickFlushers)
+	for range tickFlushers {
+		s.tickFree <- newFlusher(s.conn.pc)
+	}
+}
+
+// tickFlushers is how many ticks' datagrams may wait for the tick writer;
+// a Flush finding none free waits for the writer (back pressure).
+const tickFlushers = 4
+
+// tickWriter writes the datagrams Flush packed, then returns the flusher.
+func (s *Server) tickWriter() {
+	defer s.wg.Done()
+	for f := range s.tickWrites {
+		f.write()
+		s.tickFree <- f
+	}
+}
+
+// Start launches the receive, service and tick writer goroutines.
 func (s *Server) Start() {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.receiveLoop()
 	go s.serviceLoop()
+	go s.tickWriter()
 }
 
 // Addr returns the local address the server listens on.
@@ -356,6 +436,10 @@ func (s *Server) Handle(t wire.MessageType, h Handler) {
 // server. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.flushMu.Lock()
+		s.flushClosed = true
+		close(s.tickWrites) // the tick writer writes what is queued, then ends
+		s.flushMu.Unlock()
 		now := time.Now()
 		for _, p := range s.snapshotPeers(nil) {
 			p.mu.Lock()
@@ -395,7 +479,7 @@ func (s *Server) Clients() []ClientInfo {
 	for _, p := range s.snapshotPeers(nil) {
 		p.mu.Lock()
 		if p.state == slotConnected {
-			out = append(out, ClientInfo{ID: p.id, Name: p.name, Addr: p.addr})
+			out = append(out, p.info())
 		}
 		p.mu.Unlock()
 	}
@@ -456,7 +540,11 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 	return p.th, p.state == slotConnected
 }
 
-// Send sends one message to an admitted client.
+// Send queues one message for an admitted client: the next Flush (or the
+// end of the receive pass, for a handler's answer; or the service loop,
+// after FlushDelay) packs it with the others for that client. It never
+// performs a system call. An unreliable message that does not fit one
+// datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
 func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	p := s.admitted(id)
 	if p == nil {
@@ -472,12 +560,52 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 		return ErrNoSuchClient
 	}
 	err := p.sendLocked(t, ch, payload, now)
-	closed := p.closed
 	p.mu.Unlock()
-	if closed {
-		s.remove(p)
-	}
 	return err
+}
+
+// Flush packs, seals and writes what every admitted client has queued, in
+// as few datagrams per client as the datagram size allows (docs/protocol.md
+// §5.5); acknowledgements ride along. The host calls it once per tick,
+// after modules and replication ran. Peer locks are held only while
+// packing; the datagrams are written (sendmmsg on Linux) by the server's
+// tick writer goroutine, so the caller does not wait for the system calls.
+// It is safe to call from any goroutine; calls are serialized.
+func (s *Server) Flush() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.flushClosed {
+		return
+	}
+	f := <-s.tickFree
+	now := time.Now()
+	s.tickPeers = s.snapshotPeers(s.tickPeers)
+	for _, p := range s.tickPeers {
+		p.mu.Lock()
+		if p.state == slotConnected && (!p.queuedAt.IsZero() || p.urgent || p.rel.Due(now)) {
+			p.flushLocked(now, &f.b)
+		}
+		closed := p.closed && p.state == slotConnected
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		}
+	}
+	clear(s.tickPeers)
+	if len(f.b.spans) == 0 {
+		s.tickFree <- f
+		return
+	}
+	s.tickWrites <- f
+}
+
+// ClientProtocol returns the protocol version of an admitted client's
+// session (4, or 3), or 0 for an unknown id.
+func (s *Server) ClientProtocol(id uint32) uint16 {
+	if p := s.admitted(id); p != nil {
+		return p.version
+	}
+	return 0
 }
 
 // Broadcast sends one message to every admitted client. It returns the first
@@ -542,7 +670,7 @@ func (s *Server) remove(p *peer) {
 	p.mu.Lock()
 	wasConnected := p.state == slotConnected
 	p.state = slotClosed
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	info := p.info()
 	reason, detail := p.reason, p.detail
 	p.mu.Unlock()
 	if !wasConnected {
@@ -556,9 +684,8 @@ func (s *Server) remove(p *peer) {
 
 func (s *Server) receiveLoop() {
 	defer s.wg.Done()
-	buf := make([]byte, wire.MaxDatagram+1)
 	for {
-		n, from, err := s.conn.read(buf)
+		n, err := s.rx.Read()
 		if err != nil {
 			select {
 			case <-s.done:
@@ -570,8 +697,37 @@ func (s *Server) receiveLoop() {
 			}
 			continue // transient (e.g. ICMP port unreachable surfaced as an error)
 		}
-		s.handleDatagram(buf[:n], from, time.Now())
+		now := time.Now()
+		for i := range n {
+			m := &s.rx.Msgs[i]
+			s.handleDatagram(m.Buf[:m.N], m.Addr, now)
+		}
+		s.flushTouched(now)
 	}
+}
+
+// flushTouched sends, at the end of a receive pass, what the pass made due
+// for its peers: heartbeat answers, Acks due at once, the admission's
+// GameStateSync, and the answers handlers queued.
+func (s *Server) flushTouched(now time.Time) {
+	if len(s.rxTouched) == 0 {
+		return
+	}
+	for _, p := range s.rxTouched {
+		p.mu.Lock()
+		p.rxMarked = false
+		if p.state == slotConnected {
+			p.flushLocked(now, &s.rxFlush.b)
+		}
+		closed := p.closed && p.state == slotConnected
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		}
+	}
+	clear(s.rxTouched)
+	s.rxTouched = s.rxTouched[:0]
+	s.rxFlush.write()
 }
 
 func (s *Server) serviceLoop() {
@@ -593,6 +749,7 @@ func (s *Server) serviceLoop() {
 				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
+			s.svcFlush.write()
 		}
 	}
 }
@@ -601,16 +758,23 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
 	if p.state == slotConnected {
-		closed = p.serviceLocked(now)
+		if len(p.held) > 0 {
+			p.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
+			p.releaseHeldLocked()
+			p.rx0 = rxContext{}
+		}
+		closed = p.serviceLocked(now, &s.svcFlush.b)
 	}
+	info := p.info()
 	p.mu.Unlock()
+	s.svcd.dispatch(info)
 	if closed {
 		s.remove(p)
 	}
 }
 
-func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, now time.Time, keys sessionKeys) *session {
-	ss := newSession(s.conn, addr, id, true, s.origin, now, keys, &s.chcfg)
+func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
+	ss := newSession(s.conn, addr, id, true, version, s.origin, now, keys, &s.chcfg)
 	ss.global = &s.ctr
 	return ss
 }

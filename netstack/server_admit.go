@@ -1,8 +1,10 @@
 package netstack
 
 import (
+	"errors"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -23,9 +25,8 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		return
 	}
 	s.open = pkt[:0]
-	h, payload, err := wire.ParsePacket(pkt)
-	if err != nil || h.SenderID != ho.id ||
-		h.Type != wire.TypeConnect || h.Channel != wire.Reliable || h.Sequence != 1 {
+	h, payload, err := parseClientFinishedFrame(pkt, ho.version, ho.id)
+	if err != nil || h.Type != wire.TypeConnect || h.Channel != wire.Reliable || h.Sequence != 1 || h.FragCount != 0 {
 		s.ctr.drop(dropMalformed) // a half-open handshake accepts only ClientFinished
 		return
 	}
@@ -39,7 +40,7 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		return
 	}
 	p := &peer{state: slotSecuring}
-	p.session = s.newPeerSession(ho.addr, ho.id, now, ho.keys)
+	p.session = s.newPeerSession(ho.addr, ho.id, ho.version, now, ho.keys)
 	p.opener = ho.opener // its replay window has this frame marked
 	clear(ho.keys.send[:])
 	clear(ho.keys.recv[:])
@@ -66,8 +67,8 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		}
 	}
 	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Ticket: p.ticket}
-	p.ticket = nil // handed over: the transport keeps no copy
+	info := p.info()
+	info.Ticket, p.ticket = p.ticket, nil // handed over: the transport keeps no copy
 	p.mu.Unlock()
 	if !admitted {
 		return
@@ -77,3 +78,25 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		s.cfg.OnAdmitted(info)
 	}
 }
+
+// parseClientFinishedFrame decodes the opened first frame of a handshake: a
+// §2 packet with the assigned SenderID in a v3 session; in a v4 session a
+// packed datagram (§5.2) holding exactly one record (§3.7).
+func parseClientFinishedFrame(pkt []byte, version uint16, id uint32) (wire.Header, []byte, error) {
+	if version < handshake.ProtocolVersion4 {
+		h, payload, err := wire.ParsePacket(pkt)
+		if err == nil && h.SenderID != id {
+			err = errNotClientFinished
+		}
+		return h, payload, err
+	}
+	if n, err := wire.CheckDatagram(pkt); err != nil || n != 1 {
+		return wire.Header{}, nil, errNotClientFinished
+	}
+	var h wire.Header
+	r := wire.NewDatagramReader(pkt)
+	payload, _ := r.Next(&h)
+	return h, payload, nil
+}
+
+var errNotClientFinished = errors.New("netstack: not a ClientFinished")

@@ -87,30 +87,32 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity)
 		return
 	}
-	h, payload := p.openLocked(d, now)
-	if h != nil {
-		switch {
-		case h.Type == wire.TypeConnect:
-			// A repeated ClientFinished is a duplicate by Sequence alone: acked,
-			// never processed again. Any other type-1 packet is dropped.
-			if h.Channel == wire.Reliable && h.Sequence == 1 {
-				p.rel.Receive(h, payload, now, discard)
-				p.flushLocked(now)
-			} else {
-				p.countDrop(dropMalformed)
-			}
-		default:
-			p.handleLocked(s.reg, h, payload, now, s.collectFn)
-		}
-	}
+	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
 	closed := p.closed
-	info := ClientInfo{ID: p.id, Name: p.name, Addr: p.addr}
+	info := p.info()
+	sends := p.sends.Load()
 	p.mu.Unlock()
 
-	s.dispatchPending(info)
+	s.rxd.dispatchEach(info, answerEvery, func() {
+		// A long burst of requests is answered in a pipeline: what the
+		// handlers queued so far leaves now, while the rest is handled.
+		p.mu.Lock()
+		if p.sends.Load() != sends && p.state == slotConnected {
+			p.flushLocked(time.Now(), &s.rxFlush.b)
+		}
+		p.mu.Unlock()
+		s.rxFlush.write()
+	})
 	if closed {
 		s.remove(p)
+		return
 	}
+	p.mu.Lock()
+	if (p.urgent || p.sends.Load() != sends) && !p.rxMarked {
+		p.rxMarked = true
+		s.rxTouched = append(s.rxTouched, p)
+	}
+	p.mu.Unlock()
 }
 
 // finishLocked processes ClientFinished (§5.4) on a Securing slot and reports
@@ -135,35 +137,68 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 			s.log.Warn("welcome message not sent", "client", p.id, "type", t.String(), "err", err)
 		}
 	}
+	// The Ack of ClientFinished and the welcome leave at the end of this
+	// receive pass.
+	p.urgent, p.rxMarked = true, true
+	s.rxTouched = append(s.rxTouched, p)
 	return true
 }
 
-// collect copies a delivered message into the receive scratch; it runs under
-// the peer's lock, dispatchPending runs the handlers after it is released.
-func (s *Server) collect(h *wire.Header, payload []byte) {
-	start := len(s.scratch)
-	s.scratch = append(s.scratch, payload...)
-	s.pending = append(s.pending, pendingDelivery{h: *h, start: start, end: len(s.scratch)})
+// dispatcher collects the messages delivered under a peer's lock and runs
+// their handlers after it is released, so that handlers may call Send. The
+// receive goroutine and the service goroutine (held messages released) each
+// own one.
+type dispatcher struct {
+	s         *Server
+	scratch   []byte
+	pending   []pendingDelivery
+	collectFn deliverFunc // d.collect, bound once: a method value allocates per use
 }
 
-func (s *Server) dispatchPending(from ClientInfo) {
-	if len(s.pending) == 0 {
-		return
-	}
-	for i := range s.pending {
-		d := &s.pending[i]
-		payload := s.scratch[d.start:d.end]
-		s.handlersMu.RLock()
-		hf := s.handlers[d.h.Type]
-		s.handlersMu.RUnlock()
+func newDispatcher(s *Server) *dispatcher {
+	d := &dispatcher{s: s}
+	d.collectFn = d.collect
+	return d
+}
+
+// collect copies a delivered message into the scratch (under the peer's lock).
+func (d *dispatcher) collect(h *wire.Header, payload []byte) {
+	start := len(d.scratch)
+	d.scratch = append(d.scratch, payload...)
+	d.pending = append(d.pending, pendingDelivery{h: *h, start: start, end: len(d.scratch)})
+}
+
+// answerEvery is how many messages of one receive pass a peer's handlers
+// are given before what they have queued is flushed, so that the answers to
+// a long burst of requests leave in a pipeline instead of all after the last
+// request (docs/protocol.md §5.5). A handler that queues nothing (the host's
+// hand messages to the game thread) costs no flush.
+const answerEvery = 16
+
+// dispatch runs the handlers of the collected messages (no lock held).
+func (d *dispatcher) dispatch(from ClientInfo) { d.dispatchEach(from, 0, nil) }
+
+// dispatchEach runs the handlers of the collected messages (no lock held),
+// calling between after every n of them (not after the last) when n > 0.
+func (d *dispatcher) dispatchEach(from ClientInfo, n int, between func()) {
+	for i := range d.pending {
+		if n > 0 && i > 0 && i%n == 0 {
+			between()
+		}
+		pd := &d.pending[i]
+		d.s.handlersMu.RLock()
+		hf := d.s.handlers[pd.h.Type]
+		d.s.handlersMu.RUnlock()
 		if hf != nil {
-			hf(from.ID, &d.h, payload)
+			hf(from.ID, &pd.h, d.scratch[pd.start:pd.end])
 		}
 	}
-	s.pending = s.pending[:0]
-	s.scratch = s.scratch[:0]
+	d.pending = d.pending[:0]
+	d.scratch = d.scratch[:0]
 }
 
-// discard is the deliver function for a ClientFinished, which the reliability
-// engine must see (to ack it and recognise repeats) but nobody consumes.
-func discard(*wire.Header, []byte) {}
+func (s *Server) hasHandler(t wire.MessageType) bool {
+	s.handlersMu.RLock()
+	defer s.handlersMu.RUnlock()
+	return s.handlers[t] != nil
+}

@@ -1,41 +1,76 @@
 package netstack
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// Timing defaults of protocol-v3.md §5.5 and §8.
+// Timing defaults of protocol-v3.md §5.5 and §8, and of the v4 send queues
+// (docs/protocol.md §5.5).
 const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultTimeout           = 10 * time.Second
 	DefaultSecuringTimeout   = 5 * time.Second
+	// DefaultFlushDelay is the longest a queued message waits for an explicit
+	// Flush before the service loop sends it.
+	DefaultFlushDelay = 10 * time.Millisecond
+	// DefaultMaxQueuedUnreliable bounds the unreliable bytes queued per peer
+	// between flushes.
+	DefaultMaxQueuedUnreliable = 1 << 20
 	// disconnectCopies is how many times a Disconnect is sealed and sent (§8).
 	disconnectCopies = 3
 	// heartbeatSlots bounds how many unanswered heartbeat tokens are remembered.
 	heartbeatSlots = 4
+	// Notices (MessageRefused) per peer: a burst of noticeBurst, then one
+	// per noticeEvery.
+	noticeBurst = 10
+	noticeEvery = 100 * time.Millisecond
 )
 
-// ErrClosed is returned when sending on a closed session or client.
-var ErrClosed = errors.New("netstack: connection closed")
+// Errors of Send.
+var (
+	// ErrClosed is returned when sending on a closed session or client.
+	ErrClosed = errors.New("netstack: connection closed")
+	// ErrUnreliableTooLarge: an unreliable message must fit one datagram (it
+	// is never fragmented). Send it on a reliable channel, which fragments,
+	// or make it smaller.
+	ErrUnreliableTooLarge = errors.New("netstack: unreliable message does not fit one datagram")
+	// ErrSendQueueFull: the peer's queue of unreliable messages waiting for a
+	// flush is full (a flush is overdue, or the sender outruns it).
+	ErrSendQueueFull = errors.New("netstack: send queue full; flush more often or send less")
+)
 
 // session is one end of a sealed channel: the server keeps one per slot, a
 // client keeps one for its server. All fields are guarded by mu; the receive
 // goroutine, the service goroutine and API callers all take it briefly.
+//
+// Sending is two steps (docs/protocol.md §5.5): Send queues (an unreliable
+// message in uq, a reliable one in the reliability engine), and a flush —
+// the server's per-tick Flush, the end of a receive pass, the service loop,
+// or a client's Flush — packs everything due into as few datagrams as the
+// datagram size allows (v4; one message per datagram for v3), seals each
+// into a datagramBatch, and the caller writes the batch after releasing the
+// lock. No lock is held across a system call on those paths.
 type session struct {
-	mu     sync.Mutex
-	conn   *packetConn
-	addr   netip.AddrPort
-	id     uint32 // the client id: our SenderID on a client, the expected one on the server
-	server bool   // true on the server side of the channel
-	origin time.Time
+	mu      sync.Mutex
+	conn    *packetConn
+	addr    netip.AddrPort
+	id      uint32 // the client id: our SenderID on a client, the expected one on the server
+	server  bool   // true on the server side of the channel
+	version uint16 // protocol of the session: 3 (one message per datagram) or 4 (packed)
+	origin  time.Time
 
 	sealer *seal.Sealer
 	opener *seal.Opener
@@ -49,12 +84,39 @@ type session struct {
 	hbInterval    time.Duration
 	timeout       time.Duration
 
+	// Send queue. uq holds the unreliable messages (and control messages:
+	// heartbeats, notices) queued since the last flush, each as type (u16),
+	// length (u32) and payload.
+	uq           []byte
+	uqMax        int
+	unrel        uint32        // v4: Sequence of the next unreliable record
+	datagramSize int           // v4: largest datagram sent
+	flushDelay   time.Duration // service loop sends what waited this long
+	queuedAt     time.Time     // when the oldest unflushed message was queued (zero: none)
+	urgent       bool          // something must leave at the end of this receive pass
+	sends        atomic.Uint64 // Send calls, to spot handler replies
+	pk           packState
+	emitFn       func(h *wire.Header, payload []byte) // s.emitRecord, bound once
+
+	// Reliable messages of a module that is not loaded now (held.go);
+	// holdFor 0 refuses them at once (clients).
+	held      []heldMessage
+	heldBytes int
+	holdFor   time.Duration
+
+	// MessageRefused notices (v4): a token bucket and the refusals not told.
+	noticeTokens float64
+	noticeAt     time.Time
+	suppressed   uint32
+
 	q      linkQuality
 	ctr    Counters
 	global *Counters // the server's totals (nil on a client)
 
-	pkt, frame, open []byte      // scratch buffers, reused per packet
-	rx               wire.Header // header of the packet being received
+	open      []byte      // scratch for opened plaintext, reused per datagram
+	rx        wire.Header // header of the message being received
+	rx0       rxContext   // the receive call in progress
+	checkedFn deliverFunc // s.deliverChecked, bound once
 
 	closed bool
 	reason wire.DisconnectReason
@@ -72,30 +134,48 @@ type sessionKeys struct {
 	th         [32]byte
 }
 
-func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
-	s := &session{
-		conn: conn, addr: addr, id: id, server: server, origin: origin,
-		sealer:     seal.NewSealer(keys.send, cfg.rotation),
-		opener:     seal.NewOpener(keys.recv),
-		rel:        reliable.New(cfg.reliable, now),
-		th:         keys.th,
-		lastAuth:   now,
-		hbInterval: cfg.heartbeat,
-		timeout:    cfg.timeout,
-		pkt:        make([]byte, 0, wire.MaxDatagram),
-		frame:      make([]byte, 0, wire.MaxDatagram),
-		open:       make([]byte, 0, wire.MaxDatagram),
+func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
+	rc := cfg.reliable
+	if version >= handshake.ProtocolVersion4 {
+		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize)
+	} else {
+		rc.MaxFragmentPayload = 0
 	}
+	s := &session{
+		conn: conn, addr: addr, id: id, server: server, version: version, origin: origin,
+		sealer:       seal.NewSealer(keys.send, cfg.rotation),
+		opener:       seal.NewOpener(keys.recv),
+		rel:          reliable.New(rc, now),
+		th:           keys.th,
+		lastAuth:     now,
+		hbInterval:   cfg.heartbeat,
+		timeout:      cfg.timeout,
+		uqMax:        cfg.maxQueuedUnreliable,
+		unrel:        1,
+		datagramSize: cfg.datagramSize,
+		flushDelay:   cfg.flushDelay,
+		holdFor:      cfg.holdFor,
+		noticeTokens: noticeBurst,
+		noticeAt:     now,
+		open:         make([]byte, 0, 2048),
+	}
+	s.emitFn = s.emitRecord
+	s.checkedFn = s.deliverChecked
+	s.rel.SetRefusalHook(s.engineRefused)
 	s.nextHeartbeat = now.Add(cfg.heartbeat)
 	return s
 }
 
 // channelConfig holds the per-channel settings shared by server and client.
 type channelConfig struct {
-	rotation  seal.RotationConfig
-	reliable  reliable.Config
-	heartbeat time.Duration
-	timeout   time.Duration
+	rotation            seal.RotationConfig
+	reliable            reliable.Config
+	heartbeat           time.Duration
+	timeout             time.Duration
+	datagramSize        int
+	flushDelay          time.Duration
+	maxQueuedUnreliable int
+	holdFor             time.Duration // server: held.go; 0 on clients
 }
 
 func (c *channelConfig) populate() {
@@ -108,6 +188,34 @@ func (c *channelConfig) populate() {
 	if c.reliable.ConnectionTimeout <= 0 {
 		c.reliable.ConnectionTimeout = c.timeout
 	}
+	if c.datagramSize == 0 {
+		c.datagramSize = wire.DefaultDatagramSize
+	}
+	if c.flushDelay <= 0 {
+		c.flushDelay = DefaultFlushDelay
+	}
+	if c.maxQueuedUnreliable <= 0 {
+		c.maxQueuedUnreliable = DefaultMaxQueuedUnreliable
+	}
+}
+
+// populateServer fills the server-only defaults.
+func (c *channelConfig) populateServer() {
+	switch {
+	case c.holdFor == 0:
+		c.holdFor = DefaultHoldNotLoaded
+	case c.holdFor < 0:
+		c.holdFor = 0
+	}
+}
+
+// checkDatagramSize validates a configured datagram size (0 is the default).
+func checkDatagramSize(n int) error {
+	if n != 0 && (n < wire.MinDatagramSize || n > wire.MaxDatagram) {
+		return fmt.Errorf("netstack: datagram size %d: choose %d..%d bytes of UDP payload (1200 crosses every path)",
+			n, wire.MinDatagramSize, wire.MaxDatagram)
+	}
+	return nil
 }
 
 func (s *session) timestamp(now time.Time) float32 {
@@ -122,86 +230,58 @@ func (s *session) countDrop(k dropKind) {
 	}
 }
 
-// writeLocked builds, seals and writes one packet. The header's SenderID and
-// Timestamp are filled here.
-func (s *session) writeLocked(h *wire.Header, payload []byte, now time.Time) error {
-	if s.closed {
-		return ErrClosed
-	}
-	if s.server {
-		h.SenderID = 0
-	} else {
-		h.SenderID = s.id
-	}
-	h.Timestamp = s.timestamp(now)
-	s.pkt = wire.AppendPacket(s.pkt[:0], h, payload)
-	frame, err := s.sealer.Seal(s.frame[:0], s.pkt, now)
-	if err != nil {
-		if errors.Is(err, seal.ErrKeyExhausted) {
-			s.closeLocked(wire.DisconnectKeyExhausted, "session keys exhausted; reconnect", now)
-		}
-		return err
-	}
-	s.frame = frame
-	return s.sendFrameLocked(frame, now)
-}
+// atomicU64 names the counters' type for the accessor functions of add.
+type atomicU64 = atomic.Uint64
 
-func (s *session) sendFrameLocked(frame []byte, now time.Time) error {
-	if err := s.conn.write(frame, s.addr); err != nil {
-		return err
-	}
-	s.ctr.PacketsSent.Add(1)
-	s.ctr.BytesSent.Add(uint64(len(frame)))
+// add adds n to one counter of the peer and of the server's totals.
+func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
+	c(&s.ctr).Add(n)
 	if s.global != nil {
-		s.global.PacketsSent.Add(1)
-		s.global.BytesSent.Add(uint64(len(frame)))
+		c(s.global).Add(n)
 	}
-	s.q.traffic(now, len(frame), 0)
-	return nil
 }
 
-// sendLocked sends one message on channel ch. Reliable messages are queued in
-// the reliability engine and flushed at once as far as the in-flight window allows.
+// sendLocked queues one message on channel ch; a flush sends it. A
+// reliable message goes to the reliability engine (which fragments it in a
+// v4 session); an unreliable one must fit one datagram.
 func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if ch == wire.Unreliable {
-		h := wire.Header{Type: typ, Channel: ch, Sequence: s.rel.NextUnreliableSequence()}
-		return s.writeLocked(&h, payload, now)
+	switch {
+	case ch.IsReliable():
+		if err := s.rel.Send(typ, ch, payload, now); err != nil {
+			return err
+		}
+	case len(payload) > wire.MaxPayload:
+		return reliable.ErrPayloadTooLarge
+	case s.version >= handshake.ProtocolVersion4 && len(payload) > wire.MaxUnreliablePayload(s.datagramSize, typ):
+		return fmt.Errorf("%w: %s of %d bytes; at most %d bytes with datagram size %d (send it on a reliable channel, which fragments it, or make it smaller)",
+			ErrUnreliableTooLarge, typ, len(payload), wire.MaxUnreliablePayload(s.datagramSize, typ), s.datagramSize)
+	case len(s.uq)+6+len(payload) > s.uqMax:
+		return ErrSendQueueFull
+	default:
+		s.queueUnreliable(typ, payload)
 	}
-	if err := s.rel.Send(typ, ch, payload, now); err != nil {
-		return err
+	s.sends.Add(1)
+	if s.queuedAt.IsZero() {
+		s.queuedAt = now
 	}
-	return s.flushLocked(now)
+	return nil
 }
 
-// flushLocked emits what the reliability engine has due (new packets,
-// retransmissions, acks). A delivery failure closes the session.
-func (s *session) flushLocked(now time.Time) error {
-	var werr error
-	before := s.rel.Retransmissions()
-	err := s.rel.Poll(now, func(h *wire.Header, payload []byte) {
-		if e := s.writeLocked(h, payload, now); e != nil && werr == nil {
-			werr = e
-		}
-	})
-	if n := s.rel.Retransmissions() - before; n > 0 {
-		s.ctr.Retransmissions.Add(n)
-		if s.global != nil {
-			s.global.Retransmissions.Add(n)
-		}
-	}
-	if err != nil {
-		s.closeLocked(wire.DisconnectReliableDeliveryFailed, "reliable message not acknowledged", now)
-		return err
-	}
-	return werr
+// queueUnreliable appends an unreliable message to uq.
+func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
+	s.uq = binary.LittleEndian.AppendUint16(s.uq, uint16(typ))
+	s.uq = binary.LittleEndian.AppendUint32(s.uq, uint32(len(payload)))
+	s.uq = append(s.uq, payload...)
 }
 
-// serviceLocked runs the timers of one session: reliability, heartbeats and
-// liveness. It returns true when the session closed during this call.
-func (s *session) serviceLocked(now time.Time) bool {
+// serviceLocked runs the timers of one session — liveness, heartbeats,
+// reliability — and flushes into b what is due: retransmissions and Acks,
+// a heartbeat, and queued messages that waited flushDelay. It returns true
+// when the session closed during this call.
+func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	if s.closed {
 		return false
 	}
@@ -209,31 +289,39 @@ func (s *session) serviceLocked(now time.Time) bool {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.timeout.String(), now)
 		return true
 	}
+	due := s.urgent
 	if !now.Before(s.nextHeartbeat) {
-		s.sendHeartbeatLocked(now)
+		s.queueHeartbeatLocked(now)
 		s.nextHeartbeat = now.Add(s.hbInterval)
+		due = true // a probe's send time is its RTT sample's start: it leaves now
 	}
-	s.flushLocked(now)
+	if d := s.rel.NextDeadline(); !d.IsZero() && !now.Before(d) {
+		due = true
+	}
+	if !s.queuedAt.IsZero() && now.Sub(s.queuedAt) >= s.flushDelay {
+		due = true
+	}
+	if due {
+		s.flushLocked(now, b)
+	}
 	return s.closed
 }
 
-func (s *session) sendHeartbeatLocked(now time.Time) {
+func (s *session) queueHeartbeatLocked(now time.Time) {
 	token := rand.Uint32() | 1 // nonzero
 	s.heartbeats[s.hbNext] = heartbeatProbe{token: token, sent: now}
 	s.hbNext = (s.hbNext + 1) % heartbeatSlots
 	var w [8]byte
-	p := wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token})
-	h := wire.Header{Type: wire.TypeHeartbeat, Channel: wire.Unreliable, Sequence: s.rel.NextUnreliableSequence()}
-	s.writeLocked(&h, p, now)
+	s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token}))
 }
 
-// onHeartbeatLocked answers a probe at once and takes an RTT sample from an echo.
+// onHeartbeatLocked answers a probe in this receive pass and takes an RTT
+// sample from an echo.
 func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 	if hb.Token != 0 {
 		var w [8]byte
-		p := wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Echo: hb.Token})
-		h := wire.Header{Type: wire.TypeHeartbeat, Channel: wire.Unreliable, Sequence: s.rel.NextUnreliableSequence()}
-		s.writeLocked(&h, p, now)
+		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Echo: hb.Token}))
+		s.urgent = true
 	}
 	if hb.Echo == 0 {
 		return
@@ -248,7 +336,8 @@ func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 }
 
 // closeLocked records the first close reason and, when the channel is still
-// usable, tells the peer with a Disconnect sealed three times (§8).
+// usable, tells the peer with a Disconnect sealed three times (§8). Those
+// three datagrams are written at once (a rare path: the end of a session).
 func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now time.Time) {
 	if s.closed {
 		return
@@ -257,7 +346,7 @@ func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now t
 	if reason != wire.DisconnectTimeout { // a timed-out peer is gone; nothing to tell
 		s.sendDisconnectLocked(reason, detail, now)
 	}
-	s.rel.Close() // returns pooled buffers
+	s.releaseLocked()
 }
 
 // peerClosedLocked records a Disconnect received from the peer: its reason is
@@ -267,7 +356,14 @@ func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) 
 		return
 	}
 	s.closed, s.reason, s.detail = true, reason, detail
+	s.releaseLocked()
+}
+
+// releaseLocked returns pooled buffers and forgets queued messages.
+func (s *session) releaseLocked() {
 	s.rel.Close()
+	s.uq, s.queuedAt, s.urgent = nil, time.Time{}, false
+	s.held, s.heldBytes = nil, 0
 }
 
 func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail string, now time.Time) {
@@ -276,25 +372,45 @@ func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail stri
 		detail = detail[:256]
 	}
 	p := wire.AppendDisconnect(buf[:0], &wire.Disconnect{Reason: uint8(reason), Detail: detail})
-	h := wire.Header{Type: wire.TypeDisconnect, Channel: wire.Unreliable, Sequence: s.rel.NextUnreliableSequence()}
-	if s.server {
-		h.SenderID = 0
+	h := wire.Header{Type: wire.TypeDisconnect, Channel: wire.Unreliable}
+	var plain []byte
+	if s.version >= handshake.ProtocolVersion4 {
+		h.Sequence = s.unrel
+		s.unrel++
+		plain = wire.AppendRecord(wire.AppendDatagramBase(make([]byte, 0, 300), h.Sequence), &h, p)
 	} else {
-		h.SenderID = s.id
+		h.Sequence = s.rel.NextUnreliableSequence()
+		if !s.server {
+			h.SenderID = s.id
+		}
+		h.Timestamp = s.timestamp(now)
+		plain = wire.AppendPacket(make([]byte, 0, 300), &h, p)
 	}
-	h.Timestamp = s.timestamp(now)
-	s.pkt = wire.AppendPacket(s.pkt[:0], &h, p)
+	frame := make([]byte, 0, len(plain)+seal.Overhead)
 	for range disconnectCopies {
-		frame, err := s.sealer.SealFinal(s.frame[:0], s.pkt)
+		f, err := s.sealer.SealFinal(frame[:0], plain)
 		if err != nil {
 			return
 		}
-		s.frame = frame
-		s.sendFrameLocked(frame, now)
+		if s.conn.write(f, s.addr) == nil {
+			s.countSent(len(f), 1)
+		}
 	}
 }
 
-// stats returns this session's §13 statistics.
+// countSent counts one datagram of n bytes carrying msgs messages.
+func (s *session) countSent(n, msgs int) {
+	s.ctr.PacketsSent.Add(1)
+	s.ctr.BytesSent.Add(uint64(n))
+	s.ctr.MessagesSent.Add(uint64(msgs))
+	if s.global != nil {
+		s.global.PacketsSent.Add(1)
+		s.global.BytesSent.Add(uint64(n))
+		s.global.MessagesSent.Add(uint64(msgs))
+	}
+}
+
+// statsLocked returns this session's §13 statistics.
 func (s *session) statsLocked() Stats {
 	st := s.ctr.snapshot()
 	st.Ping, st.Jitter, st.PacketLoss = s.q.ping, s.q.jitter, s.q.loss
@@ -303,85 +419,14 @@ func (s *session) statsLocked() Stats {
 	return st
 }
 
-// deliverFunc receives a validated message; payload is only valid during the call.
-type deliverFunc func(h *wire.Header, payload []byte)
-
-// openLocked authenticates a sealed datagram and decodes its packet into the
-// session's receive header (kept in the session so that passing it on by
-// pointer allocates nothing). It returns nil when the datagram was dropped;
-// the drop is counted.
-func (s *session) openLocked(datagram []byte, now time.Time) (*wire.Header, []byte) {
-	pkt, err := s.opener.Open(s.open[:0], datagram, now)
-	if err != nil {
-		s.countDrop(dropSecurity)
-		return nil, nil
+// nextUnreliable returns the Sequence of the next v4 unreliable record, or
+// false once 2^32−1 have been used (the session must be re-established; at
+// 1,000 a second that is 49 days).
+func (s *session) nextUnreliable() (uint32, bool) {
+	if s.unrel == math.MaxUint32 {
+		return 0, false
 	}
-	s.open = pkt[:0]
-	s.lastAuth = now
-	s.ctr.PacketsReceived.Add(1)
-	s.ctr.BytesReceived.Add(uint64(len(datagram)))
-	s.q.traffic(now, 0, len(datagram))
-	h, payload, err := wire.ParsePacket(pkt)
-	if err != nil {
-		s.countDrop(dropMalformed)
-		return nil, nil
-	}
-	wantSender := uint32(0)
-	if s.server {
-		wantSender = s.id
-	}
-	if h.SenderID != wantSender {
-		s.countDrop(dropMalformed)
-		return nil, nil
-	}
-	s.rx = h
-	return &s.rx, payload
-}
-
-// handleLocked applies the schema, then routes an authenticated packet through
-// the channel machinery: acks, heartbeats and Disconnect are consumed here;
-// everything else reaches deliver (reliable traffic after dedupe and ordering).
-func (s *session) handleLocked(reg *wire.Registry, h *wire.Header, payload []byte, now time.Time, deliver deliverFunc) {
-	travel := wire.ServerToClient
-	if s.server {
-		travel = wire.ClientToServer
-	}
-	if err := reg.Validate(travel, h, payload); err != nil {
-		s.countDrop(dropMalformed)
-		return
-	}
-	if h.Channel.IsReliable() {
-		if !s.rel.Receive(h, payload, now, deliver) {
-			s.countDrop(dropOther)
-		}
-		s.flushLocked(now) // a duplicate is acked at once
-		return
-	}
-	s.q.sawUnreliable(h.Sequence)
-	switch h.Type {
-	case wire.TypeAck:
-		a, err := wire.ParseAck(payload)
-		if err != nil {
-			s.countDrop(dropMalformed)
-			return
-		}
-		s.rel.OnAck(reliable.Ack{Ack: a.Ack, Bits: a.Bits, DelayMS: a.DelayMS}, now)
-		s.flushLocked(now) // the window may have opened
-	case wire.TypeHeartbeat:
-		hb, err := wire.ParseHeartbeat(payload)
-		if err != nil {
-			s.countDrop(dropMalformed)
-			return
-		}
-		s.onHeartbeatLocked(hb, now)
-	case wire.TypeDisconnect:
-		d, err := wire.ParseDisconnect(payload)
-		if err != nil {
-			s.countDrop(dropMalformed)
-			return
-		}
-		s.peerClosedLocked(wire.DisconnectReason(d.Reason), d.Detail)
-	default:
-		deliver(h, payload)
-	}
+	v := s.unrel
+	s.unrel++
+	return v, true
 }

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // Counters are the drop and traffic counters of protocol-v3.md §13 and the
@@ -23,6 +25,25 @@ type Counters struct {
 	ConnectRateLimited     atomic.Uint64 // refused by the per-address budget
 	Retransmissions        atomic.Uint64
 	InboxDrops             atomic.Uint64 // incremented by the host's module inboxes
+
+	// Messages (protocol v4 packs many in a datagram; each fragment counts).
+	MessagesSent     atomic.Uint64
+	MessagesReceived atomic.Uint64
+	// Refused counts the authenticated messages refused, by wire.RefusalReason
+	// (index 0 unused): acknowledged if reliable, counted, dropped (§5.6).
+	Refused [refusalSlots]atomic.Uint64
+	// NoticesSent are the MessageRefused notices sent; NoticesSuppressed the
+	// refusals not reported because of the notice rate limit.
+	NoticesSent       atomic.Uint64
+	NoticesSuppressed atomic.Uint64
+	// PeerRefusals counts what the peer reported refusing of ours
+	// (MessageRefused notices received, with their suppressed counts).
+	PeerRefusals atomic.Uint64
+	// HeldNotLoaded counts the reliable messages held for a module that was
+	// not loaded (restarting, reloading); HeldDelivered those delivered once
+	// it was back (the others were refused NotLoaded).
+	HeldNotLoaded atomic.Uint64
+	HeldDelivered atomic.Uint64
 
 	// Handshake traffic (server only).
 	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy
@@ -64,6 +85,15 @@ type Stats struct {
 	Retransmissions        uint64
 	InboxDrops             uint64
 	RTO                    time.Duration // current retransmission timeout
+	MessagesSent           uint64
+	MessagesReceived       uint64
+	MessagesRefused        uint64 // all reasons (RefusedBy has them one by one)
+	RefusedBy              map[wire.RefusalReason]uint64
+	NoticesSent            uint64
+	NoticesSuppressed      uint64
+	PeerRefusals           uint64
+	HeldNotLoaded          uint64
+	HeldDelivered          uint64
 
 	// Server totals only: the handshake counters of Counters.
 	PlainBytesReceived      uint64
@@ -96,6 +126,15 @@ func (c *Counters) snapshot() Stats {
 		ConnectRateLimited:     c.ConnectRateLimited.Load(),
 		Retransmissions:        c.Retransmissions.Load(),
 		InboxDrops:             c.InboxDrops.Load(),
+		MessagesSent:           c.MessagesSent.Load(),
+		MessagesReceived:       c.MessagesReceived.Load(),
+		MessagesRefused:        c.refusedTotal(),
+		RefusedBy:              c.refusedBy(),
+		NoticesSent:            c.NoticesSent.Load(),
+		NoticesSuppressed:      c.NoticesSuppressed.Load(),
+		PeerRefusals:           c.PeerRefusals.Load(),
+		HeldNotLoaded:          c.HeldNotLoaded.Load(),
+		HeldDelivered:          c.HeldDelivered.Load(),
 
 		PlainBytesReceived:      c.PlainBytesReceived.Load(),
 		PlainBytesSent:          c.PlainBytesSent.Load(),
@@ -111,6 +150,39 @@ func (c *Counters) snapshot() Stats {
 		HalfOpenCapRefused:      c.HalfOpenCapRefused.Load(),
 		AmplificationDropped:    c.AmplificationDropped.Load(),
 		ProtocolV3Refused:       c.ProtocolV3Refused.Load(),
+	}
+}
+
+// refusalSlots is one past the highest wire.RefusalReason.
+const refusalSlots = 9
+
+func (c *Counters) refusedTotal() uint64 {
+	var n uint64
+	for i := range c.Refused {
+		n += c.Refused[i].Load()
+	}
+	return n
+}
+
+// refusedBy returns the non-zero refusal counts (nil when there are none, so
+// the common snapshot allocates nothing).
+func (c *Counters) refusedBy() map[wire.RefusalReason]uint64 {
+	var m map[wire.RefusalReason]uint64
+	for i := range c.Refused {
+		if v := c.Refused[i].Load(); v > 0 {
+			if m == nil {
+				m = make(map[wire.RefusalReason]uint64)
+			}
+			m[wire.RefusalReason(i)] = v
+		}
+	}
+	return m
+}
+
+// refused counts one refusal by reason.
+func (c *Counters) refused(r wire.RefusalReason) {
+	if int(r) < len(c.Refused) {
+		c.Refused[r].Add(1)
 	}
 }
 

@@ -102,6 +102,9 @@ type NetworkSection struct {
 	HalfOpenPerPrefix  int `toml:"half_open_per_prefix"`
 	// HalfOpenTimeout is how long, in seconds, a handshake may stay half-open; 1..60.
 	HalfOpenTimeout float64 `toml:"half_open_timeout"`
+	// DatagramSize is the largest UDP payload, in bytes, of a v4 datagram the
+	// server sends (docs/protocol.md §5.5); 1200..65507.
+	DatagramSize int `toml:"datagram_size"`
 }
 
 // Exposure values of network.exposure.
@@ -248,6 +251,7 @@ func Default() Config {
 			HalfOpenPerAddress:          16,
 			HalfOpenPerPrefix:           64,
 			HalfOpenTimeout:             5,
+			DatagramSize:                1200,
 		},
 		Match: MatchSection{
 			GameMode:            "deathmatch",

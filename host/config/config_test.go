@@ -197,6 +197,8 @@ func TestBadFiles(t *testing.T) {
 		{"empty bind", "[network]\nbind_address = \"\"\n",
 			`config.toml:2: network.bind_address = "": must not be empty; write "127.0.0.1" or a LAN host/prefix like "192.168.1.20/24"`,
 			2, "network.bind_address"},
+		{"datagram below 1200", "[network]\ndatagram_size = 576\n",
+			`config.toml:2: network.datagram_size = 576: must be 1200..65507 bytes of UDP payload (1200 crosses every path)`, 2, "network.datagram_size"},
 		{"no connect burst", "[network]\nconnect_burst = 0\n",
 			`config.toml:2: network.connect_burst = 0: must be 1..1048576 datagrams`, 2, "network.connect_burst"},
 		{"no connect refill", "[network]\nconnect_refill_per_second = 0.0\n",

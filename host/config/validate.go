@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/policy"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -148,6 +149,9 @@ func (c *Config) checkNetwork() *Error {
 		if e := c.intIn(cap.key, cap.v, 1, maxHalfOpen, " handshakes"); e != nil {
 			return e
 		}
+	}
+	if e := c.intIn("network.datagram_size", n.DatagramSize, wire.MinDatagramSize, wire.MaxDatagram, " bytes of UDP payload (1200 crosses every path)"); e != nil {
+		return e
 	}
 	return c.floatIn("network.half_open_timeout", n.HalfOpenTimeout, 1, 60, " seconds")
 }

@@ -21,8 +21,9 @@ import (
 // bot is in and 3 s have passed, it measures for 10 s the server's tick
 // (the average over the window, and the highest of the per-second peaks),
 // what the server sent and received per client per second (wire bytes:
-// payload, framing and headers of protocol v3, without IP/UDP), and how
-// many bodies were alive on average (dm_status, once a second).
+// UDP payloads, without IP/UDP headers), the datagrams sent per client per
+// tick and the messages packed in each, and how many bodies were alive on
+// average (dm_status, once a second).
 //
 //	shipped: the module's defaults (four hits kill, 3 s to respawn): on a
 //	         map made for eight, most of the 64 are dead at any moment;
@@ -102,6 +103,8 @@ func benchDeathmatch(b *testing.B, dmConf string) {
 	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	perClient := float64(after.BytesOut-before.BytesOut) / n / elapsed
 	inPerClient := float64(after.BytesIn-before.BytesIn) / n / elapsed
+	datagrams := float64(after.Net.PacketsSent - before.Net.PacketsSent)
+	messages := float64(after.Net.MessagesSent - before.Net.MessagesSent)
 	stopBots()
 
 	kills, firing, hits := botTotals(out.String())
@@ -111,6 +114,10 @@ func benchDeathmatch(b *testing.B, dmConf string) {
 	b.ReportMetric(minRate, "min-tick-rate")
 	b.ReportMetric(perClient, "out-B/client/s")
 	b.ReportMetric(inPerClient, "in-B/client/s")
+	b.ReportMetric(datagrams/n/float64(ticks), "out-datagrams/client/tick")
+	if datagrams > 0 {
+		b.ReportMetric(messages/datagrams, "msgs/datagram")
+	}
 	if samples > 0 {
 		b.ReportMetric(float64(bodies)/float64(samples), "bodies")
 	}

@@ -18,6 +18,8 @@ package reliable
 import (
 	"errors"
 	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // Limits fixed by protocol-v3.md §7.
@@ -49,6 +51,8 @@ const (
 	DefaultMaxRetransmissions = 10
 	DefaultAckDelay           = 10 * time.Millisecond
 	DefaultAckEvery           = 16
+	// DefaultReassemblyBytes bounds the fragment bytes held per peer.
+	DefaultReassemblyBytes = 4 * wire.MaxPayload
 )
 
 // Errors the engine reports. Callers match them with errors.Is.
@@ -122,6 +126,24 @@ type Config struct {
 	// payload, at most one per AckDelay) roughly squares the chance that the
 	// acknowledgement is lost. 0 means 1; negative means none.
 	RedundantAcks int
+	// MaxFragmentPayload, when positive, makes Send split a message longer
+	// than it into fragments of this many bytes (the last shorter), each its
+	// own reliable packet (protocol v4, docs/protocol.md §5.3). 0 never
+	// fragments (protocol v3: one message per datagram). A positive value is
+	// raised so that no message needs more than wire.MaxFragments.
+	MaxFragmentPayload int
+	// ReassemblyBytes bounds the fragment bytes held for reassembly. A
+	// fragment that would pass it is dropped unacknowledged (its sender
+	// resends it), unless it belongs to the oldest message in reassembly,
+	// which is always accepted so that reassembly always progresses: the bytes
+	// held stay below ReassemblyBytes + one message. 0 means 4 × MAX_PAYLOAD.
+	ReassemblyBytes int
+	// ReassemblyTimeout drops a message in reassembly that received no
+	// fragment for this long (a sender that stopped short: an honest one
+	// resends every fragment until it is acknowledged or its connection
+	// fails); on ReliableOrdered its place is skipped, so the channel goes
+	// on. 0 means 2 × ConnectionTimeout.
+	ReassemblyTimeout time.Duration
 }
 
 // populate returns c with defaults filled in and values clamped.
@@ -163,6 +185,18 @@ func (c Config) populate() Config {
 		c.RedundantAcks = 1
 	case c.RedundantAcks < 0:
 		c.RedundantAcks = 0
+	}
+	if c.MaxFragmentPayload < 0 {
+		c.MaxFragmentPayload = 0
+	}
+	if c.MaxFragmentPayload > 0 {
+		c.MaxFragmentPayload = max(c.MaxFragmentPayload, (wire.MaxPayload+wire.MaxFragments-1)/wire.MaxFragments)
+	}
+	if c.ReassemblyBytes <= 0 {
+		c.ReassemblyBytes = DefaultReassemblyBytes
+	}
+	if c.ReassemblyTimeout <= 0 {
+		c.ReassemblyTimeout = 2 * c.ConnectionTimeout
 	}
 	return c
 }

@@ -63,10 +63,18 @@ type Endpoint struct {
 	held      []heldPacket
 	nHeld     int
 
+	// Reassembly (reassembly.go).
+	partials     []*partial
+	freeParts    []*partial
+	partialBytes int
+	partialDue   time.Duration // lower bound on the earliest reassembly timeout
+	refusedHook  func(h *wire.Header, reason wire.RefusalReason)
+
 	// Scratch handed to callbacks, kept here so passing a pointer to an
 	// unknown func does not make a fresh header escape to the heap per call.
 	emitHdr    wire.Header
 	deliverHdr wire.Header
+	wholeHdr   wire.Header // a reassembled (or abandoned) message
 	ackBuf     [AckSize]byte
 
 	st counters
@@ -77,6 +85,7 @@ type counters struct {
 	sent, retransmissions, acksSent, acksReceived                uint64
 	delivered, duplicates, reorderDropped, windowDropped         uint64
 	staleOrdered, invalid, ackRangesDropped, unreliableDelivered uint64
+	refused, reassembled, reassemblyFull, reassemblyTimeouts     uint64
 }
 
 // New returns an Endpoint for one peer. now is the current monotonic time.
@@ -99,6 +108,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 		ackDue:         never,
 		expectOrd:      1,
 		held:           make([]heldPacket, cfg.MaxReorderAhead),
+		partialDue:     never,
 	}
 }
 
@@ -171,6 +181,9 @@ func (e *Endpoint) Close() {
 		releaseBuf(e.held[i].buf)
 		e.held[i] = heldPacket{}
 	}
+	for len(e.partials) > 0 {
+		e.dropPartial(e.partials[0])
+	}
 	e.nHeld, e.inFlight = 0, 0
 	e.failErr = ErrClosed
 }
@@ -199,6 +212,15 @@ type Stats struct {
 	StaleOrdered        uint64 // OrderedSequence already delivered or held: acked, dropped
 	Invalid             uint64 // Sequence 0 or OrderedSequence 0: dropped unacked
 	AckRangesDropped    uint64 // arrivals left for a later Ack: 32 ranges already pending
+	// Refused counts the reliable messages acknowledged and not delivered
+	// because the Endpoint refused them (inconsistent, oversized or
+	// abandoned reassembly).
+	Refused            uint64
+	Reassembled        uint64 // fragmented messages made whole
+	ReassemblyFull     uint64 // fragments dropped unacked: reassembly buffer full
+	ReassemblyTimeouts uint64 // messages abandoned in reassembly
+	Reassembling       int    // messages in reassembly now
+	ReassemblyBytes    int    // fragment bytes held now
 }
 
 // Retransmissions returns how many packets were retransmitted so far (cheaper
@@ -216,5 +238,30 @@ func (e *Endpoint) Stats() Stats {
 		DuplicatesReceived: e.st.duplicates, ReorderDropped: e.st.reorderDropped,
 		WindowDropped: e.st.windowDropped, StaleOrdered: e.st.staleOrdered,
 		Invalid: e.st.invalid, AckRangesDropped: e.st.ackRangesDropped,
+		Refused: e.st.refused, Reassembled: e.st.reassembled, ReassemblyFull: e.st.reassemblyFull,
+		ReassemblyTimeouts: e.st.reassemblyTimeouts, Reassembling: len(e.partials), ReassemblyBytes: e.partialBytes,
 	}
 }
+
+// AckPending reports whether an Ack is owed, due now or later.
+func (e *Endpoint) AckPending() bool { return e.failErr == nil && e.ackDue != never }
+
+// FlushAcks emits the owed Acks now, due or not. A v4 sender calls it when it
+// sends a datagram anyway, so that acknowledgements ride along with data
+// instead of waiting for AckDelay in a datagram of their own.
+func (e *Endpoint) FlushAcks(now time.Time, emit func(h *wire.Header, payload []byte)) {
+	if e.failErr == nil && e.ackDue != never {
+		e.emitAcks(e.since(now), emit)
+	}
+}
+
+// Due reports whether Poll has something to emit at now (it may be a
+// wasted Poll just after acks, never a missed one).
+func (e *Endpoint) Due(now time.Time) bool {
+	d := e.NextDeadline()
+	return !d.IsZero() && !now.Before(d)
+}
+
+// Seen reports whether reliability sequence s has already been received
+// (so that a packet carrying it is a duplicate).
+func (e *Endpoint) Seen(s uint32) bool { return s != 0 && e.recv.has(s) }

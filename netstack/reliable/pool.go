@@ -10,7 +10,7 @@ import (
 // size classes, so that a steady stream of Sends and held ordered messages
 // allocates nothing: a buffer returns to its pool when its packet is acked or
 // delivered. Pointers to slices are pooled so Put does not allocate.
-var bufClasses = [...]int{256, 1024, 4096, 16384, wire.MaxPayload}
+var bufClasses = [...]int{256, 1024, 2048, 4096, 16384, wire.MaxPayload}
 
 var bufPools [len(bufClasses)]sync.Pool
 
@@ -26,13 +26,20 @@ func bufClass(n int) int {
 // copyBuf returns a pooled buffer holding a copy of p. p must not exceed
 // MAX_PAYLOAD (checked by callers).
 func copyBuf(p []byte) *[]byte {
-	i := bufClass(len(p))
+	b := getBuf(len(p))
+	*b = append(*b, p...)
+	return b
+}
+
+// getBuf returns an empty pooled buffer of capacity at least n (≤ MAX_PAYLOAD).
+func getBuf(n int) *[]byte {
+	i := bufClass(n)
 	b, _ := bufPools[i].Get().(*[]byte)
 	if b == nil {
 		s := make([]byte, 0, bufClasses[i])
-		b = &s
+		return &s
 	}
-	*b = append((*b)[:0], p...)
+	*b = (*b)[:0]
 	return b
 }
 

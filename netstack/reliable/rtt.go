@@ -15,11 +15,17 @@ func newRTTEstimator() rttEstimator { return rttEstimator{rto: InitialRTO} }
 // sample feeds one measurement: measured is ack arrival minus first send, and
 // ackDelay the peer's reported hold time. A delay not smaller than the
 // measurement (coarse millisecond rounding, or a peer lying to shrink our RTO)
-// is ignored, which keeps the sample conservative rather than zero.
+// is ignored, which keeps the sample conservative rather than zero. A delay
+// above MaxAckDelay counts for MaxAckDelay only (as QUIC caps it at
+// max_ack_delay): a peer that holds its Acks longer than §7's 33 ms is a
+// slow peer — one starved of CPU, say — and that lateness is part of the
+// round trip its sender must wait for, or every packet is resent
+// spuriously and the peer falls further behind.
 func (r *rttEstimator) sample(measured, ackDelay time.Duration) {
 	if measured < 0 {
 		return
 	}
+	ackDelay = min(ackDelay, MaxAckDelay)
 	rtt := measured
 	if ackDelay > 0 && ackDelay < measured {
 		rtt -= ackDelay

@@ -33,10 +33,11 @@ type outPacket struct {
 // OrderedSequence is fixed at Send so that the order of Send calls is the
 // delivery order; its reliability sequence is assigned on entering the window.
 type queued struct {
-	typ     wire.MessageType
-	ch      wire.Channel
-	ordered uint32
-	buf     *[]byte
+	typ              wire.MessageType
+	ch               wire.Channel
+	ordered          uint32
+	buf              *[]byte
+	fragIdx, fragCnt uint8 // a fragment of a larger message (fragCnt 0: whole)
 }
 
 // sendQueue is a FIFO ring that grows by doubling up to max entries, so an
@@ -69,8 +70,8 @@ func (q *sendQueue) pop() queued {
 	return m
 }
 
-// Send accepts a reliable message for the peer and copies payload into a
-// pooled buffer (the caller may reuse payload at once). ch must be Reliable
+// Send accepts a reliable message for the peer and copies payload into
+// pooled buffers (the caller may reuse payload at once). ch must be Reliable
 // or ReliableOrdered. The packet gets the next reliability Sequence (shared by
 // both channels, from 1) when it enters the in-flight window, and, on
 // ReliableOrdered, the next OrderedSequence (from 1) now. It is transmitted by
@@ -78,9 +79,19 @@ func (q *sendQueue) pop() queued {
 // queue; when that is full too, Send returns ErrSendQueueFull and keeps
 // nothing.
 //
+// With Config.MaxFragmentPayload set, a longer payload is split into
+// fragments (docs/protocol.md §5.3): each is its own reliable packet, the
+// fragments take consecutive reliability sequences (they leave the queue
+// together, in order) and share the message's OrderedSequence; the peer
+// reassembles them.
+//
 // The client's ClientFinished is simply its first Send (type 1 on Reliable),
 // so it travels as Sequence 1 and the next reliable packet is Sequence 2.
 func (e *Endpoint) Send(typ wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
+	parts := 1
+	if f := e.cfg.MaxFragmentPayload; f > 0 && len(payload) > f {
+		parts = (len(payload) + f - 1) / f
+	}
 	switch {
 	case e.failErr != nil:
 		return e.failErr
@@ -88,25 +99,43 @@ func (e *Endpoint) Send(typ wire.MessageType, ch wire.Channel, payload []byte, n
 		return ErrNotReliableChannel
 	case len(payload) > wire.MaxPayload:
 		return ErrPayloadTooLarge
-	case uint64(e.nextSeq)+uint64(e.queue.n) >= math.MaxUint32,
+	case uint64(e.nextSeq)+uint64(e.queue.n)+uint64(parts) > math.MaxUint32,
 		ch == wire.ReliableOrdered && e.nextOrdered == math.MaxUint32:
 		return ErrSequenceExhausted
 	}
 	roomNow := e.queue.n == 0 && e.windowHasRoom()
-	if !roomNow && e.queue.full() {
+	if !(parts == 1 && roomNow) && e.queue.n+parts > e.queue.max {
 		return ErrSendQueueFull
 	}
-	m := queued{typ: typ, ch: ch, buf: copyBuf(payload)}
+	m := queued{typ: typ, ch: ch}
 	if ch == wire.ReliableOrdered {
 		m.ordered = e.nextOrdered
 		e.nextOrdered++
 	}
-	if roomNow {
-		e.enterWindow(m, e.since(now))
-	} else {
-		e.queue.push(m)
+	t := e.since(now)
+	if parts == 1 {
+		m.buf = copyBuf(payload)
+		e.admit(m, t)
+		return nil
+	}
+	f := e.cfg.MaxFragmentPayload
+	m.fragCnt = uint8(parts)
+	for i := range parts {
+		m.fragIdx = uint8(i)
+		m.buf = copyBuf(payload[i*f : min((i+1)*f, len(payload))])
+		e.admit(m, t)
 	}
 	return nil
+}
+
+// admit puts m in the window when it may go now (nothing queued before it,
+// room in the window), else at the back of the queue.
+func (e *Endpoint) admit(m queued, t time.Duration) {
+	if e.queue.n == 0 && e.windowHasRoom() {
+		e.enterWindow(m, t)
+		return
+	}
+	e.queue.push(m)
 }
 
 func (e *Endpoint) windowHasRoom() bool { return e.nextSeq-e.oldest < uint32(len(e.out)) }
@@ -120,6 +149,7 @@ func (e *Endpoint) enterWindow(m queued, t time.Duration) {
 	*e.slot(s) = outPacket{
 		hdr: wire.Header{
 			Type: m.typ, Channel: m.ch, Sequence: s, OrderedSequence: m.ordered,
+			FragIndex: m.fragIdx, FragCount: m.fragCnt,
 		},
 		buf:   m.buf,
 		state: outUnsent,

@@ -10,6 +10,9 @@ import "errors"
 var (
 	// ErrUnknownType: the type is neither built in nor registered (§3, §10).
 	ErrUnknownType = errors.New("wire: message type is neither built in nor registered")
+	// ErrTypeNotLoaded: a module type whose module is not loaded now (it
+	// unloaded, crashed and is restarting, or is reloading); §10.
+	ErrTypeNotLoaded = errors.New("wire: message type belongs to a module that is not loaded now")
 	// ErrWrongDirection: the type may not travel in this direction (§4).
 	ErrWrongDirection = errors.New("wire: message type not allowed in this direction")
 	// ErrWrongChannel: the packet's channel differs from the type's (§4).

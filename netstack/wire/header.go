@@ -58,6 +58,10 @@ type Header struct {
 	Sequence        uint32
 	Timestamp       float32
 	OrderedSequence uint32 // only on the wire when Channel == ReliableOrdered
+	// FragIndex and FragCount describe a fragment of a reliable message in a
+	// v4 datagram (§5.3): FragCount 0 is a whole message. Protocol v3
+	// packets never carry them.
+	FragIndex, FragCount uint8
 }
 
 // Size returns the encoded header size for h's channel.

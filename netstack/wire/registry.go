@@ -48,6 +48,34 @@ var builtins = [...]Schema{
 	TypeAck:             {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true},
 }
 
+// v4Builtins are the transport's own types of protocol v4's data plane
+// (§5.6, §10.2); a v3 peer is never sent them.
+var v4Builtins = [...]Schema{
+	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true},
+	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true},
+}
+
+// transportSchema returns the rule of one of the transport's own sealed
+// types (ConnectAccepted and ConnectRejected included, for Lookup).
+func transportSchema(t MessageType) (Schema, bool) {
+	if t > 0 && int(t) < len(builtins) {
+		return builtins[t], true
+	}
+	for i := range v4Builtins {
+		if v4Builtins[i].ID == t {
+			return v4Builtins[i], true
+		}
+	}
+	return Schema{}, false
+}
+
+// isTransportType reports whether t is one of the transport's own ids
+// (CookieReply included), which DefineBuiltin may not take.
+func isTransportType(t MessageType) bool {
+	_, ok := transportSchema(t)
+	return ok || t == TypeCookieReply
+}
+
 // Errors of Registry.Register; the returned error wraps one of them and names
 // the type, the module and, for a collision, the module that owns the type.
 var (
@@ -63,6 +91,10 @@ type moduleType struct {
 	schema Schema
 	owner  string
 	check  func(travel Direction, payload []byte) error
+	// gone marks a module type whose module unregistered it (unloaded,
+	// crashed, reloading): it is not registered, but Validate can say
+	// ErrTypeNotLoaded rather than ErrUnknownType, and the id is free.
+	gone bool
 }
 
 // Registry is the message-type table: the built-ins of §4 plus the UserDefined
@@ -74,7 +106,13 @@ type moduleType struct {
 type Registry struct {
 	mu   sync.Mutex // serializes writers; readers never take it
 	snap atomic.Pointer[map[MessageType]moduleType]
+	rev  atomic.Uint32 // changes of the module types (Revision)
 }
+
+// Revision counts the changes of the module types (every Register and every
+// UnregisterOwner that removed something), from 0: the revision of the
+// ModuleSchemas announcement.
+func (r *Registry) Revision() uint32 { return r.rev.Load() }
 
 // NewRegistry returns a registry holding only the built-in types.
 func NewRegistry() *Registry { return new(Registry) }
@@ -95,7 +133,7 @@ func (r *Registry) Register(owner string, s Schema) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.types()
-	if prev, ok := old[s.ID]; ok {
+	if prev, ok := old[s.ID]; ok && !prev.gone {
 		if prev.owner == owner {
 			return fmt.Errorf("%w: module %q already registered type %d (%q); unregister the module before registering it again",
 				ErrTypeTaken, owner, s.ID, prev.schema.Name)
@@ -109,6 +147,7 @@ func (r *Registry) Register(owner string, s Schema) error {
 	}
 	next[s.ID] = moduleType{schema: s, owner: owner}
 	r.snap.Store(&next)
+	r.rev.Add(1)
 	return nil
 }
 
@@ -124,6 +163,10 @@ func checkSchema(owner string, s *Schema) error {
 	case s.ID < FirstUserDefined:
 		return fmt.Errorf("%w: module %q cannot register type %d (%q): module types start at %d",
 			ErrReservedID, owner, s.ID, s.Name, FirstUserDefined)
+	case !ValidName([]byte(owner), MaxSchemaNameLen):
+		return bad("the module name must be 1..%d bytes of UTF-8 without control characters, not all white space", MaxSchemaNameLen)
+	case !ValidName([]byte(s.Name), MaxSchemaNameLen):
+		return bad("the type name must be 1..%d bytes of UTF-8 without control characters, not all white space", MaxSchemaNameLen)
 	}
 	return checkRules(owner, s)
 }
@@ -161,8 +204,8 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 	switch {
 	case s.ID == 0 || s.ID >= FirstUserDefined:
 		return fmt.Errorf("%w: built-in type %d (%q): built-in ids are 1..%d", ErrBadSchema, s.ID, s.Name, FirstUserDefined-1)
-	case int(s.ID) < len(builtins):
-		return fmt.Errorf("%w: type %d is the transport's own %s", ErrTypeTaken, s.ID, builtins[s.ID].Name)
+	case isTransportType(s.ID):
+		return fmt.Errorf("%w: type %d is the transport's own %s", ErrTypeTaken, s.ID, s.ID)
 	case check == nil:
 		return fmt.Errorf("%w: built-in type %d (%q) has no payload check", ErrBadSchema, s.ID, s.Name)
 	}
@@ -186,7 +229,8 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 
 // UnregisterOwner removes every type owner registered and returns their ids in
 // ascending order (none: nil). A module's types go when it unloads, crashes or
-// reloads (§10). Built-in types are never removed.
+// reloads (§10); until another module registers an id, Validate refuses a
+// message of it with ErrTypeNotLoaded. Built-in types are never removed.
 func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	if owner == BuiltinOwner {
 		return nil
@@ -196,20 +240,22 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	old := r.types()
 	var gone []MessageType
 	for id, t := range old {
-		if t.owner == owner {
+		if t.owner == owner && !t.gone {
 			gone = append(gone, id)
 		}
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	next := make(map[MessageType]moduleType, len(old)-len(gone))
+	next := make(map[MessageType]moduleType, len(old))
 	for id, t := range old {
-		if t.owner != owner {
-			next[id] = t
+		if t.owner == owner {
+			t.gone, t.check = true, nil
 		}
+		next[id] = t
 	}
 	r.snap.Store(&next)
+	r.rev.Add(1)
 	slices.Sort(gone)
 	return gone
 }
@@ -225,11 +271,11 @@ func (r *Registry) types() map[MessageType]moduleType {
 // Lookup returns the schema of t and its owner (BuiltinOwner for the types of
 // §4). For type 1 it returns the sealed ClientFinished rule.
 func (r *Registry) Lookup(t MessageType) (s Schema, owner string, ok bool) {
-	if t > 0 && int(t) < len(builtins) {
-		return builtins[t], BuiltinOwner, true
+	if s, ok := transportSchema(t); ok {
+		return s, BuiltinOwner, true
 	}
 	mt, ok := r.types()[t]
-	if !ok {
+	if !ok || mt.gone {
 		return Schema{}, "", false
 	}
 	return mt.schema, mt.owner, true

@@ -29,6 +29,14 @@ func (t MessageType) String() string {
 	if int(t) < len(transportNames) && transportNames[t] != "" {
 		return transportNames[t]
 	}
+	switch t {
+	case TypeCookieReply:
+		return "CookieReply"
+	case TypeMessageRefused:
+		return "MessageRefused"
+	case TypeModuleSchemas:
+		return "ModuleSchemas"
+	}
 	if n, ok := registeredName(t); ok {
 		return n
 	}

@@ -25,17 +25,18 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 	if travel != ClientToServer && travel != ServerToClient {
 		return ErrWrongDirection // a receiver always knows which way it listens
 	}
-	var s Schema
 	var check func(Direction, []byte) error
-	switch {
-	case h.Type == TypeConnectAccepted || h.Type == TypeConnectRejected:
+	if h.Type == TypeConnectAccepted || h.Type == TypeConnectRejected {
 		return errPlainOnly
-	case h.Type > 0 && int(h.Type) < len(builtins):
-		s = builtins[h.Type]
-	default:
+	}
+	s, transport := transportSchema(h.Type)
+	if !transport {
 		mt, ok := r.types()[h.Type]
-		if !ok {
+		switch {
+		case !ok:
 			return ErrUnknownType
+		case mt.gone:
+			return ErrTypeNotLoaded
 		}
 		s, check = mt.schema, mt.check
 	}
@@ -49,7 +50,7 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 		return ErrBadSize
 	}
 	switch {
-	case int(h.Type) < len(builtins):
+	case transport:
 		return validateBuiltin(h.Type, payload)
 	case check != nil:
 		return check(travel, payload)
@@ -70,6 +71,10 @@ func validateBuiltin(t MessageType, p []byte) error {
 		_, err = ParseHeartbeat(p)
 	case TypeAck:
 		_, err = ParseAck(p)
+	case TypeMessageRefused:
+		_, err = ParseMessageRefused(p)
+	case TypeModuleSchemas:
+		err = CheckModuleSchemas(p)
 	default:
 		err = ErrUnknownType
 	}

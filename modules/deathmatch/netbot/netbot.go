@@ -275,6 +275,7 @@ func (b *Bot) step() {
 	if b.c.Send(gamemsg.TypeClientInput, wire.Unreliable, b.buf) != nil {
 		return
 	}
+	b.c.Flush() // this frame's input leaves now, with the acks the bot owes
 	b.mu.Lock()
 	b.st.Inputs++
 	if in.Buttons&gamemsg.ButtonFire != 0 {

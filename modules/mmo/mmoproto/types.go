@@ -62,7 +62,7 @@ const (
 	// RecommendedMaxPayload is the size a sender should keep Appear,
 	// Disappear and Positions under by splitting its lists, so that a packet
 	// fits one Ethernet frame; the parsers accept up to wire.MaxPayload.
-	RecommendedMaxPayload = 1200
+	RecommendedMaxPayload = 1100
 )
 
 // Encoded sizes of the fixed parts and list entries.

@@ -1,0 +1,86 @@
+package netstack
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/memlink"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// sessionPair is a server and a client session keyed to each other (v4),
+// without sockets: a flush fills a batch, whose datagrams the other side
+// receives directly.
+func sessionPair(t testing.TB) (srv, cli *session) {
+	t.Helper()
+	mc, err := memlink.NewNetwork(memlink.Config{}).Attach(memlink.Addr(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := newPacketConn(mc)
+	var k1, k2 [32]byte
+	k1[0], k2[0] = 1, 2
+	now := time.Now()
+	cfg := channelConfig{}
+	cfg.populate()
+	addr := netip.MustParseAddrPort("127.0.0.2:5000")
+	srv = newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
+	cli = newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)
+	return srv, cli
+}
+
+// TestPackedPathAllocatesNothing: a tick's worth of messages to one client
+// — unreliable updates, a reliable ordered one — queued, flushed (packed
+// and sealed), received (opened, checked, validated, acknowledged,
+// delivered) and the acks returned, allocates nothing in steady state.
+func TestPackedPathAllocatesNothing(t *testing.T) {
+	if RaceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	srv, cli := sessionPair(t)
+	reg := gamemsg.NewRegistry()
+	// entity 5, dirty_mask bit 0, a vec3: structurally valid (the client
+	// checks fields against GameStateSync's schemas, above the transport).
+	update := []byte{5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3F, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40}
+	destroy := []byte{9, 0, 0, 0}
+	var sb, cb datagramBatch
+	delivered := 0
+	deliver := func(*wire.Header, []byte) { delivered++ }
+	step := func() {
+		now := time.Now()
+		for range 20 {
+			if err := srv.sendLocked(gamemsg.TypeEntityStateUpdate, wire.Unreliable, update, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, destroy, now); err != nil {
+			t.Fatal(err)
+		}
+		srv.flushLocked(now, &sb)
+		for _, sp := range sb.spans {
+			cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
+		}
+		sb.reset()
+		cli.flushLocked(now.Add(20*time.Millisecond), &cb) // the acks
+		for _, sp := range cb.spans {
+			srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(20*time.Millisecond), deliver, nil)
+		}
+		cb.reset()
+	}
+	for range 100 {
+		step()
+	}
+	delivered = 0
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Fatalf("%.1f allocations per tick's flush and receive", n)
+	}
+	if delivered < 200*21 {
+		t.Fatalf("%d messages delivered in 200 ticks", delivered)
+	}
+	if st := srv.ctr.snapshot(); st.MessagesSent < 2*st.PacketsSent {
+		t.Fatalf("%d messages in %d datagrams", st.MessagesSent, st.PacketsSent)
+	}
+}

@@ -1,0 +1,235 @@
+package netstack
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/reliable"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// The receive path of a session (docs/protocol.md §5): open the sealed
+// frame, check the datagram's structure (v4) or the packet (v3), then for
+// every message: an unreliable one meets its schema and is consumed or
+// delivered; a reliable one goes through the reliability engine first
+// (acknowledged, deduplicated, reassembled, ordered) and meets its schema
+// when it is delivered. A message that fails its schema is refused (§5.6):
+// acknowledged all the same, and on ReliableOrdered its turn is taken, so
+// nothing the peer sends can stall a channel or end the session; every
+// refusal is counted and, in a v4 session, told to the sender in a
+// MessageRefused notice.
+
+// deliverFunc receives a validated message; payload is only valid during the call.
+type deliverFunc func(h *wire.Header, payload []byte)
+
+// validator is the schema check of the receive path: a *wire.Registry, or a
+// client's registry with the server's announced module types behind it.
+type validator interface {
+	Validate(travel wire.Direction, h *wire.Header, payload []byte) error
+}
+
+// rxContext is what one receive call needs beyond the datagram; it lives in
+// the session so that the bound callbacks reach it without allocating.
+type rxContext struct {
+	reg     validator
+	deliver deliverFunc
+	now     time.Time
+	// ready, when set, says whether a type has a consumer now (the server's
+	// handlers): a held message waits for both its schema and its handler.
+	ready func(wire.MessageType) bool
+}
+
+// receiveLocked authenticates a sealed datagram and handles every message
+// in it. It returns false when the datagram was dropped (counted).
+func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, deliver deliverFunc, ready func(wire.MessageType) bool) bool {
+	pkt, err := s.opener.Open(s.open[:0], datagram, now)
+	if err != nil {
+		s.countDrop(dropSecurity)
+		return false
+	}
+	s.open = pkt[:0]
+	s.lastAuth = now
+	s.ctr.PacketsReceived.Add(1)
+	s.ctr.BytesReceived.Add(uint64(len(datagram)))
+	s.q.traffic(now, 0, len(datagram))
+	if s.version >= handshake.ProtocolVersion4 {
+		if _, err := wire.CheckDatagram(pkt); err != nil {
+			s.countDrop(dropMalformed)
+			return false
+		}
+		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.releaseHeldLocked()
+		s.rel.Expire(now, s.checkedFn)
+		r := wire.NewDatagramReader(pkt)
+		for {
+			payload, ok := r.Next(&s.rx)
+			if !ok {
+				break
+			}
+			s.handleLocked(&s.rx, payload)
+			if s.closed {
+				break
+			}
+		}
+	} else {
+		h, payload, err := wire.ParsePacket(pkt)
+		if err != nil {
+			s.countDrop(dropMalformed)
+			return false
+		}
+		wantSender := uint32(0)
+		if s.server {
+			wantSender = s.id
+		}
+		if h.SenderID != wantSender {
+			s.countDrop(dropMalformed)
+			return false
+		}
+		s.rx = h
+		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.releaseHeldLocked()
+		s.handleLocked(&s.rx, payload)
+	}
+	s.rx0 = rxContext{}
+	if !s.closed && s.rel.Due(now) {
+		s.urgent = true // an Ack due at once (a duplicate, AckEvery arrivals), or a window that opened
+	}
+	return true
+}
+
+// handleLocked routes one authenticated message.
+func (s *session) handleLocked(h *wire.Header, payload []byte) {
+	s.ctr.MessagesReceived.Add(1)
+	now := s.rx0.now
+	if s.server && h.Type == wire.TypeConnect && h.FragCount == 0 {
+		// A repeated ClientFinished is a duplicate by Sequence alone: acked,
+		// never processed again. Any other type-1 packet is dropped.
+		if h.Channel == wire.Reliable && h.Sequence == 1 {
+			s.rel.Receive(h, payload, now, discard)
+		} else {
+			s.countDrop(dropMalformed)
+		}
+		return
+	}
+	if h.Channel.IsReliable() {
+		// Reliability first: a duplicate is acknowledged without another
+		// look; a new message is acknowledged, ordered (and reassembled),
+		// and meets its schema when its turn comes (deliverChecked), so a
+		// refused one still takes its turn and never stalls the channel.
+		if !s.rel.Receive(h, payload, now, s.checkedFn) {
+			s.countDrop(dropOther) // beyond the windows: unacknowledged, resent later
+		}
+		return
+	}
+	if err := s.rx0.reg.Validate(s.travel(), h, payload); err != nil {
+		s.refuseLocked(h, wire.RefusalOf(err))
+		return
+	}
+	s.q.sawUnreliable(h.Sequence)
+	switch h.Type {
+	case wire.TypeAck:
+		a, err := wire.ParseAck(payload)
+		if err != nil {
+			return // unreachable: validated
+		}
+		s.rel.OnAck(reliable.Ack{Ack: a.Ack, Bits: a.Bits, DelayMS: a.DelayMS}, now)
+	case wire.TypeHeartbeat:
+		hb, err := wire.ParseHeartbeat(payload)
+		if err != nil {
+			return
+		}
+		s.onHeartbeatLocked(hb, now)
+	case wire.TypeDisconnect:
+		d, err := wire.ParseDisconnect(payload)
+		if err != nil {
+			return
+		}
+		s.peerClosedLocked(wire.DisconnectReason(d.Reason), d.Detail)
+	case wire.TypeMessageRefused:
+		if n, err := wire.ParseMessageRefused(payload); err == nil {
+			s.add(peerRefusals, 1+uint64(n.Suppressed))
+		}
+	default:
+		s.rx0.deliver(h, payload)
+	}
+}
+
+func peerRefusals(c *Counters) *atomicU64 { return &c.PeerRefusals }
+
+// travel is the direction this end receives in.
+func (s *session) travel() wire.Direction {
+	if s.server {
+		return wire.ClientToServer
+	}
+	return wire.ServerToClient
+}
+
+// deliverChecked is the deliver function given to the reliability engine:
+// a reliable message meets its schema here, in its turn (whole, for a
+// fragmented one). A refused message is dropped and counted; on the server,
+// one of a module type whose module is not loaded now is held (held.go).
+func (s *session) deliverChecked(h *wire.Header, payload []byte) {
+	err := s.rx0.reg.Validate(s.travel(), h, payload)
+	switch {
+	case err == nil:
+		h.FragCount = 0
+		s.rx0.deliver(h, payload)
+	case err == wire.ErrTypeNotLoaded && s.holdFor > 0:
+		s.holdLocked(h, payload)
+	default:
+		s.refuseLocked(h, wire.RefusalOf(err))
+	}
+}
+
+// engineRefused is the reliability engine's refusal hook (inconsistent,
+// oversized or abandoned reassembly).
+func (s *session) engineRefused(h *wire.Header, reason wire.RefusalReason) { s.refuseLocked(h, reason) }
+
+// refuseLocked counts a refused message and, in a v4 session, queues a
+// MessageRefused notice for its sender within the notice rate limit (never
+// for a notice).
+//
+// A refusal also counts in malformedDropped (one message refused is what
+// one packet dropped was in protocol v3), not in packetsDropped: the
+// datagram around it was accepted.
+func (s *session) refuseLocked(h *wire.Header, reason wire.RefusalReason) {
+	s.ctr.refused(reason)
+	s.ctr.MalformedDropped.Add(1)
+	if s.global != nil {
+		s.global.refused(reason)
+		s.global.MalformedDropped.Add(1)
+	}
+	if s.version < handshake.ProtocolVersion4 || h.Type == wire.TypeMessageRefused || s.closed {
+		return
+	}
+	now := s.rx0.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	s.noticeTokens = min(noticeBurst, s.noticeTokens+float64(now.Sub(s.noticeAt))/float64(noticeEvery))
+	s.noticeAt = now
+	if s.noticeTokens < 1 {
+		s.suppressed++
+		s.add(noticesSuppressed, 1)
+		return
+	}
+	s.noticeTokens--
+	n := wire.MessageRefused{Type: h.Type, Channel: h.Channel, Reason: reason, Suppressed: s.suppressed}
+	if h.Channel.IsReliable() {
+		n.Sequence = h.Sequence
+	}
+	s.suppressed = 0
+	var buf [wire.MessageRefusedSize]byte
+	s.queueUnreliable(wire.TypeMessageRefused, wire.AppendMessageRefused(buf[:0], &n))
+	if s.queuedAt.IsZero() {
+		s.queuedAt = now
+	}
+	s.add(noticesSent, 1)
+}
+
+func noticesSent(c *Counters) *atomicU64       { return &c.NoticesSent }
+func noticesSuppressed(c *Counters) *atomicU64 { return &c.NoticesSuppressed }
+
+// discard is the deliver function for a ClientFinished, which the reliability
+// engine must see (to ack it and recognise repeats) but nobody consumes.
+func discard(*wire.Header, []byte) {}

@@ -1,0 +1,196 @@
+package reliable
+
+import (
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// Reassembly of fragmented reliable messages (protocol v4, docs/protocol.md
+// §5.3).
+//
+// A message of n fragments travels as n reliable packets with consecutive
+// reliability sequences first..first+n−1; fragment i carries FragIndex i and
+// FragCount n, and every fragment carries the message's type, channel and
+// OrderedSequence. So (Sequence − FragIndex) names the message, and each
+// fragment is acknowledged on arrival like any reliable packet: a sender
+// retransmits only the fragments that were lost.
+//
+// Invariants:
+//   - a partial message holds the fragments received so far (pooled copies);
+//     its bytes count toward partialBytes, which stays below ReassemblyBytes
+//     plus one message: a fragment that would pass the bound is dropped
+//     unacknowledged unless its message is the oldest in reassembly (lowest
+//     first sequence), so the oldest can always finish and reassembly never
+//     deadlocks on a full buffer;
+//   - a partial that received nothing for ReassemblyTimeout is dropped and
+//     its message refused (an honest sender never stops short of a whole
+//     message while its connection lives); on ReliableOrdered its place is
+//     taken by a tombstone, so the ordered channel goes on;
+//   - fragments that disagree with the first one seen (type, channel,
+//     count, ordered sequence) are acknowledged and not kept; the message is
+//     refused when its last fragment arrives.
+
+// partial is one message in reassembly.
+type partial struct {
+	first uint32      // reliability sequence of fragment 0
+	hdr   wire.Header // Type, Channel, OrderedSequence, FragCount of the first fragment seen
+	have  uint64      // bit i: fragment i arrived
+	frags [wire.MaxFragments]*[]byte
+	bytes int
+	last  time.Duration // last arrival
+	bad   wire.RefusalReason
+}
+
+func (p *partial) complete() bool {
+	return p.have == (uint64(1)<<p.hdr.FragCount)-1 // a shift by 64 is 0 in Go: all ones
+}
+
+// SetRefusalHook sets fn to be told of every message the Endpoint refuses on
+// its own: fragments that disagree, a reassembled message over MAX_PAYLOAD,
+// an abandoned reassembly. fn runs under the caller's lock, from Receive or
+// Expire; it must not call back into the Endpoint.
+func (e *Endpoint) SetRefusalHook(fn func(h *wire.Header, reason wire.RefusalReason)) {
+	e.refusedHook = fn
+}
+
+func (e *Endpoint) refuse(h *wire.Header, reason wire.RefusalReason) {
+	e.st.refused++
+	if e.refusedHook != nil {
+		e.refusedHook(h, reason)
+	}
+}
+
+// receiveFragment handles a new fragment that passed Receive's window checks.
+func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Duration, deliver func(*wire.Header, []byte)) bool {
+	first := h.Sequence - uint32(h.FragIndex)
+	p, oldest := e.findPartial(first)
+	if e.partialBytes+len(payload) > e.cfg.ReassemblyBytes && (len(e.partials) > 0 && first != oldest) {
+		e.st.reassemblyFull++
+		return false
+	}
+	if p == nil {
+		p = e.newPartial(first, h)
+	}
+	e.markReceived(h.Sequence, t)
+	p.last = t
+	e.partialDue = min(e.partialDue, t+e.cfg.ReassemblyTimeout)
+	switch {
+	case h.Type != p.hdr.Type || h.Channel != p.hdr.Channel || h.FragCount != p.hdr.FragCount ||
+		h.OrderedSequence != p.hdr.OrderedSequence:
+		p.bad = wire.RefusedInconsistent
+	default:
+		p.frags[h.FragIndex] = copyBuf(payload)
+		p.bytes += len(payload)
+		e.partialBytes += len(payload)
+	}
+	if h.FragIndex < p.hdr.FragCount {
+		p.have |= 1 << h.FragIndex
+	}
+	if p.complete() {
+		e.finishPartial(p, deliver)
+	}
+	return true
+}
+
+// findPartial returns the partial of first (nil if none) and the lowest
+// first sequence in reassembly.
+func (e *Endpoint) findPartial(first uint32) (p *partial, oldest uint32) {
+	oldest = first
+	for _, q := range e.partials {
+		if q.first == first {
+			p = q
+		}
+		if q.first < oldest {
+			oldest = q.first
+		}
+	}
+	return p, oldest
+}
+
+func (e *Endpoint) newPartial(first uint32, h *wire.Header) *partial {
+	var p *partial
+	if n := len(e.freeParts); n > 0 {
+		p, e.freeParts = e.freeParts[n-1], e.freeParts[:n-1]
+	} else {
+		p = new(partial)
+	}
+	p.first = first
+	p.hdr = wire.Header{Type: h.Type, Channel: h.Channel, OrderedSequence: h.OrderedSequence, FragCount: h.FragCount}
+	e.partials = append(e.partials, p)
+	return p
+}
+
+// finishPartial delivers (or refuses) a message whose fragments have all
+// arrived and frees its partial.
+func (e *Endpoint) finishPartial(p *partial, deliver func(*wire.Header, []byte)) {
+	h := &e.wholeHdr // a field: handing a local's address to deliver would allocate
+	*h = p.hdr
+	h.Sequence = p.first
+	if p.bad == 0 && p.bytes > wire.MaxPayload {
+		p.bad = wire.RefusedSize
+	}
+	if bad := p.bad; bad != 0 {
+		e.dropPartial(p)
+		e.refuse(h, bad)
+		e.accept(h, nil, nil, deliver, true)
+		return
+	}
+	buf := getBuf(p.bytes)
+	for i := range h.FragCount {
+		*buf = append(*buf, *p.frags[i]...)
+	}
+	e.dropPartial(p)
+	e.st.reassembled++
+	e.accept(h, *buf, buf, deliver, false)
+}
+
+// dropPartial releases a partial's fragments and returns it to the free list.
+func (e *Endpoint) dropPartial(p *partial) {
+	for i, b := range p.frags {
+		if b != nil {
+			releaseBuf(b)
+			p.frags[i] = nil
+		}
+	}
+	e.partialBytes -= p.bytes
+	for i, q := range e.partials {
+		if q == p {
+			last := len(e.partials) - 1
+			e.partials[i], e.partials[last] = e.partials[last], nil
+			e.partials = e.partials[:last]
+			break
+		}
+	}
+	*p = partial{}
+	e.freeParts = append(e.freeParts, p)
+}
+
+// Expire drops the messages in reassembly that received no fragment for
+// ReassemblyTimeout, refusing each (wire.RefusedIncomplete); an ordered
+// one's place becomes a tombstone, and deliver receives the held messages it
+// releases. Call it when packets arrive (it costs one comparison when
+// nothing is due).
+func (e *Endpoint) Expire(now time.Time, deliver func(*wire.Header, []byte)) {
+	t := e.since(now)
+	if len(e.partials) == 0 || t < e.partialDue {
+		return
+	}
+	next := never
+	for i := 0; i < len(e.partials); {
+		p := e.partials[i]
+		if t-p.last < e.cfg.ReassemblyTimeout {
+			next = min(next, p.last+e.cfg.ReassemblyTimeout)
+			i++
+			continue
+		}
+		h := &e.wholeHdr
+		*h = p.hdr
+		h.Sequence = p.first
+		e.st.reassemblyTimeouts++
+		e.dropPartial(p) // swaps the last partial into i
+		e.refuse(h, wire.RefusedIncomplete)
+		e.accept(h, nil, nil, deliver, true)
+	}
+	e.partialDue = next
+}

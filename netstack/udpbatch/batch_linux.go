@@ -1,0 +1,203 @@
+//go:build linux
+
+package udpbatch
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysReader is recvmmsg over a UDP socket: the message headers, their
+// iovecs and the source address storage are built once and point at the
+// Reader's buffers.
+type sysReader struct {
+	rc    syscall.RawConn
+	msgs  []Message
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6 // large enough for either family
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // bound once: a method value allocates per use
+}
+
+func newSysReader(uc *net.UDPConn, msgs []Message) *sysReader {
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	r := &sysReader{rc: rc, msgs: msgs, hdrs: make([]unix.Mmsghdr, len(msgs)),
+		iovs: make([]unix.Iovec, len(msgs)), names: make([]unix.RawSockaddrInet6, len(msgs))}
+	for i := range msgs {
+		r.iovs[i].Base = &msgs[i].Buf[0]
+		r.iovs[i].SetLen(len(msgs[i].Buf))
+	}
+	r.fn = r.recv
+	return r
+}
+
+func (r *sysReader) recv(fd uintptr) bool {
+	for i := range r.hdrs {
+		h := &r.hdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+		h.Control, h.Controllen, h.Flags = nil, 0, 0
+		r.hdrs[i].Len = 0
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
+	if errno == unix.EAGAIN || errno == unix.EINTR {
+		return false // wait for readability (the poller honours deadlines)
+	}
+	r.n, r.errno = int(n), errno
+	return true
+}
+
+func (r *sysReader) read() (int, error) {
+	if err := r.rc.Read(r.fn); err != nil {
+		return 0, err
+	}
+	if r.errno != 0 {
+		return 0, os.NewSyscallError("recvmmsg", r.errno)
+	}
+	for i := 0; i < r.n; i++ {
+		m := &r.msgs[i]
+		m.N = min(int(r.hdrs[i].Len), len(m.Buf))
+		m.Addr = sockaddrAddrPort(&r.names[i])
+	}
+	return r.n, nil
+}
+
+// sockaddrAddrPort decodes a sockaddr_in or sockaddr_in6 without allocating.
+func sockaddrAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), ntohs(sa4.Port))
+	case unix.AF_INET6:
+		return unmap(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), ntohs(sa.Port)))
+	}
+	return netip.AddrPort{}
+}
+
+// ntohs reads a port stored in network byte order.
+func ntohs(p uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+func htons(p uint16) uint16 {
+	var v uint16
+	b := (*[2]byte)(unsafe.Pointer(&v))
+	b[0], b[1] = byte(p>>8), byte(p)
+	return v
+}
+
+// sysWriter is sendmmsg over a UDP socket.
+type sysWriter struct {
+	rc    syscall.RawConn
+	v6    bool // an AF_INET6 socket: IPv4 destinations are written IPv4-mapped
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	cur   []unix.Mmsghdr // the part of hdrs the callback sends
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
+}
+
+func newSysWriter(uc *net.UDPConn, n int) *sysWriter {
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &sysWriter{rc: rc, hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet6, n)}
+	var family int
+	ctlErr := rc.Control(func(fd uintptr) {
+		if sa, err := unix.Getsockname(int(fd)); err == nil {
+			if _, ok := sa.(*unix.SockaddrInet6); ok {
+				family = unix.AF_INET6
+			} else {
+				family = unix.AF_INET
+			}
+		}
+	})
+	if ctlErr != nil || family == 0 {
+		return nil
+	}
+	w.v6 = family == unix.AF_INET6
+	w.fn = w.send
+	return w
+}
+
+func (w *sysWriter) send(fd uintptr) bool {
+	n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.cur[0])), uintptr(len(w.cur)), 0, 0, 0)
+	if errno == unix.EAGAIN || errno == unix.EINTR {
+		return false // wait for room in the socket buffer
+	}
+	w.n, w.errno = int(n), errno
+	return true
+}
+
+func (w *sysWriter) write(msgs []Message) (sent int, err error) {
+	for len(msgs) > 0 {
+		k := min(len(msgs), len(w.hdrs))
+		for i := range k {
+			m := &msgs[i]
+			namelen := w.putAddr(&w.names[i], m.Addr)
+			if m.N > 0 {
+				w.iovs[i].Base = &m.Buf[0]
+			} else {
+				w.iovs[i].Base = nil
+			}
+			w.iovs[i].SetLen(m.N)
+			h := &w.hdrs[i].Hdr
+			h.Name, h.Namelen = (*byte)(unsafe.Pointer(&w.names[i])), namelen
+			h.Iov = &w.iovs[i]
+			h.SetIovlen(1)
+			h.Control, h.Controllen, h.Flags = nil, 0, 0
+			w.hdrs[i].Len = 0
+		}
+		done := 0
+		for done < k {
+			w.cur = w.hdrs[done:k]
+			if e := w.rc.Write(w.fn); e != nil {
+				return sent, e // the socket is closed
+			}
+			if w.errno != 0 {
+				// The first datagram of w.cur was refused: skip it.
+				if err == nil {
+					err = os.NewSyscallError("sendmmsg", w.errno)
+				}
+				done++
+				continue
+			}
+			done += w.n
+			sent += w.n
+		}
+		msgs = msgs[k:]
+	}
+	w.cur = nil
+	return sent, err
+}
+
+// putAddr writes ap as the socket's family of sockaddr and returns its length.
+func (w *sysWriter) putAddr(sa *unix.RawSockaddrInet6, ap netip.AddrPort) uint32 {
+	if !w.v6 {
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Port: htons(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+		return unix.SizeofSockaddrInet4
+	}
+	a := ap.Addr()
+	if a.Is4() {
+		a = netip.AddrFrom16(a.As16()) // IPv4-mapped on a dual-stack socket
+	}
+	*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6, Port: htons(ap.Port()), Addr: a.As16()}
+	return unix.SizeofSockaddrInet6
+}
