@@ -1,17 +1,23 @@
 package mmo_test
 
 import (
+	"bufio"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkLoad1000 is the load test of docs/performance.md: 1,000
@@ -30,8 +36,18 @@ import (
 //
 //	go test -run XXX -bench Load1000 -benchtime 1x ./modules/mmo/
 func BenchmarkLoad1000(b *testing.B) {
+	if os.Getenv(loadChildEnv) != "" {
+		b.Skip("the clients' process runs TestLoadClients")
+	}
 	n := loadSessions()
 	const moving = 10 * time.Second
+	split := runtime.NumCPU() >= 2 && os.Getenv("SPARK_MMO_SAME_CORES") == ""
+	if split {
+		// The server (and its plugin, which inherits this) on CPU 0, the
+		// clients' process on the last CPU: the figure is the server's,
+		// not that of 1,000 clients fighting it for the same cores.
+		pin(b, 0)
+	}
 	srv := startServer(b, mmoDataDir(b, "speed = 100.0\n"), func(c *config.Config) {
 		c.Server.MaxClients = n + 24
 		// Every session comes from 127.0.0.1: lift the per-source connect budget.
@@ -39,6 +55,144 @@ func BenchmarkLoad1000(b *testing.B) {
 		c.Network.PrefixBurst, c.Network.PrefixRefillPerSecond = 10000, 10000
 		c.Network.HalfOpenPerAddress, c.Network.HalfOpenPerPrefix = 1024, 1024
 	})
+	ctl := startLoadClients(b, srv, n, moving, split)
+	<-ctl.ready
+	before, t0 := srv.Stats(), time.Now()
+	b.ResetTimer()
+	stop := t0.Add(moving)
+	ctl.start()
+	var peak float64
+	time.Sleep(1500 * time.Millisecond) // the first full second of moving
+	for time.Now().Before(stop.Add(-time.Second)) {
+		time.Sleep(250 * time.Millisecond)
+		peak = max(peak, srv.Stats().RecentPeakTickMS)
+	}
+	<-ctl.done
+	b.StopTimer()
+	after, elapsed := srv.Stats(), time.Since(t0).Seconds()
+	ticks := after.Ticks - before.Ticks
+	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
+	in, _ := srv.Exec("mmo_online")
+	b.ReportMetric(avg, "tick-avg-ms")
+	b.ReportMetric(peak, "tick-peak-ms")
+	b.ReportMetric(after.PeakTickMS, "setup-peak-ms")
+	b.ReportMetric(float64(ticks)/elapsed, "ticks/s")
+	b.ReportMetric(float64(after.BytesOut-before.BytesOut)/float64(n)/elapsed, "out-B/session/s")
+	if d := after.Net.PacketsSent - before.Net.PacketsSent; d > 0 {
+		b.ReportMetric(float64(after.Net.MessagesSent-before.Net.MessagesSent)/float64(d), "msgs/datagram")
+	}
+	b.ReportMetric(float64(after.Net.Retransmissions-before.Net.Retransmissions)/elapsed, "retx/s")
+	b.Logf("%s; %d ticks in %.1f s; clients on their own core: %v", firstLine(in), ticks, elapsed, split)
+}
+
+// loadChildEnv carries, to the clients' process, "ADDR PIN N MOVING".
+const loadChildEnv = "SPARK_MMO_LOAD_CLIENTS"
+
+// loadControl drives the clients wherever they run: ready once every
+// character is in and has walked to its place, start to move, done when
+// the moving phase is over.
+type loadControl struct {
+	ready, done chan struct{}
+	start       func()
+}
+
+// startLoadClients runs the n clients in this process or, with split, in a
+// child process (this test binary running TestLoadClients) pinned to the
+// last CPU, talking over its stdin and stdout.
+func startLoadClients(b *testing.B, srv *server, n int, moving time.Duration, split bool) *loadControl {
+	ctl := &loadControl{ready: make(chan struct{}), done: make(chan struct{})}
+	if !split {
+		goCh := make(chan struct{})
+		ctl.start = func() { close(goCh) }
+		go func() {
+			defer close(ctl.done)
+			runLoadClients(b, srv.Addr(), srv.Pin(), n, moving, func() { close(ctl.ready) }, goCh)
+		}()
+		return ctl
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadClients$", "-test.v")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %s", loadChildEnv, srv.Addr(), srv.Pin(), n, moving))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ctl.start = func() { fmt.Fprintln(stdin, "go") }
+	go func() {
+		defer close(ctl.done)
+		sc := bufio.NewScanner(stdout)
+		readyClosed := false
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case line == "load: ready" && !readyClosed:
+				readyClosed = true
+				close(ctl.ready)
+			case line == "load: done":
+				return
+			case strings.HasPrefix(line, "load: error"), strings.HasPrefix(line, "--- FAIL"):
+				b.Error(line)
+			}
+		}
+		if !readyClosed {
+			b.Error("the clients' process ended before they were ready")
+			close(ctl.ready)
+		}
+	}()
+	return ctl
+}
+
+// TestLoadClients is the clients' process of BenchmarkLoad1000; it does
+// nothing in a normal test run.
+func TestLoadClients(t *testing.T) {
+	spec := os.Getenv(loadChildEnv)
+	if spec == "" {
+		t.Skip("run by BenchmarkLoad1000")
+	}
+	var addr, pinText, movingText string
+	var n int
+	if _, err := fmt.Sscan(spec, &addr, &pinText, &n, &movingText); err != nil {
+		t.Fatal(err)
+	}
+	moving, err := time.ParseDuration(movingText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin(t, runtime.NumCPU()-1)
+	goCh := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "go" {
+				close(goCh)
+				return
+			}
+		}
+	}()
+	runLoadClients(t, netip.MustParseAddrPort(addr), pinText, n, moving, func() { fmt.Println("load: ready") }, goCh)
+	fmt.Println("load: done")
+}
+
+// pin binds this process (and the processes it starts) to one CPU.
+func pin(tb testing.TB, cpu int) {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		tb.Logf("cannot pin to CPU %d (%v): the figures share the cores", cpu, err)
+	}
+}
+
+// runLoadClients: n sessions register, log in, create and enter a
+// character and spread over the area; ready is called then; at go they all
+// move for moving.
+func runLoadClients(tb testing.TB, addr netip.AddrPort, pinText string, n int, moving time.Duration, ready func(), goCh <-chan struct{}) {
 	players := make([]*player, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -52,7 +206,7 @@ func BenchmarkLoad1000(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for i := range dials {
-				players[i] = dial(b, srv, fmt.Sprintf("p%d", i))
+				players[i] = dialAt(tb, addr, pinText, fmt.Sprintf("p%d", i))
 			}
 		}()
 	}
@@ -107,12 +261,12 @@ func BenchmarkLoad1000(b *testing.B) {
 	time.Sleep(5 * time.Second) // every walk is over
 	select {
 	case err := <-errs:
-		b.Fatalf("%v\nserver: %+v", err, srv.Stats().Net)
+		tb.Fatalf("%v", err)
 	default:
 	}
-	before, t0 := srv.Stats(), time.Now()
-	b.ResetTimer()
-	stop := t0.Add(moving)
+	ready()
+	<-goCh
+	stop := time.Now().Add(moving)
 	for i, p := range players {
 		wg.Add(1)
 		go func() {
@@ -121,34 +275,14 @@ func BenchmarkLoad1000(b *testing.B) {
 			for time.Now().Before(stop) {
 				a := r.Float64() * 2 * math.Pi
 				if err := p.s.Move(bg, float32(math.Cos(a)), float32(math.Sin(a))); err != nil {
-					b.Error(err)
+					tb.Error(err)
 					return
 				}
 				time.Sleep(2 * time.Second)
 			}
 		}()
 	}
-	var peak float64
-	time.Sleep(1500 * time.Millisecond) // the first full second of moving
-	for time.Now().Before(stop.Add(-time.Second)) {
-		time.Sleep(250 * time.Millisecond)
-		peak = max(peak, srv.Stats().RecentPeakTickMS)
-	}
 	wg.Wait()
-	b.StopTimer()
-	after, elapsed := srv.Stats(), time.Since(t0).Seconds()
-	ticks := after.Ticks - before.Ticks
-	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
-	in, _ := srv.Exec("mmo_online")
-	b.ReportMetric(avg, "tick-avg-ms")
-	b.ReportMetric(peak, "tick-peak-ms")
-	b.ReportMetric(after.PeakTickMS, "setup-peak-ms")
-	b.ReportMetric(float64(ticks)/elapsed, "ticks/s")
-	b.ReportMetric(float64(after.BytesOut-before.BytesOut)/float64(n)/elapsed, "out-B/session/s")
-	if d := after.Net.PacketsSent - before.Net.PacketsSent; d > 0 {
-		b.ReportMetric(float64(after.Net.MessagesSent-before.Net.MessagesSent)/float64(d), "msgs/datagram")
-	}
-	b.Logf("%s; %d ticks in %.1f s", firstLine(in), ticks, elapsed)
 }
 
 // mmoDataDir is a data directory whose mmo module reads config (the
