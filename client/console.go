@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Errors callers match.
@@ -96,8 +97,9 @@ type Console struct {
 	conn     *connection
 	dialing  bool
 	closed   bool
-	runCtx   context.Context // RunInteractive's context while it runs
-	input    *terminalInput  // RunInteractive's terminal while it runs
+	known    map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
+	runCtx   context.Context             // RunInteractive's context while it runs
+	input    *terminalInput              // RunInteractive's terminal while it runs
 }
 
 // NewConsole returns a console with the built-in commands registered.
@@ -110,10 +112,11 @@ func NewConsole(cfg Config) *Console {
 		out:      cfg.Out,
 		commands: make(map[string]Command),
 		hooks:    make(map[wire.MessageType][]MessageHook),
+		known:    make(map[uint32]gamemsg.RoomInfo),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.events.init()
-	for _, cmd := range builtinCommands() {
+	for _, cmd := range append(builtinCommands(), roomCommands()...) {
 		if err := c.Register(cmd); err != nil {
 			panic(err) // the built-in table is fixed: a duplicate is a programming error
 		}

@@ -101,7 +101,13 @@ func (c *Console) runHook(h MessageHook, m netstack.Message) {
 // printBuiltin prints the event line of a built-in message type; other types
 // are left to hooks.
 func (c *Console) printBuiltin(m netstack.Message) {
-	var err error
+	room, err := c.printRoom(m)
+	if room {
+		if err != nil {
+			c.Printf("ignored a malformed %s from the server: %v", m.Header.Type, err)
+		}
+		return
+	}
 	switch m.Header.Type {
 	case gamemsg.TypeChatMessage:
 		var msg gamemsg.ChatMessage

@@ -29,6 +29,7 @@ type World struct {
 	entities map[uint32]*entityState
 	maxSeq   uint32 // newest unreliable sequence applied
 	haveSeq  bool
+	self     uint32 // the client's id, from GameStateSync
 	stats    WorldStats
 }
 
@@ -70,9 +71,16 @@ func NewWorld() *World {
 var ErrUnknownEntityType = errors.New("client: EntitySpawn of a type GameStateSync did not describe")
 
 // Apply updates the world from one message; types other than
-// GameStateSync, EntitySpawn, EntityStateUpdate and EntityDestroy are
+// GameStateSync, EntitySpawn, EntityStateUpdate and EntityDestroy, and the
+// room messages that move the client to another room's world, are
 // ignored. An error means the message was malformed for its schema and was
 // not applied.
+//
+// Rooms (docs/protocol.md §14.4): every room has its own world, and a
+// client that enters a room, leaves it, is kicked from it or sees it close
+// starts from nothing: the RoomResult OK of its RoomCreate, RoomJoin or
+// RoomLeave, or a RoomEvent that removes it, empties the world; the new
+// room's GameStateSync and spawns follow.
 func (w *World) Apply(m netstack.Message) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -81,6 +89,7 @@ func (w *World) Apply(m netstack.Message) error {
 	case gamemsg.TypeGameStateSync:
 		var gs gamemsg.GameStateSync
 		if gs, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
+			w.self = gs.ClientID
 			w.sync(gs.Types)
 		}
 	case gamemsg.TypeEntitySpawn:
@@ -97,11 +106,32 @@ func (w *World) Apply(m netstack.Message) error {
 				w.stats.Unknown++
 			}
 		}
+	case gamemsg.TypeRoomResult:
+		var rr gamemsg.RoomResult
+		if rr, err = gamemsg.ParseRoomResult(m.Payload); err == nil && rr.Code == gamemsg.RoomOK {
+			switch rr.Request {
+			case gamemsg.TypeRoomCreate, gamemsg.TypeRoomJoin, gamemsg.TypeRoomLeave:
+				w.reset()
+			}
+		}
+	case gamemsg.TypeRoomEvent:
+		var ev gamemsg.RoomEvent
+		if ev, err = gamemsg.ParseRoomEvent(m.Payload); err == nil {
+			if ev.Kind == gamemsg.RoomClosed || ev.Kind == gamemsg.RoomLeft && ev.Client == w.self && w.self != 0 {
+				w.reset()
+			}
+		}
 	}
 	if err != nil {
 		w.stats.Malformed++
 	}
 	return err
+}
+
+// reset forgets every entity and type: the client moved to another world.
+func (w *World) reset() {
+	clear(w.entities)
+	clear(w.types)
 }
 
 // sync installs the schemas of a GameStateSync. An entity whose type is

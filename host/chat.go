@@ -9,92 +9,80 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// Chat (ChatMessage, §9): the host relays a client's chat to every other
-// admitted client with the sender's admitted name, on the game thread. The
-// receive goroutine only checks the sender's budget and copies the message
-// into a bounded queue; a message over budget or past a full queue is
-// dropped and counted. A client that keeps sending far over its budget is
-// disconnected with RateLimited.
+// Chat (ChatMessage, §9; RoomChat, §14.5): the host relays a client's chat
+// on the game thread with the sender's admitted name — a ChatMessage to the
+// sender's room (every admitted client on a server that runs one match;
+// the clients in the lobby for one in none), a RoomChat to its room or, if
+// the operator allows it, to every admitted client. The receive goroutine
+// only checks the sender's budget, one budget for both types, and copies
+// the message into a bounded queue; a message over budget or past a full
+// queue is dropped and counted. A client that keeps sending far over its
+// budget is disconnected with RateLimited.
 
 // chatQueueSize bounds the chat messages waiting for the next tick.
 const chatQueueSize = 1024
 
+// chatKind says how a line was sent and so whom it reaches.
+type chatKind uint8
+
+const (
+	chatPlain  chatKind = iota // ChatMessage: the sender's room (or lobby)
+	chatRoom                   // RoomChat, scope room
+	chatGlobal                 // RoomChat, scope global
+)
+
 // chatLine is one accepted chat message waiting for the game thread.
 type chatLine struct {
 	from uint32
+	kind chatKind
 	text string
 }
 
-// chatBudget is one client's token bucket ("theoretical arrival time"
-// form: a message is allowed while tat stays within burst intervals of now)
-// and its count of refused messages in the current window.
-type chatBudget struct {
+// budget is one client's token bucket ("theoretical arrival time" form: a
+// message is allowed while tat stays within burst intervals of now) and its
+// count of refused messages in the current window.
+type budget struct {
 	tat         time.Time
 	refused     int
 	windowStart time.Time
 }
 
-// chatLimits are the per-client chat limits (config [limits]).
-type chatLimits struct {
-	interval  time.Duration // 1 / chat_per_second
+// budgetLimits are the per-client limits of one budget set.
+type budgetLimits struct {
+	interval  time.Duration // 1 / per second
 	tolerance time.Duration // (burst-1) · interval
-	kickAfter int           // refusals within chatKickWindow that disconnect; 0 never
+	kickAfter int           // refusals within kickWindow that disconnect; 0 never
 }
 
-// chatKickWindow is the window over which refused chat messages count
-// toward a RateLimited disconnect.
-const chatKickWindow = time.Minute
+// kickWindow is the window over which refused messages count toward a
+// RateLimited disconnect.
+const kickWindow = time.Minute
 
-// chatGate is the receive-side half of chat: budgets per client and the
-// queue to the game thread.
-type chatGate struct {
-	limits chatLimits
-	queue  chan chatLine
-
-	mu      sync.Mutex
-	budgets map[uint32]*chatBudget
-
-	dropped  atomic.Uint64 // over budget or queue full
-	relayed  atomic.Uint64
+// budgetSet is the per-client budgets of one kind of message (chat, room
+// requests), safe from any goroutine.
+type budgetSet struct {
+	limits   budgetLimits
+	mu       sync.Mutex
+	budgets  map[uint32]*budget
 	kicked   atomic.Uint64
 	kickFunc func(client uint32) // disconnects a client with RateLimited
 }
 
-func newChatGate(perSecond float64, burst, kickAfter int, kick func(uint32)) *chatGate {
+func newBudgetSet(perSecond float64, burst, kickAfter int, kick func(uint32)) *budgetSet {
 	interval := time.Duration(float64(time.Second) / perSecond)
-	return &chatGate{
-		limits:   chatLimits{interval: interval, tolerance: time.Duration(burst-1) * interval, kickAfter: kickAfter},
-		queue:    make(chan chatLine, chatQueueSize),
-		budgets:  make(map[uint32]*chatBudget),
+	return &budgetSet{
+		limits:   budgetLimits{interval: interval, tolerance: time.Duration(burst-1) * interval, kickAfter: kickAfter},
+		budgets:  make(map[uint32]*budget),
 		kickFunc: kick,
 	}
 }
 
-// receive runs on the network goroutine for every ChatMessage the transport
-// validated (empty sender, text 1..256 bytes without control characters).
-func (g *chatGate) receive(client uint32, _ *wire.Header, payload []byte) {
-	now := time.Now()
-	if !g.allow(client, now) {
-		g.dropped.Add(1)
-		return
-	}
-	m, err := gamemsg.ParseChatMessageFromClient(payload)
-	if err != nil {
-		return // unreachable: the transport validated it
-	}
-	select {
-	case g.queue <- chatLine{from: client, text: m.Text}:
-	default:
-		g.dropped.Add(1)
-	}
-}
-
 // allow charges one message to the client's budget.
-func (g *chatGate) allow(client uint32, now time.Time) bool {
+func (g *budgetSet) allow(client uint32, now time.Time) bool {
 	g.mu.Lock()
 	b := g.budgets[client]
 	if b == nil {
-		b = &chatBudget{tat: now, windowStart: now}
+		b = &budget{tat: now, windowStart: now}
 		g.budgets[client] = b
 	}
 	tat := b.tat
@@ -106,7 +94,7 @@ func (g *chatGate) allow(client uint32, now time.Time) bool {
 		g.mu.Unlock()
 		return true
 	}
-	if now.Sub(b.windowStart) > chatKickWindow {
+	if now.Sub(b.windowStart) > kickWindow {
 		b.windowStart, b.refused = now, 0
 	}
 	b.refused++
@@ -120,29 +108,107 @@ func (g *chatGate) allow(client uint32, now time.Time) bool {
 }
 
 // forget drops a departed client's budget (game thread).
-func (g *chatGate) forget(client uint32) {
+func (g *budgetSet) forget(client uint32) {
 	g.mu.Lock()
 	delete(g.budgets, client)
 	g.mu.Unlock()
 }
 
-// relayChat sends the chat accepted since the last tick: each message to
-// every admitted client but its sender, with the sender's admitted name.
+// chatGate is the receive-side half of chat: budgets per client and the
+// queue to the game thread.
+type chatGate struct {
+	*budgetSet
+	queue   chan chatLine
+	dropped atomic.Uint64 // over budget or queue full
+	relayed atomic.Uint64
+}
+
+func newChatGate(perSecond float64, burst, kickAfter int, kick func(uint32)) *chatGate {
+	return &chatGate{budgetSet: newBudgetSet(perSecond, burst, kickAfter, kick), queue: make(chan chatLine, chatQueueSize)}
+}
+
+// receive runs on the network goroutine for every ChatMessage the transport
+// validated (empty sender, text 1..256 bytes without control characters).
+func (g *chatGate) receive(client uint32, _ *wire.Header, payload []byte) {
+	if !g.allow(client, time.Now()) {
+		g.dropped.Add(1)
+		return
+	}
+	m, err := gamemsg.ParseChatMessageFromClient(payload)
+	if err != nil {
+		return // unreachable: the transport validated it
+	}
+	g.push(chatLine{from: client, kind: chatPlain, text: m.Text})
+}
+
+// receiveRoomChat is receive for RoomChat (scope, text), on the same budget.
+func (g *chatGate) receiveRoomChat(client uint32, _ *wire.Header, payload []byte) {
+	if !g.allow(client, time.Now()) {
+		g.dropped.Add(1)
+		return
+	}
+	m, err := gamemsg.ParseRoomChatRequest(payload)
+	if err != nil {
+		return // unreachable: the transport validated it
+	}
+	kind := chatRoom
+	if m.Scope == gamemsg.ChatGlobal {
+		kind = chatGlobal
+	}
+	g.push(chatLine{from: client, kind: kind, text: m.Text})
+}
+
+func (g *chatGate) push(line chatLine) {
+	select {
+	case g.queue <- line:
+	default:
+		g.dropped.Add(1)
+	}
+}
+
+// relayChat sends the chat accepted since the last tick, each line to its
+// audience but its sender, with the sender's admitted name.
 func (s *Server) relayChat() {
 	for {
 		select {
 		case line := <-s.chat.queue:
-			p, ok := s.players[line.from]
-			if !ok {
-				continue // the sender left before the tick
-			}
-			s.chatBuf = gamemsg.AppendChatMessage(s.chatBuf[:0], &gamemsg.ChatMessage{Sender: p.Name, Text: line.text})
-			if err := s.net.BroadcastExcept(line.from, gamemsg.TypeChatMessage, wire.Reliable, s.chatBuf); err != nil {
-				s.log.Warn("chat relay failed", "from", p.Name, "err", err)
-			}
-			s.chat.relayed.Add(1)
+			s.relayLine(line)
 		default:
 			return
 		}
 	}
+}
+
+func (s *Server) relayLine(line chatLine) {
+	p, ok := s.players[line.from]
+	if !ok {
+		return // the sender left before the tick
+	}
+	r := s.roomOf(line.from)
+	switch line.kind {
+	case chatPlain:
+		s.chatBuf = gamemsg.AppendChatMessage(s.chatBuf[:0], &gamemsg.ChatMessage{Sender: p.Name, Text: line.text})
+		s.sendScope(r, line.from, gamemsg.TypeChatMessage, wire.Reliable, s.chatBuf)
+	case chatRoom:
+		m := gamemsg.RoomChat{Scope: gamemsg.ChatRoom, Sender: line.from, SenderName: p.Name, Text: line.text}
+		if r != nil {
+			m.Room = r.info.ID
+		}
+		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
+		s.sendScope(r, line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf)
+	case chatGlobal:
+		if !s.cfg.Rooms.GlobalChat {
+			s.roomResult(line.from, gamemsg.TypeRoomChat, gamemsg.RoomChatDisabled, 0, "the operator turned global chat off; chat to your room")
+			return
+		}
+		m := gamemsg.RoomChat{Scope: gamemsg.ChatGlobal, Sender: line.from, SenderName: p.Name, Text: line.text}
+		if r != nil {
+			m.Room = r.info.ID
+		}
+		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
+		if err := s.net.BroadcastExcept(line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf); err != nil {
+			s.log.Warn("chat relay failed", "from", p.Name, "err", err)
+		}
+	}
+	s.chat.relayed.Add(1)
 }

@@ -32,7 +32,8 @@ type ModuleCheck struct {
 var errNotServing = errors.New("sparkhost check: not serving")
 
 // CheckModules loads every module the server would load at start (the
-// config's modules.load, then extra) exactly as Run would — Lua compiled
+// config's modules.load, then extra, then with [rooms] enabled each of
+// rooms.modes in a room of its own) exactly as Run would — Lua compiled
 // and run to its manifest, plugins started and their manifests read — and
 // unloads them again, without opening any socket. Modules see the
 // configured data directory, so their own config files are checked too.
@@ -43,13 +44,19 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, opts: opts}
-	world, err := replicate.New(replicate.Config{
-		TickRate: cfg.Server.TickRate, Rate: cfg.Match.ReplicationRate, LagWindow: cfg.LagWindow(),
-		Send: func(uint32, wire.MessageType, wire.Channel, []byte) error { return errNotServing },
-		RTT:  func(uint32) (time.Duration, bool) { return 0, false },
-	})
+	newWorld := func() (*replicate.Replicator, error) {
+		return replicate.New(replicate.Config{
+			TickRate: cfg.Server.TickRate, Rate: cfg.Match.ReplicationRate, LagWindow: cfg.LagWindow(),
+			Send: func(uint32, wire.MessageType, wire.Channel, []byte) error { return errNotServing },
+			RTT:  func(uint32) (time.Duration, bool) { return 0, false },
+		})
+	}
+	world, err := newWorld()
 	if err != nil {
 		return []ModuleCheck{{Source: "replication", Err: err}}
+	}
+	if cfg.Rooms.Enabled {
+		world = nil // modules.load runs for the whole server, which has no world
 	}
 	mods := modules.NewManager(modules.Config{
 		World: world, Transport: checkTransport{reg: wire.NewRegistry()}, Commands: admin.NewRegistry(), Log: log,
@@ -81,14 +88,41 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 			out = append(out, c)
 			continue
 		}
-		for _, st := range mods.Modules() {
-			if st.Name == name {
-				c.Name, c.Version, c.Messages, c.Metrics = st.Name, st.Version, len(st.Types), len(st.Metrics)
+		c.describe(mods, name)
+		out = append(out, c)
+	}
+	if !cfg.Rooms.Enabled {
+		return out
+	}
+	for i, mode := range cfg.Rooms.Modes {
+		c := ModuleCheck{Source: mode}
+		spec, err := s.resolveModule(mode)
+		if err == nil {
+			c.Kind = spec.Kind
+			var w *replicate.Replicator
+			if w, err = newWorld(); err == nil {
+				id := module.RoomID(i + 1)
+				if err = mods.OpenRoom(modules.Room{ID: id, World: w}); err == nil {
+					var name string
+					if name, err = mods.StartInRoom(id, spec); err == nil {
+						c.describe(mods, name)
+					}
+				}
 			}
 		}
+		c.Err = err
 		out = append(out, c)
 	}
 	return out
+}
+
+// describe fills in what the loaded module named name declares.
+func (c *ModuleCheck) describe(mods *modules.Manager, name string) {
+	for _, st := range mods.Modules() {
+		if st.Name == name {
+			c.Name, c.Version, c.Messages, c.Metrics = st.Name, st.Version, len(st.Types), len(st.Metrics)
+		}
+	}
 }
 
 // checkTransport is the network as CheckModules gives it to modules: it

@@ -17,6 +17,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/bans"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
+	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
@@ -60,23 +61,32 @@ type Server struct {
 	log   *slog.Logger
 	net   *netstack.Server
 	loop  *tick.Loop
-	match *match.Match
 	cmds  *admin.Registry
 	mods  *modules.Manager
-	world *replicate.Replicator
-	// scores is the scoreboard waiting for the end of the tick (game thread).
-	scores      []byte
-	scoresDirty bool
-	bans        *bans.Store
-	sock        *admin.SocketServer
-	disc        *discovery.Responder
-	start       time.Time
+	bans  *bans.Store
+	sock  *admin.SocketServer
+	disc  *discovery.Responder
+	start time.Time
 
 	events   lifecycleQueue // admissions and departures, never dropped
 	requests chan adminRequest
 	chat     *chatGate
 	chatBuf  []byte      // game thread: the relayed ChatMessage being built
 	schemas  schemaTable // game thread: the module schemas announced (schemas.go)
+
+	// Rooms (rooms.go; game thread). fixed is the server's one room when it
+	// has no lobby; modes are the specs rooms may run ([rooms] modes).
+	lobby       *lobby.Lobby
+	rooms       map[uint32]*room
+	roomOrder   []*room // by id
+	fixed       *room
+	modes       map[string]modules.Spec
+	inLobby     map[uint32]struct{} // admitted clients in no room
+	browsing    map[uint32]struct{} // ... who asked for the room list
+	roomReqs    *requestGate
+	roomBuf     []byte
+	failedRooms []uint32
+	roomStats   roomStats
 
 	// Facts the network goroutines read (GameStateSync, discovery), published
 	// by the game thread after every tick.
@@ -115,6 +125,7 @@ type serverView struct {
 	players     int
 	peakPlayers int
 	maxPlayers  int
+	rooms       int
 }
 
 // New loads the identity, opens the ban list and the socket, and builds the
@@ -134,6 +145,13 @@ func New(opts Options) (*Server, error) {
 		players:  make(map[uint32]netstack.ClientInfo),
 		refused:  make(map[uint32]struct{}),
 		cmds:     admin.NewRegistry(),
+		rooms:    make(map[uint32]*room),
+		modes:    make(map[string]modules.Spec),
+		inLobby:  make(map[uint32]struct{}),
+		browsing: make(map[uint32]struct{}),
+		lobby: lobby.New(lobby.Config{Max: cfg.Rooms.Max, MaxCapacity: cfg.Rooms.MaxCapacity,
+			DefaultCapacity: cfg.Rooms.DefaultCapacity, Modes: cfg.Rooms.Modes, Pause: cfg.Rooms.Pause,
+			CreatedPerClient: cfg.Rooms.CreatedPerClient}),
 	}
 	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
 	announceIdentity(log, cfg.Server.DataDir)
@@ -147,15 +165,6 @@ func New(opts Options) (*Server, error) {
 	if s.bans, err = bans.Open(filepath.Join(cfg.Server.DataDir, bans.FileName)); err != nil {
 		return nil, err
 	}
-	s.match, err = match.New(match.Config{
-		Mode: cfg.GameMode(), ScoreLimit: int32(cfg.Match.ScoreLimit), TimeLimit: cfg.TimeLimit(),
-		RoundCount: cfg.Match.RoundCount, Maps: cfg.Match.MapRotation, Shuffle: cfg.Match.RandomizeMapOrder,
-		Seed: uint64(time.Now().UnixNano()), Warmup: cfg.WarmupDuration(), Intermission: cfg.IntermissionDuration(),
-	}, announcer{s}, s.start)
-	if err != nil {
-		return nil, fmt.Errorf("match: %w", err)
-	}
-	s.publishView(s.start)
 	s.net, err = netstack.NewServer(withHandshakeRules(&cfg, netstack.ServerConfig{
 		Registry:          gamemsg.NewRegistry(),
 		Bind:              cfg.Network.BindAddress,
@@ -182,34 +191,24 @@ func New(opts Options) (*Server, error) {
 		_ = s.net.Kick(client, wire.DisconnectRateLimited, "too many chat messages; slow down")
 	})
 	s.net.Handle(gamemsg.TypeChatMessage, s.chat.receive)
+	s.net.Handle(gamemsg.TypeRoomChat, s.chat.receiveRoomChat)
+	s.roomReqs = newRequestGate(cfg.Rooms.RequestsPerSecond, cfg.Rooms.RequestBurst, cfg.Limits.ChatKickAfter, func(client uint32) {
+		_ = s.net.Kick(client, wire.DisconnectRateLimited, "too many room requests; slow down")
+	})
+	for _, t := range roomRequestTypes {
+		s.net.Handle(t, s.roomReqs.receive)
+	}
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
-	refresh := cfg.EntityRefresh()
-	if refresh == 0 {
-		refresh = -1 // the config's 0 is "never"
-	}
-	s.world, err = replicate.New(replicate.Config{
-		TickRate: cfg.Server.TickRate, Rate: cfg.Match.ReplicationRate,
-		InterestRadius: float32(cfg.Match.InterestRadius), Repeats: cfg.Match.UpdateRepeats, Refresh: refresh,
-		LagWindow: cfg.LagWindow(), Send: s.net.Send, GameStateSync: s.appendGameStateSync,
-		RTT: func(c uint32) (time.Duration, bool) {
-			st, ok := s.net.ClientStats(c)
-			return st.Ping, ok
-		},
-		Log: log,
-	})
-	if err != nil {
-		s.net.Close()
-		return nil, fmt.Errorf("replication: %w", err)
-	}
+	s.registerRoomCommands()
 	s.mods = modules.NewManager(modules.Config{
-		World:     s.world,
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
-		InboxCapacity: cfg.Modules.InboxCapacity, ClientMessagesPerTick: cfg.Limits.ModuleMessagesPerTick,
-		Server:         s.moduleServerInfo,
-		AddScore:       func(c uint32, score, kills, deaths int32) { s.match.AddScore(c, score, kills, deaths, s.now) },
-		Resolve:        s.resolveModule,
-		RestartBackoff: cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),
+		InboxCapacity: cfg.Modules.InboxCapacity, RoomInboxCapacity: cfg.Rooms.InboxCapacity,
+		ClientMessagesPerTick: cfg.Limits.ModuleMessagesPerTick,
+		Server:                s.moduleServerInfo,
+		Resolve:               s.resolveModule,
+		Failed:                s.moduleFailed,
+		RestartBackoff:        cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),
 		MaxRestarts: cfg.Modules.MaxRestarts, RestartWindow: cfg.RestartWindow(),
 		// Crashes and restarts are logged by the manager; an operator at the
 		// interactive console also sees them there, as it sees answers.
@@ -228,6 +227,11 @@ func New(opts Options) (*Server, error) {
 		}
 		specs = append(specs, spec)
 	}
+	if err := s.openRooms(specs); err != nil {
+		s.net.Close()
+		return nil, err
+	}
+	s.publishView(s.start)
 	for _, spec := range specs {
 		if _, err := s.mods.Load(spec); err != nil {
 			s.mods.UnloadAll()
@@ -246,14 +250,58 @@ func New(opts Options) (*Server, error) {
 // Modules is the module manager (game thread).
 func (s *Server) Modules() *modules.Manager { return s.mods }
 
-// World is the entity replication (game thread).
-func (s *Server) World() *replicate.Replicator { return s.world }
+// World is the entity replication of the server's one room (game thread);
+// nil on a server with a lobby, whose rooms have their own.
+func (s *Server) World() *replicate.Replicator {
+	if s.fixed == nil {
+		return nil
+	}
+	return s.fixed.world
+}
+
+// roomRequestTypes are the room requests the request gate takes.
+var roomRequestTypes = [...]wire.MessageType{gamemsg.TypeRoomListRequest, gamemsg.TypeRoomCreate, gamemsg.TypeRoomJoin,
+	gamemsg.TypeRoomLeave, gamemsg.TypeRoomRename, gamemsg.TypeRoomStart, gamemsg.TypeRoomPause, gamemsg.TypeRoomKick}
+
+// openRooms opens the server's one room (no lobby), where specs run, or
+// resolves the modes rooms may run (a lobby), specs running for the whole
+// server.
+func (s *Server) openRooms(specs []modules.Spec) error {
+	if s.cfg.Rooms.Enabled {
+		for _, name := range s.cfg.Rooms.Modes {
+			spec, err := s.resolveModule(name)
+			if err != nil {
+				return fmt.Errorf("rooms.modes: %w", err)
+			}
+			s.modes[name] = spec
+		}
+		return nil
+	}
+	mode := "none"
+	if len(specs) > 0 {
+		mode = specs[0].Source
+	}
+	if !wire.ValidName([]byte(mode), gamemsg.MaxRoomModeLen) {
+		mode = "match"
+	}
+	li := s.lobby.OpenFixed(roomName(s.cfg.Server.Name), mode, s.cfg.Server.MaxClients)
+	r, err := s.newRoom(li, s.start)
+	if err != nil {
+		return err
+	}
+	if err := s.openRoom(r, nil); err != nil {
+		return err
+	}
+	s.fixed = r
+	return s.mods.SetDefaultRoom(module.RoomID(li.ID))
+}
 
 // moduleBudget is how long the modules' work may take per tick.
 func (s *Server) moduleBudget() time.Duration {
 	return time.Duration(float64(s.cfg.TickPeriod()) * s.cfg.Modules.TickBudgetFraction)
 }
 
+// moduleServerInfo is the server's facts for a module of the whole server.
 func (s *Server) moduleServerInfo() module.ServerInfo {
 	v := s.view.Load()
 	return module.ServerInfo{
@@ -336,7 +384,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.ops.serving.Store(true)
 	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
-		"map", s.match.Phase(time.Now()).Map, "admin_socket", sockPath)
+		"map", s.view.Load().status.Map, "rooms", s.cfg.Rooms.Enabled, "admin_socket", sockPath)
 
 	runErr := s.loop.Run(ctx, s.step)
 	stopConsole()
@@ -373,16 +421,21 @@ func (s *Server) step(t tick.Tick) {
 	s.now = t.Now
 	s.drainEvents(t.Now)
 	s.relayChat()
+	s.runRoomRequests()
 	s.runAdminRequests()
-	s.match.Tick(t.Now)
+	s.tickRooms(t.Now)
 	if s.origin.IsZero() {
 		s.origin = t.Now
 	}
 	at := t.Now.Sub(s.origin)
-	s.world.BeginTick(at)
+	for _, r := range s.roomOrder {
+		r.world.BeginTick(at)
+	}
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
-	s.world.Tick(at)
-	s.flushScores()
+	for _, r := range s.roomOrder {
+		r.world.Tick(at)
+	}
+	s.endRoomsTick(t.Now)
 	s.announceSchemas()
 	// Everything this tick sent to each client leaves now, packed into as
 	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
@@ -413,57 +466,75 @@ func (s *Server) drainEvents(now time.Time) {
 func (s *Server) apply(e event, now time.Time) {
 	switch e.kind {
 	case evAdmitted:
+		id := e.client.ID
 		if s.bans.IsNameBanned(e.client.Name, time.Now()) {
 			// Refused before the game sees it: no module, match or world
 			// ever learns of the client, nor of its departure.
-			s.refused[e.client.ID] = struct{}{}
-			_ = s.net.Kick(e.client.ID, wire.DisconnectBanned, "this player name is banned from the server")
+			s.refused[id] = struct{}{}
+			_ = s.net.Kick(id, wire.DisconnectBanned, "this player name is banned from the server")
 			return
 		}
 		player := e.client
 		player.Ticket = nil // for the modules only
-		s.players[e.client.ID] = player
+		s.players[id] = player
 		s.served.Add(1)
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
-		s.match.PlayerJoined(e.client.ID, now)
-		version, _ := s.gssVersions.LoadAndDelete(e.client.ID)
+		version, _ := s.gssVersions.LoadAndDelete(id)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
-		s.world.AddClient(e.client.ID, v)
 		s.sendSchemas(e.client)
-		s.mods.ClientAdmitted(module.ClientInfo{ID: e.client.ID, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
+		s.mods.ClientAdmitted(module.ClientInfo{ID: id, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
+		if s.fixed != nil {
+			s.lobby.Enter(id, s.fixed.info)
+			s.enter(id, s.fixed, v)
+		} else {
+			s.inLobby[id] = struct{}{}
+		}
 	case evLeft:
-		if _, ok := s.refused[e.client.ID]; ok {
-			delete(s.refused, e.client.ID)
-			s.gssVersions.Delete(e.client.ID)
+		id := e.client.ID
+		if _, ok := s.refused[id]; ok {
+			delete(s.refused, id)
+			s.gssVersions.Delete(id)
 			return
 		}
-		delete(s.players, e.client.ID)
-		s.match.PlayerLeft(e.client.ID, now)
-		s.world.RemoveClient(e.client.ID)
-		s.gssVersions.Delete(e.client.ID)
-		s.chat.forget(e.client.ID)
-		s.mods.ClientLeft(e.client.ID, e.reason)
+		if _, ok := s.players[id]; !ok {
+			return
+		}
+		if li, newOwner := s.lobby.Depart(id, now); li != nil {
+			if r := s.rooms[li.ID]; r != nil {
+				s.exit(id, r, gamemsg.LeaveReasonFor(e.reason), e.reason, newOwner)
+			}
+		}
+		delete(s.players, id)
+		delete(s.inLobby, id)
+		delete(s.browsing, id)
+		s.gssVersions.Delete(id)
+		s.chat.forget(id)
+		s.roomReqs.forget(id)
+		s.mods.ClientLeft(id, e.reason)
 	}
 }
 
-func (s *Server) publishView(now time.Time) {
-	s.view.Store(&serverView{status: s.match.Phase(now), players: len(s.players),
-		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients})
+// publishView publishes the facts other goroutines read: the match of the
+// server's one room (none on a server with a lobby) and the players.
+func (s *Server) publishView(time.Time) {
+	var st match.Status
+	if s.fixed != nil {
+		st = s.fixed.match.Phase(s.fixed.now())
+	}
+	s.view.Store(&serverView{status: st, players: len(s.players),
+		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients, rooms: s.lobby.Len()})
 }
 
 // admissionGameStateSync builds a newly admitted client's GameStateSync
 // (called on a network goroutine) and notes which entity schemas it
 // carried, so that the game thread resends it if they changed meanwhile.
+// On a server with a lobby the client is in no room yet: no map, no types.
 func (s *Server) admissionGameStateSync(client uint32, dst []byte) []byte {
-	version, types := s.world.Schemas()
+	if s.fixed == nil {
+		return s.gameStateSync(client, dst, nil)
+	}
+	version, types := s.fixed.world.Schemas()
 	s.gssVersions.Store(client, version)
-	return s.gameStateSync(client, dst, types)
-}
-
-// appendGameStateSync builds a GameStateSync with the current entity
-// schemas: replication resends it when modules change their types.
-func (s *Server) appendGameStateSync(client uint32, dst []byte) []byte {
-	_, types := s.world.Schemas()
 	return s.gameStateSync(client, dst, types)
 }
 
@@ -485,60 +556,5 @@ func (s *Server) discoveryInfo() discovery.Info {
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(s.cfg.GameMode()),
 		Players: uint16(v.players), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),
 		ProtocolVersion: s.net.Protocol(),
-	}
-}
-
-// announcer broadcasts match events to every admitted client.
-type announcer struct{ s *Server }
-
-func (a announcer) MatchStart(m gamemsg.MatchStart) {
-	a.s.flushScores()
-	a.s.log.Info("match start", "map", m.Map, "round", m.Round)
-	a.s.broadcast(gamemsg.TypeMatchStart, gamemsg.AppendMatchStart(nil, &m))
-	if a.s.mods != nil {
-		a.s.mods.MatchStart(m)
-	}
-}
-
-func (a announcer) MatchEnd(m gamemsg.MatchEnd) {
-	a.s.flushScores()
-	a.s.log.Info("match end", "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
-	a.s.broadcast(gamemsg.TypeMatchEnd, gamemsg.AppendMatchEnd(nil, &m))
-	a.s.opsMatchEnded()
-	if a.s.mods != nil {
-		a.s.mods.MatchEnd(m)
-	}
-}
-
-// ScoreUpdate keeps the newest scoreboard; flushScores sends it once at the
-// end of the tick (or before a MatchStart or MatchEnd, which must follow the
-// scores they close): a tick with several score changes (a kill is two: the
-// victim's death and the killer's point) costs one broadcast, not one each.
-func (a announcer) ScoreUpdate(m gamemsg.ScoreUpdate) {
-	a.s.scores = gamemsg.AppendScoreUpdate(a.s.scores[:0], &m)
-	a.s.scoresDirty = true
-}
-
-// flushScores broadcasts the pending scoreboard, if any.
-func (s *Server) flushScores() {
-	if s.scoresDirty {
-		s.scoresDirty = false
-		s.broadcast(gamemsg.TypeScoreUpdate, s.scores)
-	}
-}
-
-func (a announcer) MapChanged(name string, index int) {
-	a.s.log.Info("map changed", "map", name, "index", index)
-	if a.s.mods != nil {
-		a.s.mods.MapChange(name, index)
-	}
-}
-
-func (s *Server) broadcast(t wire.MessageType, payload []byte) {
-	if s.net == nil {
-		return // announcements made while New builds the match
-	}
-	if err := s.net.Broadcast(t, wire.ReliableOrdered, payload); err != nil {
-		s.log.Warn("broadcast failed", "type", t.String(), "err", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/ops/agones"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // modulesPublishEvery is how often the game thread publishes the modules'
@@ -27,6 +28,7 @@ type opsState struct {
 
 	roster      atomic.Pointer[[]ops.Player] // id and name of the admitted clients
 	modules     atomic.Pointer[[]ops.Module]
+	rooms       atomic.Pointer[roomsView]
 	rosterKey   [2]uint64 // (admissions, players) when the roster was built
 	modulesAt   time.Time // tick time of the last modules publication
 	agonesReady bool
@@ -90,6 +92,7 @@ func (s *Server) afterStep(t time.Time, began time.Time) {
 	if t.Sub(s.ops.modulesAt) >= modulesPublishEvery || s.ops.modules.Load() == nil {
 		s.ops.modulesAt = t
 		s.publishModules()
+		s.publishRooms()
 	}
 	if a := s.ops.agones; a != nil {
 		s.driveAgones(a, t)
@@ -98,19 +101,90 @@ func (s *Server) afterStep(t time.Time, began time.Time) {
 	s.ops.tick.Observe(end, end.Sub(began))
 }
 
+// publishModules publishes the modules for the ops layer: one row per
+// module name, the instances of a module that runs one per room summed
+// (their worst state shown), so that the metrics' labels stay the loaded
+// modules, never rooms.
 func (s *Server) publishModules() {
 	st := s.mods.Modules()
-	out := make([]ops.Module, len(st))
-	for i, m := range st {
-		om := ops.Module{Name: m.Name, Kind: m.Kind, Version: m.Version, State: m.State, LastError: m.LastError,
-			Faults: m.Faults, Restarts: m.Restarts, InboxDrops: m.InboxDrops,
-			InboxDepth: m.InboxDepth, InboxCapacity: m.InboxCapacity, TickTime: m.TickTime}
-		for _, v := range m.Metrics {
-			om.Metrics = append(om.Metrics, ops.ModuleMetric{Name: v.Name, Help: v.Help, Counter: v.Kind == module.MetricCounter, Value: v.Value})
+	out := make([]ops.Module, 0, len(st))
+	index := make(map[string]int, len(st))
+	for _, m := range st {
+		i, seen := index[m.Name]
+		if !seen {
+			i = len(out)
+			index[m.Name] = i
+			out = append(out, ops.Module{Name: m.Name, Kind: m.Kind, Version: m.Version, State: m.State})
 		}
-		out[i] = om
+		om := &out[i]
+		if stateRank(m.State) > stateRank(om.State) {
+			om.State = m.State
+		}
+		if m.LastError != "" {
+			om.LastError = m.LastError
+		}
+		om.Faults += m.Faults
+		om.Restarts += m.Restarts
+		om.InboxDrops += m.InboxDrops
+		om.InboxDepth += m.InboxDepth
+		om.InboxCapacity += m.InboxCapacity
+		om.TickTime += m.TickTime
+		for _, v := range m.Metrics {
+			j := slices.IndexFunc(om.Metrics, func(x ops.ModuleMetric) bool { return x.Name == v.Name })
+			if j < 0 {
+				om.Metrics = append(om.Metrics, ops.ModuleMetric{Name: v.Name, Help: v.Help, Counter: v.Kind == module.MetricCounter})
+				j = len(om.Metrics) - 1
+			}
+			om.Metrics[j].Value += v.Value
+		}
 	}
 	s.ops.modules.Store(&out)
+}
+
+// stateRank orders module states from best to worst.
+func stateRank(state string) int {
+	switch state {
+	case modules.StateRunning:
+		return 0
+	case modules.StateRestarting:
+		return 1
+	}
+	return 2
+}
+
+// roomsView is the rooms as the ops layer reads them.
+type roomsView struct {
+	list   []ops.Room
+	counts []ops.RoomCount
+	lobby  int
+}
+
+// publishRooms publishes the rooms for the ops layer.
+func (s *Server) publishRooms() {
+	v := &roomsView{lobby: len(s.inLobby)}
+	type key struct{ mode, state string }
+	idx := make(map[key]int)
+	for _, mode := range s.lobby.Modes() { // every configured mode, even without rooms
+		idx[key{mode, gamemsg.RoomWaiting.String()}] = len(v.counts)
+		v.counts = append(v.counts, ops.RoomCount{Mode: mode, State: gamemsg.RoomWaiting.String()})
+	}
+	for _, r := range s.roomOrder {
+		ri := r.roomInfo()
+		if len(v.list) < ops.MaxRooms {
+			v.list = append(v.list, ops.Room{ID: ri.ID, Name: ri.Name, Mode: ri.Mode, Map: ri.Map, State: ri.State.String(),
+				Players: int(ri.Players), Capacity: int(ri.Capacity), Owner: r.info.Owner, Password: ri.Password})
+		}
+		k := key{ri.Mode, ri.State.String()}
+		i, ok := idx[k]
+		if !ok {
+			i = len(v.counts)
+			idx[k] = i
+			v.counts = append(v.counts, ops.RoomCount{Mode: ri.Mode, State: k.state})
+		}
+		v.counts[i].Rooms++
+		v.counts[i].Players += len(r.info.Members)
+	}
+	s.ops.rooms.Store(v)
 }
 
 func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
@@ -174,6 +248,14 @@ func (s *Server) Snapshot() ops.Snapshot {
 	if m := s.ops.modules.Load(); m != nil {
 		snap.Modules = *m
 	}
+	if r := s.ops.rooms.Load(); r != nil {
+		snap.Rooms, snap.RoomCounts, snap.LobbyPlayers = r.list, r.counts, r.lobby
+	}
+	snap.RoomsMax = s.lobby.Max()
+	if s.fixed != nil {
+		snap.RoomsMax = 1
+	}
+	snap.RoomsOpened, snap.RoomsClosed = s.roomStats.opened.Load(), s.roomStats.closed.Load()
 	if snap.Version == "" {
 		snap.Version = "unknown"
 	}

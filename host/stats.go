@@ -39,6 +39,13 @@ type ServerStats struct {
 	// ModuleMessagesOverLimit counts the module messages dropped because
 	// their client was over [limits] module_messages_per_tick.
 	ModuleMessagesOverLimit uint64
+	// Rooms open now; RoomRequests carried out (RoomRefused of them
+	// answered with a code other than OK), RoomRequestsDropped over a
+	// client's budget or past a full queue; ModuleMessagesUnrouted are
+	// module messages no module of the sender's room owns.
+	Rooms                                          int
+	RoomRequests, RoomRefused, RoomRequestsDropped uint64
+	ModuleMessagesUnrouted                         uint64
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -57,6 +64,10 @@ func (s *Server) Stats() ServerStats {
 		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
 		Net:                     ns,
 		ModuleMessagesOverLimit: s.mods.MessagesOverLimit(),
+		Rooms:                   v.rooms,
+		RoomRequests:            s.roomStats.requests.Load(), RoomRefused: s.roomStats.refused.Load(),
+		RoomRequestsDropped:    s.roomReqs.dropped.Load(),
+		ModuleMessagesUnrouted: s.mods.Unrouted(),
 	}
 }
 
@@ -79,7 +90,8 @@ func (st ServerStats) String() string {
 		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
 	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
 		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
-	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d", st.ModuleMessagesOverLimit)
+	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d, outside the sender's room %d", st.ModuleMessagesOverLimit, st.ModuleMessagesUnrouted)
+	fmt.Fprintf(&b, "\nrooms %d, room requests %d (refused %d, dropped %d)", st.Rooms, st.RoomRequests, st.RoomRefused, st.RoomRequestsDropped)
 	fmt.Fprintf(&b, "\nmessages: sent %d in %d datagrams, received %d; refused %d, reported refused by clients %d; held for a module %d (delivered %d)",
 		n.MessagesSent, n.PacketsSent, n.MessagesReceived, n.MessagesRefused, n.PeerRefusals, n.HeldNotLoaded, n.HeldDelivered)
 	return b.String()

@@ -30,6 +30,9 @@ const (
 	EventMatchEnd                        // MatchEnd
 	EventMapChange                       // Map, MapIndex
 	EventInput                           // Client, Input: a ClientInput (modules with Manifest.Inputs)
+	EventRoomOpen                        // Room, RoomInfo, EntityIDs: a module that serves many rooms starts serving one
+	EventRoomClose                       // Room: ... and stops (its Host is gone; its entities are destroyed)
+	EventPause                           // Paused: the room's match clock stopped (true) or runs again (false)
 )
 
 // String names the kind.
@@ -49,21 +52,38 @@ func (k EventKind) String() string {
 		return "map_change"
 	case EventInput:
 		return "input"
+	case EventRoomOpen:
+		return "room_open"
+	case EventRoomClose:
+		return "room_close"
+	case EventPause:
+		return "pause"
 	}
 	return "unknown"
 }
 
 // Event is one thing that happened since the module's last Step.
 type Event struct {
-	Kind     EventKind
-	Client   uint32
-	Name     string                // EventAdmitted
-	Reason   wire.DisconnectReason // EventLeft
-	Type     wire.MessageType      // EventMessage
-	Payload  []byte                // EventMessage: a copy owned by the event
-	Match    gamemsg.MatchStart    // EventMatchStart
-	MatchEnd gamemsg.MatchEnd      // EventMatchEnd
-	Map      string                // EventMapChange
-	MapIndex int                   // EventMapChange
-	Input    gamemsg.ClientInput   // EventInput
+	Kind EventKind
+	// Room is the room the event happened in (0: the whole server). A
+	// module with one instance per room always sees its own.
+	Room   RoomID
+	Client uint32
+	Name   string // EventAdmitted
+	// Reason (EventLeft) is how the client's session ended, or
+	// DisconnectUnknown when it only left the room; Leave says which.
+	Reason   wire.DisconnectReason
+	Leave    gamemsg.LeaveReason // EventLeft
+	Type     wire.MessageType    // EventMessage
+	Payload  []byte              // EventMessage: a copy owned by the event
+	Match    gamemsg.MatchStart  // EventMatchStart
+	MatchEnd gamemsg.MatchEnd    // EventMatchEnd
+	Map      string              // EventMapChange
+	MapIndex int                 // EventMapChange
+	Input    gamemsg.ClientInput // EventInput
+	// RoomInfo and EntityIDs (EventRoomOpen) are the room's facts and the
+	// module's block of entity ids in the room's world.
+	RoomInfo  RoomInfo
+	EntityIDs IDRange
+	Paused    bool // EventPause
 }

@@ -17,15 +17,18 @@ import (
 // the batch returns, in order).
 type Host interface {
 	// Send sends a message of one of the module's types (or a built-in
-	// server-to-client game type) to one client, on the type's channel.
+	// server-to-client game type) to one client of the module's room, on
+	// the type's channel (a client elsewhere is ErrNoClient).
 	// The payload is checked against the schema first; the error says why
 	// not.
 	Send(client uint32, t wire.MessageType, payload []byte) error
-	// Broadcast sends to every admitted client.
+	// Broadcast sends to every client of the module's room (every admitted
+	// client for a module of the whole server).
 	Broadcast(t wire.MessageType, payload []byte) error
-	// BroadcastExcept sends to every admitted client but one.
+	// BroadcastExcept sends to every client of the room but one.
 	BroadcastExcept(except uint32, t wire.MessageType, payload []byte) error
-	// Kick disconnects a client with reason Kicked and the given detail.
+	// Kick disconnects a client of the module's room with reason Kicked and
+	// the given detail.
 	Kick(client uint32, detail string) error
 	// AddScore adds to a client's score in the current match.
 	AddScore(client uint32, score, kills, deaths int32)
@@ -35,9 +38,9 @@ type Host interface {
 	Fault(err error)
 	// Log is the module's logger (its records carry the module's name).
 	Log() *slog.Logger
-	// Client returns an admitted client's facts.
+	// Client returns the facts of a client of the module's room.
 	Client(id uint32) (ClientInfo, bool)
-	// Clients lists the admitted clients in id order.
+	// Clients lists the clients of the module's room in id order.
 	Clients() []ClientInfo
 	// Server returns the server's facts as of this tick.
 	Server() ServerInfo
@@ -149,6 +152,10 @@ type ServerInfo struct {
 	ReplicationRate int
 	// LagWindow is how far back Raycast rewinds at most.
 	LagWindow time.Duration
+	// Room is the module's room (its ID is 0 for a module of the whole
+	// server); Map, MatchState, Players and MaxPlayers above are the
+	// room's.
+	Room RoomInfo
 }
 
 // Errors a Host returns that a module may match with errors.Is.

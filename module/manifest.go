@@ -24,6 +24,10 @@ type Manifest struct {
 	// each one number without labels; set them with Host.SetMetric and
 	// Host.AddMetric.
 	Metrics []MetricSpec
+	// Rooms: one instance of the module serves every room of its mode
+	// (EventRoomOpen, Event.Room, RoomHost); without it each room gets an
+	// instance of its own (see room.go).
+	Rooms bool
 }
 
 // CommandSpec declares one admin console command of a module.

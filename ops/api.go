@@ -30,6 +30,21 @@ type statusJSON struct {
 	Readiness         string       `json:"readiness"`
 	Modules           []moduleJSON `json:"modules"`
 	PlayerList        []playerJSON `json:"player_list"`
+	Rooms             []roomJSON   `json:"rooms"`
+	RoomsMax          int          `json:"rooms_max"`
+	LobbyPlayers      int          `json:"lobby_players"`
+}
+
+type roomJSON struct {
+	ID       uint32 `json:"id"`
+	Name     string `json:"name"`
+	Mode     string `json:"mode"`
+	Map      string `json:"map"`
+	State    string `json:"state"`
+	Players  int    `json:"players"`
+	Capacity int    `json:"capacity"`
+	Owner    uint32 `json:"owner"`
+	Password bool   `json:"password"`
 }
 
 type moduleJSON struct {
@@ -68,7 +83,12 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 		Name: snap.Name, Version: snap.Version, Map: snap.Map, Mode: snap.Mode, MatchState: snap.MatchState, Round: snap.Round,
 		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
 		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
-		Modules: []moduleJSON{}, PlayerList: []playerJSON{},
+		Modules: []moduleJSON{}, PlayerList: []playerJSON{}, Rooms: []roomJSON{},
+		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers,
+	}
+	for _, r := range snap.Rooms {
+		out.Rooms = append(out.Rooms, roomJSON{ID: r.ID, Name: r.Name, Mode: r.Mode, Map: r.Map, State: r.State,
+			Players: r.Players, Capacity: r.Capacity, Owner: r.Owner, Password: r.Password})
 	}
 	for _, n := range snap.Net {
 		switch n.Family {

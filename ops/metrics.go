@@ -37,7 +37,16 @@ var (
 	descModCap      = desc("module_inbox_capacity", "A module's inbox size in events.", "module")
 	descModDrops    = desc("module_inbox_drops_total", "Events dropped because a module's inbox was full.", "module")
 	descModTick     = desc("module_tick_seconds_total", "Time the game thread spent in a module's tick since it was loaded.", "module")
+	descRooms       = desc("rooms", "Rooms open, by mode and state (waiting, playing, paused, ended).", "mode", "state")
+	descRoomPlayers = desc("room_players", "Players in rooms, by mode.", "mode")
+	descRoomsMax    = desc("rooms_max", "Rooms the server may hold at once (rooms.max).")
+	descLobby       = desc("lobby_players", "Admitted players in no room (in the lobby).")
+	descRoomsOpened = desc("rooms_opened_total", "Rooms opened since start.")
+	descRoomsClosed = desc("rooms_closed_total", "Rooms closed since start.")
 )
+
+// roomStates are the states every mode's room count is exported for.
+var roomStates = [...]string{"waiting", "playing", "paused", "ended"}
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("sparkhost_"+name, help, labels, nil)
@@ -97,6 +106,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMatch, 1, s.Map, s.Mode, s.MatchState)
 	gauge(descBuild, 1, s.Version)
 	c.collectNet(ch, s)
+	c.collectRooms(gauge, counter, s)
 	seen := make(map[string]bool)
 	for _, m := range s.Modules {
 		for _, st := range moduleStates {
@@ -110,6 +120,32 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descModTick, m.TickTime.Seconds(), m.Name)
 		c.collectModule(ch, m, seen)
 	}
+}
+
+// collectRooms exports the room counts: labels are the configured modes
+// and the four states, never room ids.
+func (c *collector) collectRooms(gauge, counter func(*prometheus.Desc, float64, ...string), s Snapshot) {
+	type key struct{ mode, state string }
+	counts := make(map[key]int)
+	players := make(map[string]int)
+	var modes []string
+	for _, rc := range s.RoomCounts {
+		if _, ok := players[rc.Mode]; !ok {
+			modes = append(modes, rc.Mode)
+		}
+		counts[key{rc.Mode, rc.State}] += rc.Rooms
+		players[rc.Mode] += rc.Players
+	}
+	for _, m := range modes {
+		for _, st := range roomStates {
+			gauge(descRooms, float64(counts[key{m, st}]), m, st)
+		}
+		gauge(descRoomPlayers, float64(players[m]), m)
+	}
+	gauge(descRoomsMax, float64(s.RoomsMax))
+	gauge(descLobby, float64(s.LobbyPlayers))
+	counter(descRoomsOpened, float64(s.RoomsOpened))
+	counter(descRoomsClosed, float64(s.RoomsClosed))
 }
 
 // collectNet exports the transport's counter table as sparkhost_net_*.

@@ -34,6 +34,35 @@ type Snapshot struct {
 	Net        []netstack.CounterSample // the transport's counters
 	PlayerList []Player                 // admitted clients, by id
 	Modules    []Module                 // loaded modules, in load order (published by the game thread a few times a second)
+	// Rooms (published with the modules): the first MaxRooms rooms by id,
+	// the counts by mode and state (bounded by the configured modes: the
+	// metrics' labels), the clients in no room, and the totals.
+	Rooms        []Room
+	RoomCounts   []RoomCount
+	RoomsMax     int
+	LobbyPlayers int
+	RoomsOpened  uint64
+	RoomsClosed  uint64
+}
+
+// MaxRooms bounds the rooms a Snapshot lists (the page's table).
+const MaxRooms = 200
+
+// Room is one room on the status page.
+type Room struct {
+	ID                uint32
+	Name, Mode, Map   string
+	State             string // waiting, playing, paused, ended
+	Players, Capacity int
+	Owner             uint32
+	Password          bool
+}
+
+// RoomCount is how many rooms of one mode are in one state, and their
+// players.
+type RoomCount struct {
+	Mode, State    string
+	Rooms, Players int
 }
 
 // Player is one admitted client. The address is left out on purpose: the
@@ -47,7 +76,8 @@ type Player struct {
 	BandwidthDown float64 // bytes/s it sends the server
 }
 
-// Module is one loaded module.
+// Module is one loaded module; the host sums the instances of a module
+// that runs one per room into one row.
 type Module struct {
 	Name, Kind, Version, State, LastError string
 	Faults, Restarts, InboxDrops          uint64

@@ -103,10 +103,11 @@ func checkEntityTypes(ts []module.EntityType) (map[uint16]*sdkType, error) {
 	return out, nil
 }
 
-// initEntities sets up the entity state at Init.
-func (r *runtime) initEntities(req *pluginv1.InitRequest) {
+// initEntities sets up the entity state of a room: at Init (Serve), when
+// the room opens (ServeRooms).
+func (r *runtime) initEntities(ids module.IDRange) {
 	e := &r.ents
-	e.ids = module.IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()}
+	e.ids = ids
 	e.next = e.ids.First
 	e.live = make(map[uint32]*sdkEntity)
 	e.views = make(map[uint32]module.ClientView)

@@ -24,7 +24,7 @@ func (r *runtime) AddMetric(name string, delta float64) error {
 }
 
 // metricUpdates returns the values that changed since the last call.
-func (r *runtime) metricUpdates() []*pluginv1.MetricValue {
+func (r *shared) metricUpdates() []*pluginv1.MetricValue {
 	var out []*pluginv1.MetricValue
 	r.metrics.Changed(func(i int, v float64) {
 		out = append(out, &pluginv1.MetricValue{Index: uint32(i), Value: v})

@@ -91,6 +91,13 @@ type InputHandler interface {
 	OnInput(c module.ClientInfo, in gamemsg.ClientInput)
 }
 
+// PauseHandler is implemented by a module that reacts when its room's match
+// is paused or resumed (the match clock, which the host owns, stops by
+// itself; a module with a world of its own freezes it here).
+type PauseHandler interface {
+	OnPause(paused bool)
+}
+
 // ErrOutsideCallback is returned by Host methods called from a goroutine
 // of the module's own, outside a callback.
 var ErrOutsideCallback = errors.New("plugin: Host used outside a callback; keep Host calls in the module's callbacks")

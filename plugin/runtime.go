@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,34 +25,52 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// runtime serves one module: it is the gRPC ModuleServer and the Host.
-// Calls arrive one at a time from the server; mu also keeps a module's own
-// goroutines out of the Host while no callback runs.
-type runtime struct {
+// shared is the plugin process: the gRPC ModuleServer, and what the rooms
+// it serves share (the manifest, the message registry, the batch of
+// actions, the metrics, the key-value store). Calls arrive one at a time
+// from the server; mu also keeps a module's own goroutines out of the Host
+// while no callback runs.
+type shared struct {
 	pluginv1.UnimplementedModuleServer
 
-	mod      Module
 	manifest module.Manifest
 	log      *slog.Logger
+	types    map[uint16]*sdkType
+	// single is Serve's module, in the module's one room; newRoom and
+	// rooms are ServeRooms': a module for each room the server opens.
+	single  *runtime
+	newRoom func() Module
+	rooms   map[uint32]*runtime
 
 	mu      sync.Mutex
 	inCall  atomic.Bool
 	loaded  bool
 	reg     *wire.Registry
-	clients map[uint32]*module.ClientInfo
-	server  module.ServerInfo
 	now     time.Time
-	timers  timerq.Queue
 	kv      *kvfile.Store
 	actions []*pluginv1.Action
-	ents    entities
 	metrics *metricset.Set
+}
+
+// runtime serves one room's module: it is the module's Host. Serve's
+// runtime is room 0 (the server gives such a plugin a process per room).
+type runtime struct {
+	*shared
+	room    uint32
+	mod     Module
+	log     *slog.Logger
+	loaded  bool
+	clients map[uint32]*module.ClientInfo
+	server  module.ServerInfo
+	timers  timerq.Queue
+	ents    entities
 }
 
 var _ module.Host = (*runtime)(nil)
 
-func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
-	man := m.Manifest()
+// newShared checks a manifest and builds the process's shared state;
+// sample is a module of it (for the capability checks).
+func newShared(man module.Manifest, sample Module, log *slog.Logger) (*shared, error) {
 	reg := gamemsg.NewRegistry()
 	for _, s := range man.Messages {
 		if err := reg.Register(man.Name, s); err != nil {
@@ -61,74 +81,184 @@ func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	if _, ok := m.(InputHandler); man.Inputs && !ok {
+	if _, ok := sample.(InputHandler); man.Inputs && !ok {
 		return nil, errors.New("manifest: Inputs is set but the module has no OnInput method (plugin.InputHandler)")
 	}
 	// Every record names the module: the server files it under that name
 	// even before it has the manifest.
-	r := &runtime{mod: m, manifest: man, log: log.With("module", man.Name), reg: reg, clients: make(map[uint32]*module.ClientInfo)}
-	r.ents.types = types
-	if r.metrics, err = metricset.New(man.Metrics); err != nil {
+	sh := &shared{manifest: man, log: log.With("module", man.Name), reg: reg, types: types, rooms: make(map[uint32]*runtime)}
+	if sh.metrics, err = metricset.New(man.Metrics); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	return r, nil
+	return sh, nil
+}
+
+// newRuntime is Serve's process: m in the module's one room.
+func newRuntime(m Module, log *slog.Logger) (*runtime, error) {
+	sh, err := newShared(m.Manifest(), m, log)
+	if err != nil {
+		return nil, err
+	}
+	sh.single = sh.newRoomRuntime(0, m)
+	return sh.single, nil
+}
+
+// newRoomsServer is ServeRooms' process: a module from newRoom for every
+// room the server opens.
+func newRoomsServer(newRoom func() Module, log *slog.Logger) (*shared, error) {
+	sample := newRoom()
+	man := sample.Manifest()
+	man.Rooms = true
+	sh, err := newShared(man, sample, log)
+	if err != nil {
+		return nil, err
+	}
+	sh.newRoom = newRoom
+	return sh, nil
+}
+
+func (sh *shared) newRoomRuntime(room uint32, m Module) *runtime {
+	r := &runtime{shared: sh, room: room, mod: m, log: sh.log, clients: make(map[uint32]*module.ClientInfo)}
+	if sh.newRoom != nil {
+		r.log = sh.log.With("room", room)
+	}
+	r.ents.types = sh.types
+	return r
+}
+
+// each runs fn for every room's runtime, in room order.
+func (sh *shared) each(fn func(r *runtime)) {
+	if sh.single != nil {
+		fn(sh.single)
+		return
+	}
+	ids := make([]uint32, 0, len(sh.rooms))
+	for id := range sh.rooms {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		fn(sh.rooms[id])
+	}
 }
 
 // call runs fn as a callback and returns the actions it took.
-func (r *runtime) call(fn func()) []*pluginv1.Action {
-	r.inCall.Store(true)
-	r.actions = r.actions[:0]
+func (sh *shared) call(fn func()) []*pluginv1.Action {
+	sh.inCall.Store(true)
+	sh.actions = sh.actions[:0]
 	fn()
-	r.finishUpdates()
-	r.inCall.Store(false)
-	out := r.actions
-	r.actions = nil // handed to gRPC; a fresh slice next time
+	sh.each((*runtime).finishUpdates)
+	sh.inCall.Store(false)
+	out := sh.actions
+	sh.actions = nil // handed to gRPC; a fresh slice next time
 	return out
 }
 
-func (r *runtime) Init(_ context.Context, req *pluginv1.InitRequest) (*pluginv1.InitResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.loaded {
+func (sh *shared) Init(_ context.Context, req *pluginv1.InitRequest) (*pluginv1.InitResponse, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.loaded {
 		return nil, errors.New("plugin: Init called twice")
 	}
-	r.setServer(req.GetServer())
-	r.now = time.Now()
-	r.initEntities(req)
+	sh.now = time.Now()
 	var err error
-	acts := r.call(func() { err = r.mod.Load(r) })
-	resp := &pluginv1.InitResponse{Manifest: manifestToPB(r.manifest), Actions: acts}
+	var acts []*pluginv1.Action
+	if r := sh.single; r != nil {
+		r.setServer(req.GetServer())
+		r.initEntities(module.IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()})
+		acts = sh.call(func() { err = r.mod.Load(r) })
+		r.loaded = err == nil
+	}
+	resp := &pluginv1.InitResponse{Manifest: manifestToPB(sh.manifest), Actions: acts}
 	if err != nil {
 		resp.Error = err.Error()
 		return resp, nil
 	}
-	r.loaded = true
+	sh.loaded = true
 	return resp, nil
 }
 
-func (r *runtime) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.StepResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.loaded {
+func (sh *shared) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.StepResponse, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if !sh.loaded {
 		return nil, errors.New("plugin: Step before Init")
 	}
-	r.setServer(req.GetServer())
-	r.now = time.Unix(0, req.GetNowUnixNs())
-	for _, p := range req.GetPings() {
-		if c := r.clients[p.GetClient()]; c != nil {
-			c.Ping = time.Duration(p.GetPingNs())
+	sh.now = time.Unix(0, req.GetNowUnixNs())
+	if sh.single != nil {
+		sh.single.setServer(req.GetServer())
+	}
+	for _, rt := range req.GetRooms() {
+		if r := sh.rooms[rt.GetRoom()]; r != nil {
+			r.setServer(rt.GetServer())
 		}
 	}
-	t := module.Tick{Number: req.GetTick(), DT: time.Duration(req.GetDtNs()), Now: r.now, Deadline: time.Unix(0, req.GetDeadlineUnixNs())}
-	acts := r.call(func() {
+	for _, p := range req.GetPings() {
+		sh.each(func(r *runtime) {
+			if c := r.clients[p.GetClient()]; c != nil {
+				c.Ping = time.Duration(p.GetPingNs())
+			}
+		})
+	}
+	t := module.Tick{Number: req.GetTick(), DT: time.Duration(req.GetDtNs()), Now: sh.now, Deadline: time.Unix(0, req.GetDeadlineUnixNs())}
+	acts := sh.call(func() {
 		for _, ev := range req.GetEvents() {
-			r.dispatch(ev)
+			sh.dispatch(req, ev)
 		}
-		r.timers.Run(r.now, nil)
-		r.mod.OnTick(t)
+		sh.each(func(r *runtime) {
+			r.timers.Run(sh.now, nil)
+			r.mod.OnTick(t)
+		})
 	})
-	r.recordHistory()
-	return &pluginv1.StepResponse{Actions: acts, Metrics: r.metricUpdates()}, nil
+	sh.each((*runtime).recordHistory)
+	return &pluginv1.StepResponse{Actions: acts, Metrics: sh.metricUpdates()}, nil
+}
+
+// dispatch hands an event to its room's module; ServeRooms' rooms open
+// and close here.
+func (sh *shared) dispatch(req *pluginv1.StepRequest, ev *pluginv1.Event) {
+	if sh.single != nil {
+		sh.single.dispatch(ev)
+		return
+	}
+	id := ev.GetRoom()
+	switch ev.GetKind() {
+	case pluginv1.EventKind_EVENT_ROOM_OPEN:
+		sh.openRoom(req, ev)
+		return
+	case pluginv1.EventKind_EVENT_ROOM_CLOSE:
+		if r := sh.rooms[id]; r != nil {
+			delete(sh.rooms, id)
+			r.mod.Unload()
+		}
+		return
+	}
+	if r := sh.rooms[id]; r != nil {
+		r.dispatch(ev)
+	}
+}
+
+// openRoom starts a module for a room the server opened: its facts are
+// among the request's rooms, its entity ids in the event. A module whose
+// Load fails reports a fault for the room and gets none of its events.
+func (sh *shared) openRoom(req *pluginv1.StepRequest, ev *pluginv1.Event) {
+	id := ev.GetRoom() // 0: the whole server, for a module loaded for it
+	if sh.rooms[id] != nil {
+		return
+	}
+	r := sh.newRoomRuntime(id, sh.newRoom())
+	for _, rt := range req.GetRooms() {
+		if rt.GetRoom() == id {
+			r.setServer(rt.GetServer())
+		}
+	}
+	r.initEntities(module.IDRange{First: ev.GetEntityIdFirst(), Last: ev.GetEntityIdLast()})
+	if err := r.mod.Load(r); err != nil {
+		r.Fault(fmt.Errorf("room %d: the module did not start: %w", id, err))
+		return
+	}
+	r.loaded = true
+	sh.rooms[id] = r
 }
 
 func (r *runtime) dispatch(ev *pluginv1.Event) {
@@ -176,18 +306,27 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 			c = &module.ClientInfo{ID: ev.GetClient()}
 		}
 		ih.OnInput(*c, in)
+	case pluginv1.EventKind_EVENT_PAUSE:
+		if ph, ok := r.mod.(PauseHandler); ok {
+			ph.OnPause(ev.GetPaused())
+		}
 	}
 }
 
-func (r *runtime) Command(_ context.Context, req *pluginv1.CommandRequest) (*pluginv1.CommandResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.loaded {
+// Command runs a console command: in Serve's module, or in the module of
+// the room a first argument "@N" names (the only room's without one).
+func (sh *shared) Command(_ context.Context, req *pluginv1.CommandRequest) (*pluginv1.CommandResponse, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if !sh.loaded {
 		return nil, errors.New("plugin: Command before Init")
 	}
+	r, args, err := sh.commandRoom(req.GetArgs())
+	if err != nil {
+		return &pluginv1.CommandResponse{Error: err.Error()}, nil
+	}
 	var out string
-	var err error
-	acts := r.call(func() { out, err = r.mod.Command(req.GetName(), req.GetArgs()) })
+	acts := sh.call(func() { out, err = r.mod.Command(req.GetName(), args) })
 	resp := &pluginv1.CommandResponse{Output: out, Actions: acts}
 	if err != nil {
 		resp.Error = err.Error()
@@ -195,14 +334,41 @@ func (r *runtime) Command(_ context.Context, req *pluginv1.CommandRequest) (*plu
 	return resp, nil
 }
 
-func (r *runtime) Shutdown(context.Context, *pluginv1.ShutdownRequest) (*pluginv1.ShutdownResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.loaded {
+// commandRoom picks the room a command runs in.
+func (sh *shared) commandRoom(args []string) (*runtime, []string, error) {
+	if sh.single != nil {
+		return sh.single, args, nil
+	}
+	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
+		id, err := strconv.ParseUint(args[0][1:], 10, 32)
+		if r := sh.rooms[uint32(id)]; err == nil && r != nil {
+			return r, args[1:], nil
+		}
+		return nil, nil, fmt.Errorf("module %s does not run in room %s", sh.manifest.Name, args[0][1:])
+	}
+	var open []string
+	var only *runtime
+	sh.each(func(r *runtime) {
+		open = append(open, strconv.FormatUint(uint64(r.room), 10))
+		only = r
+	})
+	if len(open) == 1 {
+		return only, args, nil
+	}
+	if len(open) == 0 {
+		return nil, nil, fmt.Errorf("module %s runs in no room now", sh.manifest.Name)
+	}
+	return nil, nil, fmt.Errorf("module %s runs in rooms %s; name one first: @ROOM", sh.manifest.Name, strings.Join(open, ", "))
+}
+
+func (sh *shared) Shutdown(context.Context, *pluginv1.ShutdownRequest) (*pluginv1.ShutdownResponse, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if !sh.loaded {
 		return &pluginv1.ShutdownResponse{}, nil
 	}
-	r.loaded = false
-	return &pluginv1.ShutdownResponse{Actions: r.call(r.mod.Unload)}, nil
+	sh.loaded = false
+	return &pluginv1.ShutdownResponse{Actions: sh.call(func() { sh.each(func(r *runtime) { r.mod.Unload() }) })}, nil
 }
 
 func (r *runtime) setServer(p *pluginv1.ServerInfo) {
@@ -217,6 +383,10 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 	if r.server.DataDir == "" && p.GetModulesDir() != "" {
 		r.server.DataDir = filepath.Join(p.GetModulesDir(), r.manifest.Name)
 	}
+	if room := p.GetRoom(); room != nil {
+		r.server.Room = module.RoomInfo{ID: module.RoomID(room.GetId()), Name: room.GetName(), Mode: room.GetMode(),
+			Owner: room.GetOwner(), Capacity: int(room.GetCapacity()), State: gamemsg.RoomStatus(room.GetState())}
+	}
 }
 
 // Host implementation. The runtime's lock is held during every callback,
@@ -226,6 +396,7 @@ func (r *runtime) act(a *pluginv1.Action) error {
 	if !r.inCall.Load() {
 		return ErrOutsideCallback
 	}
+	a.Room = r.room
 	r.actions = append(r.actions, a)
 	return nil
 }
@@ -353,5 +524,6 @@ func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 	}
 	pm.EntityTypes, pm.Inputs = encodeManifestTypes(m.EntityTypes), m.Inputs
 	pm.Metrics = metricsToPB(m.Metrics)
+	pm.Rooms = m.Rooms
 	return pm
 }

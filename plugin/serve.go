@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
+	"github.com/sparkhost/sparkhost/module"
+	"github.com/sparkhost/sparkhost/proto/pluginv1"
 )
 
 // Serve runs m as a sparkhost plugin and never returns: it is the whole of
@@ -19,10 +22,21 @@ import (
 // describe` does), it prints the manifest as JSON and exits. Run by hand, it
 // says what it is and exits with status 2.
 func Serve(m Module) {
-	os.Exit(serve(m))
+	os.Exit(serve(m.Manifest(), func(log *slog.Logger) (pluginv1.ModuleServer, error) { return newRuntime(m, log) }))
 }
 
-func serve(m Module) int {
+// ServeRooms runs a plugin that serves every room of its mode from one
+// process (docs/go-plugins.md "Rooms"): newRoom makes the module of one
+// room, called once more for every room the server opens (and once to read
+// the manifest). Each module is written as for one match — its Host is its
+// room's: Clients, Broadcast, the entity calls and Server are the room's —
+// and the server still makes one call per tick for all the rooms. Serve,
+// by contrast, gets a process per room.
+func ServeRooms(newRoom func() Module) {
+	os.Exit(serve(newRoom().Manifest(), func(log *slog.Logger) (pluginv1.ModuleServer, error) { return newRoomsServer(newRoom, log) }))
+}
+
+func serve(man module.Manifest, build func(*slog.Logger) (pluginv1.ModuleServer, error)) int {
 	log := newLogger(realStderr)
 	if os.Getenv(pluginwire.CookieKey) != pluginwire.CookieValue {
 		fmt.Fprintf(realStderr, "%s is a sparkhost game module (a Go plugin); the server starts it:\n"+
@@ -31,9 +45,9 @@ func serve(m Module) int {
 		return 2
 	}
 	if os.Getenv(pluginwire.DescribeEnv) == "1" {
-		return describe(m)
+		return describe(man)
 	}
-	rt, err := newRuntime(m, log)
+	rt, err := build(log)
 	if err != nil {
 		fmt.Fprintf(realStderr, "sparkhost plugin: %v\n", err)
 		return 1
@@ -51,8 +65,7 @@ func serve(m Module) int {
 	return 0
 }
 
-func describe(m Module) int {
-	man := m.Manifest()
+func describe(man module.Manifest) int {
 	d := pluginwire.Description{Protocol: pluginwire.ProtocolVersion(), Name: man.Name, Version: man.Version, Messages: man.Messages}
 	for _, c := range man.Commands {
 		d.Commands = append(d.Commands, pluginwire.Command{Name: c.Name, Usage: c.Usage, Help: c.Help})

@@ -19,11 +19,13 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN] [--data-dir DIR]
                      [--duration D] [--seed S] [--rate HZ] [--maps-dir DIR]
+                     [--rooms R [--mode MODE]]
 
 Runs N headless deathmatch players, named bot1 … botN, in this process, for
 tests and load. Each bot is its own protocol v3 client (its own socket and
@@ -46,6 +48,10 @@ flags:
   --seed S          seed of the bots' choices; the same seed, the same bots (default 1)
   --rate HZ         inputs per second per bot, 1..1000; 0 = the server's tick rate (default 0)
   --maps-dir DIR    the server's maps, when they are not the built-in ones
+  --rooms R         on a server with a lobby (sparkhost run --rooms): spread the
+                    bots over R rooms, ceil(N/R) each; the first bot of each room
+                    creates and starts it (capacity ceil(N/R)), the others join
+  --mode MODE       the mode of those rooms (default deathmatch)
 
 Bots connect one after another (the server's Connect budget per address
 allows bursts of connect_burst, then connect_refill_per_second; a v4
@@ -69,6 +75,8 @@ type botsOptions struct {
 	seed     uint64
 	rate     int
 	mapsDir  string
+	rooms    int
+	mode     string
 }
 
 // botsCommand runs `sparkhost bots`.
@@ -91,6 +99,8 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 	fs.Uint64Var(&o.seed, "seed", 1, "")
 	fs.IntVar(&o.rate, "rate", 0, "")
 	fs.StringVar(&o.mapsDir, "maps-dir", "", "")
+	fs.IntVar(&o.rooms, "rooms", 0, "")
+	fs.StringVar(&o.mode, "mode", "deathmatch", "")
 	fail := func(format string, a ...any) (botsOptions, int, bool) {
 		fmt.Fprintf(stderr, "sparkhost bots: "+format+"\n\n%s", append(a, botsUsage)...)
 		return o, 2, false
@@ -115,6 +125,8 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 		return fail("--duration %v is negative", o.duration)
 	case o.rate < 0 || o.rate > movement.MaxTickRate:
 		return fail("--rate %d: want 0..%d", o.rate, movement.MaxTickRate)
+	case o.rooms < 0 || o.rooms > o.count:
+		return fail("--rooms %d: want 0..--count (%d)", o.rooms, o.count)
 	}
 	ap, err := netip.ParseAddrPort(server)
 	if err != nil || !ap.Addr().Unmap().Is4() || ap.Port() == 0 {
@@ -169,6 +181,7 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// connect.
 	bots := make([]*botRun, o.count)
 	connected := 0
+	var room uint32 // the room of the bots being connected
 	var wg sync.WaitGroup
 	fmt.Fprintf(stdout, "connecting %d bots to %s\n", o.count, o.server)
 	prog := newProgress(stdout)
@@ -185,6 +198,12 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			r.end = "connect failed: " + err.Error()
 			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
+			continue
+		}
+		if err := o.enterRoom(ctx, b, i, &room); err != nil {
+			r.end = "room: " + err.Error()
+			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
+			b.Close()
 			continue
 		}
 		r.bot = b
@@ -206,6 +225,27 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// enterRoom puts bot i in its room with --rooms: the first of each room
+// creates and starts it, the others join *room.
+func (o *botsOptions) enterRoom(ctx context.Context, b *netbot.Bot, i int, room *uint32) error {
+	if o.rooms == 0 {
+		return nil
+	}
+	per := (o.count + o.rooms - 1) / o.rooms
+	if i%per != 0 {
+		_, err := b.EnterRoom(ctx, gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: *room}))
+		return err
+	}
+	id, err := b.EnterRoom(ctx, gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{
+		Name: fmt.Sprintf("bots %d", i/per+1), Mode: o.mode, Capacity: uint16(per)}))
+	if err != nil {
+		return err
+	}
+	*room = id
+	_, err = b.EnterRoom(ctx, gamemsg.TypeRoomStart, nil)
+	return err
 }
 
 // botMaps is the maps bots predict on: dir, else the built-in ones.

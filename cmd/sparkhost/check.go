@@ -12,9 +12,11 @@ import (
 )
 
 const checkUsage = `usage: sparkhost check [--config FILE] [--module NAME|PATH]... [--data-dir DIR]
+                       [--rooms --mode NAME|PATH...]
 
 Checks a deployment without serving: validates the config, then loads every
-module the server would load (modules.load, then each --module) exactly as
+module the server would load (modules.load, then each --module, then with
+--rooms or rooms.enabled every room mode, in a room of its own) exactly as
 run does — Lua scripts compiled and run to their manifest, Go plugins
 started and their manifests read — and stops them again. No socket is
 opened. Prints one line per module and one per problem; exits 1 if there is
@@ -29,8 +31,10 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, checkUsage); fs.PrintDefaults() }
 	configPath := fs.String("config", "", "config file (default: built-in defaults)")
 	dataDir := fs.String("data-dir", "", "data directory the modules see (default: server.data_dir)")
-	var modules moduleFlags
+	var modules, modes moduleFlags
 	fs.Var(&modules, "module", "a module to check besides modules.load, by name or path (repeatable)")
+	rooms := fs.Bool("rooms", false, "check as a server with a lobby (rooms.enabled)")
+	fs.Var(&modes, "mode", "a room mode (replaces rooms.modes; repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -50,8 +54,12 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		cfg, err = config.Parse(config.DefaultTOML, name)
 	}
-	if err == nil && *dataDir != "" {
-		cfg.Apply(config.Overrides{DataDir: dataDir}, os.Getenv)
+	if err == nil && (*dataDir != "" || *rooms || len(modes) > 0) {
+		o := config.Overrides{Rooms: *rooms, Modes: modes}
+		if *dataDir != "" {
+			o.DataDir = dataDir
+		}
+		cfg.Apply(o, os.Getenv)
 		err = cfg.Validate()
 	}
 	if err != nil {

@@ -106,6 +106,16 @@ func TestCheck(t *testing.T) {
 			}
 		}
 	})
+	t.Run("room modes", func(t *testing.T) {
+		code, out, errs := runBinary(t, bin, "check", "--data-dir", data, "--rooms", "--mode", "deathmatch", "--mode", hello, "--mode", broken)
+		if code != 1 || !strings.Contains(out, "module deathmatch: ok: deathmatch") || !strings.Contains(out, "module "+hello+": ok: hello") ||
+			!strings.Contains(errs, broken) || !strings.Contains(errs, "1 problem(s)") {
+			t.Fatalf("exit %d\n%s%s", code, out, errs)
+		}
+		if code, out, errs := runBinary(t, bin, "check", "--rooms"); code != 1 || !strings.Contains(errs, "rooms.modes = []: must name at least one module") {
+			t.Fatalf("--rooms without a mode: exit %d\n%s%s", code, out, errs)
+		}
+	})
 	t.Run("bad config key", func(t *testing.T) {
 		code, out, errs := runBinary(t, bin, "check", "--config", badKey)
 		want := "sparkhost check: " + badKey + `:3: unknown key "server.colour"`

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -135,11 +136,17 @@ func clientUsageText() string {
 }
 
 // newConsole is the player console with the commands of the built-in
-// modules (mmo_session_*) and their message types.
+// modules (mmo_session_*) and their message types (a client must know
+// every type a server sends it reliably: deathmatch's too, for its rooms).
 func newConsole(cfg client.Config) (*client.Console, error) {
 	cfg.Registry = gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(cfg.Registry); err != nil {
 		return nil, err
+	}
+	for _, s := range deathmatch.Schemas() {
+		if err := cfg.Registry.Register(deathmatch.Name, s); err != nil {
+			return nil, err
+		}
 	}
 	con := client.NewConsole(cfg)
 	if err := mmoclient.Register(con, mmoclient.Options{}); err != nil {

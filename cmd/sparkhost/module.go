@@ -46,7 +46,7 @@ func serveModule(args []string) int {
 			serveModuleCommand, strings.Join(builtinNames(), ", "))
 		return 2
 	}
-	plugin.Serve(builtinModules[args[0]]())
+	plugin.ServeRooms(builtinModules[args[0]])
 	return 0 // not reached
 }
 

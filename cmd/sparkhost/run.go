@@ -17,6 +17,7 @@ import (
 
 const runUsage = `usage: sparkhost run [--module NAME|PATH]... [--config FILE] [--port N] [--bind ADDR]
                      [--data-dir DIR] [--max-clients N] [--internet]
+                     [--rooms --mode NAME|PATH...]
 
 Starts a dedicated server. Without --config the built-in defaults apply (the
 same values as the repository's config.toml). Flags override the file;
@@ -28,6 +29,12 @@ By default the server serves loopback or one LAN only. --internet (or
 network.exposure = "internet") opts into facing the internet: it allows a
 wildcard, public or IPv6 bind (e.g. --internet --bind ::), speaks protocol v4
 only and makes every client prove its address before any handshake work.
+
+Without --rooms the server runs one match, a room every admitted client
+joins, with the --module modules. --rooms (rooms.enabled) gives it a lobby:
+clients list, create and join rooms, each running one of the --mode modules
+(rooms.modes) with its own match, entities and module instance; --module
+modules then run for the whole server beside the rooms.
 `
 
 // moduleFlags collects repeated --module values.
@@ -51,8 +58,10 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dataDir := fs.String("data-dir", "data", "data directory: identity key, bans, admin socket")
 	maxClients := fs.Int("max-clients", 32, "client slots")
 	internet := fs.Bool("internet", false, `internet mode (network.exposure = "internet"): wildcard, public and IPv6 binds; v4 clients with address validation only`)
-	var modules moduleFlags
+	var modules, modes moduleFlags
 	fs.Var(&modules, "module", "game module to load, by name or path (repeatable)")
+	rooms := fs.Bool("rooms", false, "a lobby of rooms (rooms.enabled); needs a --mode or rooms.modes")
+	fs.Var(&modes, "mode", "a module rooms may run, by name or path (repeatable; rooms.modes)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -90,6 +99,8 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	})
 	o.Modules = modules
 	o.Internet = *internet
+	o.Rooms = *rooms
+	o.Modes = modes
 	cfg.Apply(o, os.Getenv)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)

@@ -39,8 +39,16 @@ type runningServer struct {
 // reads the address and pin it prints.
 func startServer(t *testing.T, bin, dataDir string, extra ...string) *runningServer {
 	t.Helper()
+	return startServerIn(t, bin, "", dataDir, extra...)
+}
+
+// startServerIn is startServer with the working directory dir ("" = the
+// test's), where module names find scripts/NAME.lua.
+func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *runningServer {
+	t.Helper()
 	args := append([]string{"run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", dataDir}, extra...)
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -43,6 +43,7 @@ type Config struct {
 	Limits  LimitsSection  `toml:"limits"`
 	Ops     OpsSection     `toml:"ops"`
 	Agones  AgonesSection  `toml:"agones"`
+	Rooms   RoomsSection   `toml:"rooms"`
 
 	origin *origin // where values came from; nil for a Config built in code
 }
@@ -294,6 +295,7 @@ func Default() Config {
 		},
 		Ops:    defaultOps(),
 		Agones: defaultAgones(),
+		Rooms:  defaultRooms(),
 	}
 }
 

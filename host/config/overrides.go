@@ -17,6 +17,8 @@ type Overrides struct {
 	MaxClients *int     // --max-clients: server.max_clients
 	Modules    []string // --module, repeatable: replaces modules.load
 	Internet   bool     // --internet: network.exposure = "internet"
+	Rooms      bool     // --rooms: rooms.enabled = true
+	Modes      []string // --mode, repeatable: replaces rooms.modes
 }
 
 // Apply lays the overrides over c. Precedence, highest first:
@@ -53,6 +55,14 @@ func (c *Config) Apply(o Overrides, env func(string) string) {
 	if o.Internet {
 		c.Network.Exposure = ExposureInternet
 		c.setBy("network.exposure", "--internet")
+	}
+	if o.Rooms {
+		c.Rooms.Enabled = true
+		c.setBy("rooms.enabled", "--rooms")
+	}
+	if len(o.Modes) > 0 {
+		c.Rooms.Modes = slices.Clone(o.Modes)
+		c.setBy("rooms.modes", "--mode")
 	}
 	var fromEnv string
 	if env != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
@@ -19,6 +21,51 @@ const concatLocal = "(concat)"
 // compiler walks the tree recursively in Go, and so does the rewrite below
 // (Lua's own parser stops at 200 as well).
 const maxNesting = 1000
+
+// compiled keeps the protos last compiled, by source hash and chunk name,
+// so that a script running in many rooms (a Lua state each) is compiled
+// once: gopher-lua's FunctionProto is read-only once compiled and meant to
+// be shared among states (NewFunctionFromProto). Bounded: the oldest goes
+// first.
+var compiled struct {
+	sync.Mutex
+	byKey map[protoKey]*lua.FunctionProto
+	order []protoKey
+}
+
+type protoKey struct{ hash, name string }
+
+// maxCompiled bounds the protos kept.
+const maxCompiled = 32
+
+// compileShared is compileChunk through the cache; hash is the source's.
+func compileShared(src []byte, name, hash string) (*lua.FunctionProto, error) {
+	k := protoKey{hash, name}
+	compiled.Lock()
+	p := compiled.byKey[k]
+	compiled.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := compileChunk(src, name)
+	if err != nil {
+		return nil, err
+	}
+	compiled.Lock()
+	defer compiled.Unlock()
+	if compiled.byKey == nil {
+		compiled.byKey = make(map[protoKey]*lua.FunctionProto)
+	}
+	if _, ok := compiled.byKey[k]; !ok {
+		if len(compiled.order) == maxCompiled {
+			delete(compiled.byKey, compiled.order[0])
+			compiled.order = slices.Delete(compiled.order, 0, 1)
+		}
+		compiled.byKey[k] = p
+		compiled.order = append(compiled.order, k)
+	}
+	return p, nil
+}
 
 // compileChunk parses a script, rewrites every `..` into a call of the
 // budgeted concatenation, and compiles it.

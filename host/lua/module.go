@@ -235,7 +235,7 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 	if m.phase != phaseNew {
 		return module.Manifest{}, fmt.Errorf("lua: module %s: Load called twice", m.name())
 	}
-	proto, err := compileChunk(m.source, m.chunk)
+	proto, err := compileShared(m.source, m.chunk, m.hash)
 	if err != nil {
 		return module.Manifest{}, &Fault{Module: m.name(), File: m.chunk, Line: syntaxLine(err),
 			Where: "load", Err: ErrScript, Message: err.Error()}

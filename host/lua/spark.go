@@ -22,10 +22,11 @@ const (
 	hookMatchStart
 	hookMatchEnd
 	hookMapChange
+	hookPause
 	numHooks
 )
 
-var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change"}
+var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change", "on_pause"}
 
 // Limits of what a module declares.
 const (
@@ -318,6 +319,16 @@ func (m *Module) luaServer(L *lua.LState) int {
 	t.RawSetString("tick", lua.LNumber(info.Tick))
 	t.RawSetString("players", lua.LNumber(info.Players))
 	t.RawSetString("max_players", lua.LNumber(info.MaxPlayers))
+	if r := info.Room; r.ID != 0 {
+		room := L.CreateTable(0, 6)
+		room.RawSetString("id", lua.LNumber(r.ID))
+		room.RawSetString("name", lua.LString(r.Name))
+		room.RawSetString("mode", lua.LString(r.Mode))
+		room.RawSetString("owner", lua.LNumber(r.Owner))
+		room.RawSetString("capacity", lua.LNumber(r.Capacity))
+		room.RawSetString("state", lua.LString(r.State.String()))
+		t.RawSetString("room", room)
+	}
 	L.Push(t)
 	return 1
 }
@@ -455,7 +466,11 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 		}
 	case module.EventLeft:
 		if fn := m.hooks[hookLeft]; fn != nil {
-			return m.run(site{what: "on_left"}, fn, lua.LNumber(ev.Client), lua.LString(ev.Reason.String()))
+			reason := ev.Reason.String()
+			if ev.Reason == wire.DisconnectUnknown {
+				reason = ev.Leave.String() // it left the room, connected: "left", "kicked", "closed"
+			}
+			return m.run(site{what: "on_left"}, fn, lua.LNumber(ev.Client), lua.LString(reason))
 		}
 	case module.EventMessage:
 		if fn := m.handlers[ev.Type]; fn != nil {
@@ -481,6 +496,10 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 	case module.EventInput:
 		if fn := m.inputHook; fn != nil {
 			return m.run(site{what: "on_input"}, fn, lua.LNumber(ev.Client), inputTable(m.L, &ev.Input))
+		}
+	case module.EventPause:
+		if fn := m.hooks[hookPause]; fn != nil {
+			return m.run(site{what: "on_pause"}, fn, lua.LBool(ev.Paused))
 		}
 	}
 	return false

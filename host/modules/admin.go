@@ -2,6 +2,8 @@ package modules
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +15,7 @@ import (
 // reload NAME` to the admin console.
 func (m *Manager) registerAdmin() {
 	err := m.cfg.Commands.Register(admin.Command{
-		Name: "module", Usage: "list | info NAME | load NAME|PATH | unload NAME | reload NAME",
+		Name: "module", Usage: "list | info NAME[@ROOM] | load NAME|PATH | unload NAME | reload NAME",
 		Help: "manage game modules", Owner: admin.Builtin, Run: m.adminModule,
 	})
 	if err != nil {
@@ -99,13 +101,29 @@ func (m *Manager) listText() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s %s [%s] %s inbox %d/%d drops %d faults %d",
-			st.Name, st.Version, st.Kind, m.stateText(st), st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults)
+		fmt.Fprintf(&b, "%s %s [%s]%s %s inbox %d/%d drops %d faults %d",
+			st.Name, st.Version, st.Kind, roomsText(st), m.stateText(st), st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.Faults)
 		if st.Restarts > 0 {
 			fmt.Fprintf(&b, " restarts %d", st.Restarts)
 		}
 	}
 	return b.String()
+}
+
+// roomsText names the rooms an instance serves: " room 3", " rooms 3,4"
+// (one instance for both), nothing for the whole server.
+func roomsText(st Status) string {
+	if len(st.Rooms) == 0 {
+		return ""
+	}
+	ids := make([]string, len(st.Rooms))
+	for i, id := range st.Rooms {
+		ids[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	if st.MultiRoom {
+		return " rooms " + strings.Join(ids, ",")
+	}
+	return " room " + strings.Join(ids, ",")
 }
 
 // stateText is the state as an operator reads it: "restarting in 2s" for a
@@ -119,13 +137,22 @@ func (m *Manager) stateText(st Status) string {
 	return "restarting in " + left.String()
 }
 
-func (m *Manager) infoText(name string) (string, error) {
+// infoText is `module info NAME[@ROOM]`: the instance of NAME in ROOM,
+// else the first listed.
+func (m *Manager) infoText(arg string) (string, error) {
+	name, room, _ := strings.Cut(arg, "@")
 	for _, st := range m.Modules() {
 		if st.Name != name {
 			continue
 		}
+		if room != "" && !slices.ContainsFunc(st.Rooms, func(id module.RoomID) bool { return strconv.FormatUint(uint64(id), 10) == room }) {
+			continue
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "name %s\nversion %s\nkind %s\nsource %s\nstate %s\ncode hash %s\n", st.Name, st.Version, st.Kind, st.Source, m.stateText(st), st.Hash)
+		if r := roomsText(st); r != "" {
+			fmt.Fprintf(&b, "%s\n", strings.TrimPrefix(r, " "))
+		}
 		if st.PID != 0 {
 			fmt.Fprintf(&b, "process %d\n", st.PID)
 		}

@@ -76,7 +76,7 @@ func unloadAbandoned(mod module.Module) {
 
 func (inst *instance) loadModule(mod module.Module) (man module.Manifest, err error) {
 	defer inst.catch("Load", &err)
-	return mod.Load(&moduleHost{inst: inst})
+	return mod.Load(inst.own)
 }
 
 func (inst *instance) stepModule(t module.Tick) (err error) {

@@ -17,10 +17,60 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// moduleHost is the Host handed to one module instance.
-type moduleHost struct{ inst *instance }
+// moduleHost is a Host handed to one module instance: its own (att nil;
+// the Host of Load), which acts in the instance's one room, or the Host of
+// one room of an instance that serves many (att set; RoomHost.Room).
+type moduleHost struct {
+	inst *instance
+	att  *attachment
+}
 
-var _ module.Host = (*moduleHost)(nil)
+var (
+	_ module.Host     = (*moduleHost)(nil)
+	_ module.RoomHost = (*moduleHost)(nil)
+)
+
+// room returns the room a call acts in.
+func (h *moduleHost) room() (*attachment, error) {
+	if h.att != nil {
+		if !slices.Contains(h.inst.rooms, h.att) {
+			return nil, module.ErrNoRoom
+		}
+		return h.att, nil
+	}
+	switch {
+	case h.inst.multi:
+		return nil, module.ErrManyRooms
+	case len(h.inst.rooms) == 0:
+		return nil, module.ErrNoRoom
+	}
+	return h.inst.rooms[0], nil
+}
+
+// Room is the Host of one of the instance's rooms (module.RoomHost).
+func (h *moduleHost) Room(id module.RoomID) (module.Host, error) {
+	for _, a := range h.inst.rooms {
+		if a.sc.ID == id {
+			if !h.inst.multi {
+				return h.inst.own, nil
+			}
+			return a.host, nil
+		}
+	}
+	return nil, fmt.Errorf("room %d: %w", id, module.ErrNoRoom)
+}
+
+// member returns the room of a call about client, which must be in it.
+func (h *moduleHost) member(client uint32) (*attachment, error) {
+	a, err := h.room()
+	if err != nil {
+		return nil, err
+	}
+	if !a.sc.has(client) {
+		return nil, fmt.Errorf("client %d is not in room %d: %w", client, a.sc.ID, module.ErrNoClient)
+	}
+	return a, nil
+}
 
 // channelFor checks that the module may send t with payload and returns the
 // schema's channel. The payload is validated as a client would: a module can
@@ -38,6 +88,9 @@ func (h *moduleHost) channelFor(t wire.MessageType, payload []byte) (wire.Channe
 	case gamemsg.TypeEntitySpawn, gamemsg.TypeEntityStateUpdate, gamemsg.TypeEntityDestroy, gamemsg.TypeGameStateSync:
 		return 0, fmt.Errorf("send %s: %w", t, module.ErrReplicated)
 	}
+	if t >= gamemsg.TypeRoomListRequest && t <= gamemsg.TypeRoomUpdate {
+		return 0, fmt.Errorf("send %s: %w (the host sends the room messages)", t, module.ErrNotYourType)
+	}
 	hdr := wire.Header{Type: t, Channel: s.Channel}
 	if err := reg.Validate(wire.ServerToClient, &hdr, payload); err != nil {
 		return 0, fmt.Errorf("send type %d: %w", t, err)
@@ -50,6 +103,9 @@ func (h *moduleHost) Send(client uint32, t wire.MessageType, payload []byte) err
 	if err != nil {
 		return err
 	}
+	if _, err := h.member(client); err != nil {
+		return err
+	}
 	return transportErr(h.inst.m.cfg.Transport.Send(client, t, ch, payload))
 }
 
@@ -57,15 +113,36 @@ func (h *moduleHost) Broadcast(t wire.MessageType, payload []byte) error {
 	return h.BroadcastExcept(0, t, payload)
 }
 
+// BroadcastExcept sends to the room's members; a room that holds everyone
+// uses the transport's broadcast.
 func (h *moduleHost) BroadcastExcept(except uint32, t wire.MessageType, payload []byte) error {
 	ch, err := h.channelFor(t, payload)
 	if err != nil {
 		return err
 	}
-	return transportErr(h.inst.m.cfg.Transport.BroadcastExcept(except, t, ch, payload))
+	a, err := h.room()
+	if err != nil {
+		return err
+	}
+	tr := h.inst.m.cfg.Transport
+	if a.sc.Everyone {
+		return transportErr(tr.BroadcastExcept(except, t, ch, payload))
+	}
+	for id := range a.sc.members {
+		if id == except {
+			continue
+		}
+		if err := tr.Send(id, t, ch, payload); err != nil && !errors.Is(err, netstack.ErrNoSuchClient) {
+			return transportErr(err)
+		}
+	}
+	return nil
 }
 
 func (h *moduleHost) Kick(client uint32, detail string) error {
+	if _, err := h.member(client); err != nil {
+		return err
+	}
 	return transportErr(h.inst.m.cfg.Transport.Kick(client, wire.DisconnectKicked, detail))
 }
 
@@ -84,7 +161,7 @@ func (h *moduleHost) Fault(err error) { h.inst.fault(err) }
 
 func (h *moduleHost) Client(id uint32) (module.ClientInfo, bool) {
 	ci, ok := h.inst.m.clients[id]
-	if !ok {
+	if !ok || !h.sees(id) {
 		return module.ClientInfo{}, false
 	}
 	tr := h.inst.m.cfg.Transport
@@ -95,22 +172,51 @@ func (h *moduleHost) Client(id uint32) (module.ClientInfo, bool) {
 	return ci, true
 }
 
-func (h *moduleHost) Clients() []module.ClientInfo {
-	ids := make([]uint32, 0, len(h.inst.m.clients))
-	for id := range h.inst.m.clients {
-		ids = append(ids, id)
+// sees reports whether client is in the Host's room; the own Host of an
+// instance that serves many rooms sees the clients of all of them.
+func (h *moduleHost) sees(client uint32) bool {
+	if h.att == nil && h.inst.multi {
+		for _, a := range h.inst.rooms {
+			if a.sc.has(client) {
+				return true
+			}
+		}
+		return false
 	}
-	slices.Sort(ids)
+	a, err := h.room()
+	return err == nil && a.sc.has(client)
+}
+
+func (h *moduleHost) Clients() []module.ClientInfo {
+	var ids []uint32
+	if h.att == nil && h.inst.multi {
+		for _, a := range h.inst.rooms {
+			ids = append(ids, a.sc.memberIDs()...)
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+	} else if a, err := h.room(); err == nil {
+		ids = a.sc.memberIDs()
+	}
 	out := make([]module.ClientInfo, 0, len(ids))
 	for _, id := range ids {
-		ci, _ := h.Client(id)
-		out = append(out, ci)
+		if ci, ok := h.Client(id); ok {
+			out = append(out, ci)
+		}
 	}
 	return out
 }
 
+// Server is the room's facts, or the server's for the own Host of an
+// instance that serves many rooms.
 func (h *moduleHost) Server() module.ServerInfo {
-	si := h.inst.m.cfg.Server()
+	var si module.ServerInfo
+	if a, err := h.room(); err == nil {
+		si = a.sc.Info()
+		si.Room.ID = a.sc.ID
+	} else {
+		si = h.inst.m.cfg.Server()
+	}
 	si.ModulesDir = h.inst.m.moduleDir("")
 	if h.inst.manifest.Name != "" {
 		si.DataDir = h.inst.m.moduleDir(h.inst.manifest.Name)
@@ -118,8 +224,11 @@ func (h *moduleHost) Server() module.ServerInfo {
 	return si
 }
 
+// AddScore goes to the room's match, which ignores a client not in it.
 func (h *moduleHost) AddScore(client uint32, score, kills, deaths int32) {
-	h.inst.m.cfg.AddScore(client, score, kills, deaths)
+	if a, err := h.room(); err == nil {
+		a.sc.AddScore(client, score, kills, deaths)
+	}
 }
 
 func (h *moduleHost) KV() (module.KV, error) {
@@ -159,16 +268,24 @@ func (h *moduleHost) Every(period time.Duration, fn func()) module.TimerID {
 
 func (h *moduleHost) Cancel(id module.TimerID) bool { return h.inst.timers.Cancel(id) }
 
-// world returns the replicator and the module's block.
+// world returns the room's replicator and the instance's block in it.
 func (h *moduleHost) world() (*replicate.Replicator, replicate.Block, error) {
-	w := h.inst.m.cfg.World
-	if w == nil || h.inst.block == 0 {
+	a, err := h.room()
+	if err != nil {
+		return nil, 0, err
+	}
+	if a.sc.World == nil || a.block == 0 {
 		return nil, 0, module.ErrNoWorld
 	}
-	return w, h.inst.block, nil
+	return a.sc.World, a.block, nil
 }
 
-func (h *moduleHost) EntityIDs() module.IDRange { return h.inst.block.Range() }
+func (h *moduleHost) EntityIDs() module.IDRange {
+	if a, err := h.room(); err == nil {
+		return a.block.Range()
+	}
+	return module.IDRange{}
+}
 
 func (h *moduleHost) SpawnEntity(s module.Spawn) (uint32, error) {
 	w, b, err := h.world()

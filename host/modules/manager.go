@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultInboxCapacity     = 4096
+	DefaultRoomInboxCapacity = 512
 	DefaultMaxFaults         = 10
 	DefaultFaultWindow       = time.Minute
 	DefaultRestartBackoff    = time.Second
@@ -63,6 +65,11 @@ type Config struct {
 	DataDir   string // module directories are DataDir/modules/NAME
 	// InboxCapacity is each module's inbox size in events (0 = 4096).
 	InboxCapacity int
+	// RoomInboxCapacity is the inbox size of an instance that serves one
+	// room of a server with a lobby (0 = 512): a room's few players need
+	// less, and there are many rooms. An instance that serves many rooms
+	// has InboxCapacity.
+	RoomInboxCapacity int
 	// ClientMessagesPerTick is how many messages of module types (and
 	// ClientInputs, each counted once) one client may have copied into the
 	// module inboxes per tick, all modules together; the rest are dropped
@@ -95,10 +102,15 @@ type Config struct {
 	// process exited: exit status 3; restarting in 1s". It is called on the
 	// game thread and must not block; the manager logs the same events.
 	Notify func(line string)
-	// World is the server's entity replication; nil gives modules no
-	// entities (the entity API returns ErrNoWorld and a manifest declaring
-	// entity types is refused).
+	// World is the entity world of the whole server's scope (room 0, where
+	// Load runs modules unless SetDefaultRoom names a room); nil gives its
+	// modules no entities (the entity API returns ErrNoWorld and a manifest
+	// declaring entity types is refused). Rooms bring their own (Room).
 	World *replicate.Replicator
+	// Failed, when set, is told when a module fails for good (too many
+	// faults or crashes) with the rooms it served, so that the host can
+	// close them. Game thread; it must not call back into the manager.
+	Failed func(name string, rooms []module.RoomID)
 }
 
 // Module states shown by `module list`.
@@ -125,7 +137,11 @@ type instance struct {
 	// guardTimer is timerCall as a method value, made once.
 	guardTimer func(fn func())
 
-	block replicate.Block // entity id block, for the instance's whole life
+	// rooms are the scopes the instance serves, each with its entity ids
+	// in the scope's world: one, unless multi (Manifest.Rooms).
+	rooms []*attachment
+	multi bool
+	own   *moduleHost // the Host of Load: scoped to rooms[0] unless multi
 	inbox chan module.Event
 	drops atomic.Uint64
 	// overLimit counts this module's messages dropped over their client's
@@ -165,17 +181,37 @@ type Manager struct {
 	mods    []*instance
 	clients map[uint32]module.ClientInfo
 	now     time.Time
-	// inputs lists the running instances subscribed to ClientInput; the
-	// network goroutine reads it, the game thread replaces it.
-	inputs atomic.Pointer[[]*instance]
+
+	server *scope // the whole server (room 0)
+	def    *scope // where Load runs modules: server, or a server's one room
+	rooms  map[module.RoomID]*scope
+	// where maps a client to its room (a scope that is not Everyone), for
+	// the network goroutines; wide lists the scopes that hold every client.
+	where  sync.Map
+	wide   atomic.Pointer[[]*scope]
+	owners map[string]*owner // message types and commands, by module name
+	route  netstack.Handler  // routeMessage, made once
 	// quota is the per-client limit on module messages per tick.
-	quota *messageQuota
+	quota    *messageQuota
+	unrouted atomic.Uint64
+}
+
+// owner is what the instances of one module name hold together: its
+// message types and console commands are registered once, by the first
+// instance, and removed with the last.
+type owner struct {
+	users    int
+	messages []wire.Schema
+	commands bool
 }
 
 // NewManager returns an empty manager and registers the `module` admin command.
 func NewManager(cfg Config) *Manager {
 	if cfg.InboxCapacity <= 0 {
 		cfg.InboxCapacity = DefaultInboxCapacity
+	}
+	if cfg.RoomInboxCapacity <= 0 {
+		cfg.RoomInboxCapacity = DefaultRoomInboxCapacity
 	}
 	if cfg.MaxFaults <= 0 {
 		cfg.MaxFaults = DefaultMaxFaults
@@ -209,62 +245,100 @@ func NewManager(cfg Config) *Manager {
 		cfg.AddScore = func(uint32, int32, int32, int32) {}
 	}
 	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]module.ClientInfo), now: time.Now(),
-		quota: newMessageQuota(cfg.ClientMessagesPerTick)}
+		quota: newMessageQuota(cfg.ClientMessagesPerTick), rooms: make(map[module.RoomID]*scope), owners: make(map[string]*owner)}
+	m.route = m.routeMessage
+	m.server = m.newScope(Room{World: cfg.World, Info: cfg.Server, AddScore: cfg.AddScore, Everyone: true})
+	m.def = m.server
+	m.refreshRoutes()
 	if cfg.Commands != nil {
 		m.registerAdmin()
 	}
-	m.inputs.Store(new([]*instance))
 	cfg.Transport.Handle(gamemsg.TypeClientInput, m.receiveInput)
 	return m
 }
 
-// Load creates, starts and registers a module. A module whose message id
-// another module owns fails to load with an error naming both. Loading a
-// module that is failed or restarting starts it fresh in its place: its
-// crash and restart counts start again from zero; its lifecycle history is
-// kept. If the fresh start fails, the old entry stays as it was.
-func (m *Manager) Load(spec Spec) (string, error) {
+// Load creates, starts and registers a module in the default scope (the
+// whole server, or the one room SetDefaultRoom named). A module whose
+// message id another module owns fails to load with an error naming both.
+// Loading a module that is failed or restarting starts it fresh in its
+// place: its crash and restart counts start again from zero; its lifecycle
+// history is kept. If the fresh start fails, the old entry stays as it was.
+func (m *Manager) Load(spec Spec) (string, error) { return m.load(m.def, spec) }
+
+// load starts spec's module for scope sc.
+func (m *Manager) load(sc *scope, spec Spec) (string, error) {
 	inst := m.newInstance(spec)
-	if w := m.cfg.World; w != nil {
-		b, err := w.ReserveBlock()
-		if err != nil {
-			return "", fmt.Errorf("module %s: %w", spec.Source, err)
-		}
-		inst.block = b
+	if sc.ID != 0 && !sc.Everyone {
+		inst.inbox = make(chan module.Event, m.cfg.RoomInboxCapacity)
 	}
-	mod, man, err := inst.start()
+	a, err := inst.newAttachment(sc)
 	if err != nil {
-		m.releaseBlock(inst)
 		return "", err
 	}
-	prev := m.find(man.Name)
+	inst.rooms = []*attachment{a}
+	mod, man, err := inst.start()
+	if err != nil {
+		a.release()
+		return "", err
+	}
+	var prev *instance
+	if pa := sc.find(man.Name); pa != nil {
+		prev = pa.inst
+	}
 	if prev != nil && prev.state != StateFailed && prev.state != StateRestarting {
 		inst.unloadModule(mod)
-		m.releaseBlock(inst)
+		a.release()
 		return "", fmt.Errorf("module %q is already loaded; use module reload %s", man.Name, man.Name)
+	}
+	inst.multi = man.Rooms
+	if inst.multi && cap(inst.inbox) < m.cfg.InboxCapacity {
+		inst.inbox = make(chan module.Event, m.cfg.InboxCapacity) // empty: no route leads to it yet
+	}
+	if prev != nil { // it takes the other rooms of a module that served many
+		for _, pa := range prev.rooms {
+			if pa.sc != sc {
+				pa.inst, pa.host.inst = inst, inst
+				inst.rooms = append(inst.rooms, pa)
+			}
+		}
 	}
 	if err := m.registerTypes(inst, man); err != nil {
 		inst.unloadModule(mod)
-		m.releaseBlock(inst)
+		a.release()
+		if prev != nil {
+			for _, pa := range inst.rooms[1:] {
+				pa.inst, pa.host.inst = prev, prev
+			}
+		}
 		return "", err
 	}
 	inst.adopt(mod, man)
-	if i := slices.Index(m.mods, prev); i >= 0 { // replace it in place
+	if prev != nil { // replace it in place
 		inst.history = prev.history
-		m.releaseBlock(prev)
-		m.mods[i] = inst
+		for _, pa := range prev.rooms {
+			if pa.sc == sc {
+				pa.release()
+				sc.atts = slices.DeleteFunc(sc.atts, func(x *attachment) bool { return x == pa })
+			} else {
+				i := slices.Index(pa.sc.atts, pa)
+				pa.sc.atts[i] = pa // the same attachment, now inst's
+			}
+		}
+		prev.rooms = nil
+		m.mods[slices.Index(m.mods, prev)] = inst
 	} else {
 		m.mods = append(m.mods, inst)
 	}
-	m.refreshInputs() // adopt ran before the instance was listed
-	if err := inst.registerCommands(); err != nil {
+	sc.atts = append(sc.atts, a)
+	m.refreshRoutes() // adopt ran before the instance was listed
+	if err := m.registerCommands(inst); err != nil {
 		m.unload(inst, StateFailed)
 		inst.record("failed: " + err.Error())
 		return "", err
 	}
-	inst.greetClients()
+	inst.greetAll()
 	inst.record("loaded")
-	inst.log.Info("module loaded", "name", man.Name, "version", man.Version, "types", len(man.Messages), "hash", inst.hash)
+	inst.log.Info("module loaded", "name", man.Name, "version", man.Version, "types", len(man.Messages), "hash", inst.hash, "room", sc.ID)
 	return man.Name, nil
 }
 
@@ -273,6 +347,7 @@ func (m *Manager) newInstance(spec Spec) *instance {
 	inst := &instance{m: m, spec: spec, state: StateRunning, inbox: make(chan module.Event, m.cfg.InboxCapacity)}
 	inst.log = m.cfg.Log.With("module", spec.Source)
 	inst.guardTimer = inst.timerCall
+	inst.own = &moduleHost{inst: inst}
 	return inst
 }
 
@@ -324,69 +399,43 @@ func (inst *instance) adopt(mod module.Module, man module.Manifest) {
 	inst.log = inst.m.cfg.Log.With("module", man.Name)
 	inst.metrics, _ = metricset.New(man.Metrics) // start checked them
 	inst.hash = inst.codeHash(mod)
-	for _, s := range man.Messages {
-		inst.m.cfg.Transport.Handle(s.ID, inst.receive)
-	}
-	inst.m.refreshInputs()
+	inst.m.refreshRoutes()
 }
 
-// registerTypes registers all of a manifest's message schemas and entity
-// types, or none. Registering the entity types destroys the instance's
-// entities (a reload replaces them).
-func (m *Manager) registerTypes(inst *instance, man module.Manifest) error {
-	if err := m.registerMessages(man); err != nil {
-		return err
+// releaseAll gives every entity id block of the instance back and takes
+// it out of its scopes.
+func (inst *instance) releaseAll() {
+	for _, a := range inst.rooms {
+		a.release()
+		a.sc.atts = slices.DeleteFunc(a.sc.atts, func(x *attachment) bool { return x == a })
 	}
-	if m.cfg.World == nil {
-		if len(man.EntityTypes) == 0 {
-			return nil
-		}
-		m.reg.UnregisterOwner(man.Name)
-		return fmt.Errorf("module %s declares entity types: %w", man.Name, module.ErrNoWorld)
-	}
-	if err := m.cfg.World.SetTypes(inst.block, man.Name, man.EntityTypes); err != nil {
-		m.reg.UnregisterOwner(man.Name)
-		return fmt.Errorf("module %s: %w", man.Name, err)
-	}
-	return nil
+	inst.rooms = nil
 }
 
-// registerMessages registers all of a manifest's message schemas or none.
-func (m *Manager) registerMessages(man module.Manifest) error {
-	for _, s := range man.Messages {
-		if err := m.reg.Register(man.Name, s); err != nil {
-			m.reg.UnregisterOwner(man.Name)
-			return fmt.Errorf("module %s: %w", man.Name, err)
-		}
+// greetAll queues, for every room the instance serves, what it learns of
+// a room it starts serving (greet): it starts, restarts or reloads.
+func (inst *instance) greetAll() {
+	for _, a := range inst.rooms {
+		inst.greet(a)
 	}
-	return nil
 }
 
-// releaseBlock gives an instance's entity id block back (its entities and
-// types go with it).
-func (m *Manager) releaseBlock(inst *instance) {
-	if inst.block != 0 && m.cfg.World != nil {
-		m.cfg.World.ReleaseBlock(inst.block)
+// roomIDs lists the rooms the instance serves.
+func (inst *instance) roomIDs() []module.RoomID {
+	ids := make([]module.RoomID, 0, len(inst.rooms))
+	for _, a := range inst.rooms {
+		ids = append(ids, a.sc.ID)
 	}
-	inst.block = 0
-}
-
-// refreshInputs publishes the running instances subscribed to ClientInput.
-func (m *Manager) refreshInputs() {
-	var subs []*instance
-	for _, inst := range m.mods {
-		if inst.state == StateRunning && inst.mod != nil && inst.manifest.Inputs {
-			subs = append(subs, inst)
-		}
-	}
-	m.inputs.Store(&subs)
+	return ids
 }
 
 // receiveInput runs on a network goroutine for every ClientInput the
 // transport validated (§9.1: ranges, finite floats, reserved bits): it
-// copies it into the inbox of every subscribed module, never blocking.
+// copies it into the inbox of every subscribed module of the client's
+// room, never blocking.
 func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
-	subs := *m.inputs.Load()
+	var buf [4]inputTarget
+	subs := m.inputSubscribers(client, buf[:0])
 	if len(subs) == 0 {
 		return
 	}
@@ -395,17 +444,17 @@ func (m *Manager) receiveInput(client uint32, _ *wire.Header, payload []byte) {
 		return // unreachable: the transport validated it
 	}
 	if !m.quota.take(client) {
-		for _, inst := range subs {
-			inst.overLimit.Add(1)
+		for _, s := range subs {
+			s.inst.overLimit.Add(1)
 		}
 		return
 	}
-	ev := module.Event{Kind: module.EventInput, Client: client, Input: in}
-	for _, inst := range subs {
+	for _, s := range subs {
+		ev := module.Event{Kind: module.EventInput, Room: s.room, Client: client, Input: in}
 		select {
-		case inst.inbox <- ev:
+		case s.inst.inbox <- ev:
 		default:
-			inst.drops.Add(1)
+			s.inst.drops.Add(1)
 			m.cfg.Transport.Counters().InboxDrops.Add(1)
 		}
 	}
@@ -430,32 +479,18 @@ func (inst *instance) freshInput(ev *module.Event) bool {
 // receive runs on a network goroutine: it only copies the validated message
 // into the inbox, never blocking. A message over its client's quota for the
 // tick, or one that finds the inbox full, is dropped and counted.
-func (inst *instance) receive(client uint32, h *wire.Header, payload []byte) {
+func (inst *instance) receive(room module.RoomID, client uint32, h *wire.Header, payload []byte) {
 	if !inst.m.quota.take(client) {
 		inst.overLimit.Add(1)
 		return
 	}
-	ev := module.Event{Kind: module.EventMessage, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
+	ev := module.Event{Kind: module.EventMessage, Room: room, Client: client, Type: h.Type, Payload: append([]byte(nil), payload...)}
 	select {
 	case inst.inbox <- ev:
 	default:
 		inst.drops.Add(1)
 		inst.m.cfg.Transport.Counters().InboxDrops.Add(1)
 	}
-}
-
-func (inst *instance) registerCommands() error {
-	for _, c := range inst.manifest.Commands {
-		name := c.Name
-		err := inst.m.cfg.Commands.Register(admin.Command{
-			Name: name, Usage: c.Usage, Help: c.Help, Owner: inst.manifest.Name,
-			Run: func(args []string) (string, error) { return inst.command(name, args) },
-		})
-		if err != nil {
-			return fmt.Errorf("module %s: %w", inst.manifest.Name, err)
-		}
-	}
-	return nil
 }
 
 func (inst *instance) command(name string, args []string) (string, error) {
@@ -476,19 +511,7 @@ func (inst *instance) command(name string, args []string) (string, error) {
 	return out, err
 }
 
-// greetClients queues an admitted event for every present client, so a
-// module loaded (or reloaded) mid-match knows who is there.
-func (inst *instance) greetClients() {
-	ids := make([]uint32, 0, len(inst.m.clients))
-	for id := range inst.m.clients {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Client: id, Name: inst.m.clients[id].Name})
-	}
-}
-
+// find returns the first instance named name.
 func (m *Manager) find(name string) *instance {
 	for _, inst := range m.mods {
 		if inst.manifest.Name == name {
@@ -498,22 +521,32 @@ func (m *Manager) find(name string) *instance {
 	return nil
 }
 
+// named lists the instances named name, in load order.
+func (m *Manager) named(name string) []*instance {
+	var out []*instance
+	for _, inst := range m.mods {
+		if inst.manifest.Name == name {
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
 // ErrNoModule is returned for a module name that is not loaded.
 var ErrNoModule = errors.New("no such module")
 
-// Unload stops a module and removes its message types and commands; a
-// failed or restarting module is simply removed.
+// Unload stops a module of the default scope and removes its message types
+// and commands; a failed or restarting module is simply removed. A module
+// that runs in rooms stops with them.
 func (m *Manager) Unload(name string) error {
-	inst := m.find(name)
-	if inst == nil {
+	a := m.def.find(name)
+	if a == nil {
+		if group := m.named(name); len(group) > 0 {
+			return fmt.Errorf("module %s runs in rooms %v; it stops when they close (room close ID)", name, group[0].roomIDs())
+		}
 		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
 	}
-	m.unload(inst, "")
-	inst.abandonPreparation()
-	m.releaseBlock(inst)
-	m.mods = slices.DeleteFunc(m.mods, func(i *instance) bool { return i == inst })
-	m.refreshInputs()
-	inst.log.Info("module unloaded")
+	m.remove(a.inst)
 	return nil
 }
 
@@ -523,20 +556,14 @@ func (m *Manager) Unload(name string) error {
 // alone.
 func (m *Manager) unload(inst *instance, state string) {
 	if inst.mod != nil {
-		for _, s := range inst.manifest.Messages {
-			m.cfg.Transport.Handle(s.ID, nil)
-		}
-		m.reg.UnregisterOwner(inst.manifest.Name)
-		if m.cfg.Commands != nil {
-			m.cfg.Commands.UnregisterOwner(inst.manifest.Name)
-		}
+		m.releaseTypes(inst.manifest.Name)
 		inst.unloadModule(inst.mod)
 		// After Unload, which may still act on the module's entities.
-		if m.cfg.World != nil && inst.block != 0 {
-			m.cfg.World.Clear(inst.block)
+		for _, a := range inst.rooms {
+			a.clear()
 		}
 		inst.mod = nil
-		m.refreshInputs()
+		m.refreshRoutes()
 	}
 	for len(inst.inbox) > 0 {
 		<-inst.inbox
@@ -556,82 +583,10 @@ func (m *Manager) UnloadAll() {
 			m.mods[i].log.Info("module unloaded")
 		}
 		m.mods[i].abandonPreparation()
-		m.releaseBlock(m.mods[i])
+		m.mods[i].releaseAll()
 	}
 	m.mods = nil
-	m.refreshInputs()
-}
-
-// Reload loads a fresh copy of a module; if that fails, the old one keeps
-// running and the error says why. State travels through StateCarrier. A
-// restarting module is restarted now, as if its backoff had passed (a
-// failure counts as a failed restart).
-func (m *Manager) Reload(name string) error {
-	inst := m.find(name)
-	if inst == nil {
-		return fmt.Errorf("%w %q; see module list", ErrNoModule, name)
-	}
-	if inst.state == StateRestarting {
-		return m.restart(inst)
-	}
-	attached := inst.mod != nil
-	mod, man, err := inst.start()
-	if err != nil {
-		return fmt.Errorf("%w; the old version keeps running", err)
-	}
-	if man.Name != name {
-		inst.unloadModule(mod)
-		return fmt.Errorf("reload %s: the new code declares module %q; the old version keeps running", name, man.Name)
-	}
-	old := inst.manifest
-	m.reg.UnregisterOwner(name)
-	if err := m.registerTypes(inst, man); err != nil {
-		inst.unloadModule(mod)
-		if !attached {
-			return err
-		}
-		// The entity types did not change: SetTypes is all or nothing.
-		if rerr := m.registerMessages(old); rerr != nil {
-			inst.log.Error("could not restore the old message types after a failed reload", "err", rerr)
-		}
-		return fmt.Errorf("%w; the old version keeps running", err)
-	}
-	var state []byte
-	var haveState bool
-	if oc, ok := inst.mod.(module.StateCarrier); ok && inst.state == StateRunning {
-		if st, err := inst.saveState(oc); err != nil {
-			inst.log.Warn("save_state failed; reloading without state", "err", err)
-		} else {
-			state, haveState = st, true
-		}
-	}
-	for _, s := range old.Messages {
-		if attached && !slices.ContainsFunc(man.Messages, func(n wire.Schema) bool { return n.ID == s.ID }) {
-			m.cfg.Transport.Handle(s.ID, nil)
-		}
-	}
-	if m.cfg.Commands != nil {
-		m.cfg.Commands.UnregisterOwner(name)
-	}
-	if inst.mod != nil {
-		inst.unloadModule(inst.mod)
-	}
-	inst.timers.Clear() // the old code's timers
-	inst.adopt(mod, man)
-	inst.forgetFaults() // the new code starts with a clean record
-	if err := inst.registerCommands(); err != nil {
-		inst.log.Warn("reload: command registration", "err", err)
-	}
-	if nc, ok := mod.(module.StateCarrier); ok && haveState {
-		if err := inst.restoreState(nc, state); err != nil {
-			inst.fault(fmt.Errorf("on_reload: %w", err))
-		}
-	}
-	inst.pending = inst.pending[:0]
-	inst.greetClients()
-	inst.record("reloaded")
-	inst.log.Info("module reloaded", "version", man.Version, "hash", inst.hash)
-	return nil
+	m.refreshRoutes()
 }
 
 // Step runs one tick of every running module: host events, then the inbox
@@ -701,6 +656,14 @@ func (m *Manager) afterCall(inst *instance) {
 	inst.record("failed: too many faults; last: " + inst.lastErr)
 	m.notify(fmt.Sprintf("module %s failed after %d faults (last: %s); use module load %s to start it again",
 		inst.manifest.Name, inst.totalFaults, inst.lastErr, inst.manifest.Name))
+	m.failed(inst)
+}
+
+// failed tells the host a module failed for good, with its rooms.
+func (m *Manager) failed(inst *instance) {
+	if m.cfg.Failed != nil {
+		m.cfg.Failed(inst.manifest.Name, inst.roomIDs())
+	}
 }
 
 // forgetFaults starts the fault record again (a successful reload).
@@ -722,47 +685,50 @@ func (inst *instance) fault(err error) {
 	}
 }
 
-// ClientAdmitted tells every module a client joined (game thread).
+// ClientAdmitted tells the modules of the whole server (and of a room that
+// holds everyone) that a client was admitted (game thread).
 func (m *Manager) ClientAdmitted(ci module.ClientInfo) {
 	m.clients[ci.ID] = ci
-	for _, inst := range m.mods {
-		if inst.state == StateRunning {
-			inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Client: ci.ID, Name: ci.Name})
+	for _, sc := range *m.wide.Load() {
+		for _, a := range sc.atts {
+			if a.inst.state == StateRunning {
+				a.inst.pending = append(a.inst.pending, module.Event{Kind: module.EventAdmitted, Room: sc.ID, Client: ci.ID, Name: ci.Name})
+			}
 		}
 	}
 }
 
-// ClientLeft tells every module a client left (game thread).
+// ClientLeft tells every module concerned that a client left: the modules
+// of its room and those of the whole server (game thread).
 func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
+	leave := gamemsg.LeaveReasonFor(reason)
+	if v, ok := m.where.Load(id); ok {
+		m.LeaveRoom(id, v.(*scope).ID, leave, reason)
+	}
 	delete(m.clients, id)
 	m.quota.keep(func(c uint32) bool { _, ok := m.clients[c]; return ok })
 	for _, inst := range m.mods {
 		delete(inst.lastInput, id)
 	}
-	m.late(module.Event{Kind: module.EventLeft, Client: id, Reason: reason})
+	for _, sc := range *m.wide.Load() {
+		m.Announce(sc.ID, module.Event{Kind: module.EventLeft, Client: id, Reason: reason, Leave: leave})
+	}
 }
 
-// MatchStart, MatchEnd and MapChange forward match events to every module.
+// MatchStart, MatchEnd and MapChange forward match events to the modules
+// of the default scope (Announce does it for a room).
 func (m *Manager) MatchStart(ms gamemsg.MatchStart) {
-	m.late(module.Event{Kind: module.EventMatchStart, Match: ms})
+	m.Announce(m.def.ID, module.Event{Kind: module.EventMatchStart, Match: ms})
 }
 
 // MatchEnd forwards a MatchEnd.
 func (m *Manager) MatchEnd(me gamemsg.MatchEnd) {
-	m.late(module.Event{Kind: module.EventMatchEnd, MatchEnd: me})
+	m.Announce(m.def.ID, module.Event{Kind: module.EventMatchEnd, MatchEnd: me})
 }
 
 // MapChange forwards a map change.
 func (m *Manager) MapChange(name string, index int) {
-	m.late(module.Event{Kind: module.EventMapChange, Map: name, MapIndex: index})
-}
-
-func (m *Manager) late(ev module.Event) {
-	for _, inst := range m.mods {
-		if inst.state == StateRunning {
-			inst.late = append(inst.late, ev)
-		}
-	}
+	m.Announce(m.def.ID, module.Event{Kind: module.EventMapChange, Map: name, MapIndex: index})
 }
 
 // Status describes a module for `module list` and `module info`.
@@ -797,30 +763,46 @@ type Status struct {
 	// PID is the process of a module that runs in its own (a Go plugin;
 	// attach a debugger to it), 0 otherwise.
 	PID int
+	// Rooms are the rooms the instance serves (none: the whole server, or
+	// the one room of a one-match server); MultiRoom says one instance
+	// serves them all (Manifest.Rooms).
+	Rooms     []module.RoomID
+	MultiRoom bool
 }
 
-// Modules lists the loaded (and failed) modules in load order.
+// Modules lists the loaded (and failed) module instances in load order: one
+// per room for a module that runs an instance in each.
 func (m *Manager) Modules() []Status {
 	out := make([]Status, 0, len(m.mods))
 	for _, inst := range m.mods {
-		st := Status{
-			Name: inst.manifest.Name, Version: inst.manifest.Version, Source: inst.spec.Source, Kind: inst.spec.Kind,
-			State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
-			InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
-			InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
-			OverLimit: inst.overLimit.Load(), Panics: inst.panics,
-			Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
-			TickTime: inst.tickTime,
-		}
-		if inst.mod != nil {
-			st.PID, st.Runtime, st.Metrics = inst.pid(), inst.runtimeStats(), inst.metricValues()
-		}
-		for _, s := range inst.manifest.Messages {
-			st.Types = append(st.Types, s.ID)
-		}
-		out = append(out, st)
+		out = append(out, inst.status())
 	}
 	return out
+}
+
+// status describes one instance.
+func (inst *instance) status() Status {
+	st := Status{
+		Name: inst.manifest.Name, Version: inst.manifest.Version, Source: inst.spec.Source, Kind: inst.spec.Kind,
+		State: inst.state, Hash: inst.hash, LastError: inst.lastErr,
+		InboxDepth: len(inst.inbox), InboxCapacity: cap(inst.inbox),
+		InboxDrops: inst.drops.Load(), Faults: inst.totalFaults, StaleInputs: inst.staleInputs,
+		OverLimit: inst.overLimit.Load(), Panics: inst.panics,
+		Restarts: inst.restarts, NextRestart: inst.nextStart, Events: slices.Clone(inst.history),
+		TickTime: inst.tickTime, MultiRoom: inst.multi,
+	}
+	for _, a := range inst.rooms {
+		if a.sc.ID != 0 && !a.sc.Everyone { // the one room of a one-match server is the whole server
+			st.Rooms = append(st.Rooms, a.sc.ID)
+		}
+	}
+	if inst.mod != nil {
+		st.PID, st.Runtime, st.Metrics = inst.pid(), inst.runtimeStats(), inst.metricValues()
+	}
+	for _, s := range inst.manifest.Messages {
+		st.Types = append(st.Types, s.ID)
+	}
+	return st
 }
 
 // MessagesOverLimit counts, server-wide, the module messages dropped because

@@ -109,6 +109,7 @@ func (m *Manager) setback(inst *instance) (delay time.Duration, failure string) 
 		inst.state, inst.nextStart = StateFailed, time.Time{}
 		what := fmt.Sprintf("failed: too many crashes (%d in %s); use module load", len(inst.crashes), window)
 		inst.record(what)
+		m.failed(inst)
 		return 0, what + " " + inst.manifest.Name + " to start it again"
 	}
 	delay = m.backoff(inst.inARow)
@@ -173,7 +174,7 @@ func (m *Manager) beginRestart(inst *instance) {
 		m.finishRestart(inst, mod, err)
 		return
 	}
-	info := module.StartInfo{Server: (&moduleHost{inst: inst}).Server(), EntityIDs: inst.block.Range()}
+	info := module.StartInfo{Server: inst.own.Server(), EntityIDs: inst.own.EntityIDs()}
 	ch := make(chan prepared, 1)
 	inst.preparing = ch
 	inst.log.Info("module restarting in the background", "name", inst.manifest.Name)
@@ -255,15 +256,20 @@ func (m *Manager) reattach(inst *instance, made module.Module) error {
 		inst.unloadModule(mod)
 		return fmt.Errorf("module %s: the new code declares module %q", inst.manifest.Name, man.Name)
 	}
+	if !man.Rooms && len(inst.rooms) > 1 {
+		inst.unloadModule(mod)
+		return fmt.Errorf("module %s: the new code no longer serves many rooms", inst.manifest.Name)
+	}
 	if err := m.registerTypes(inst, man); err != nil {
 		inst.unloadModule(mod)
 		return err
 	}
+	inst.multi = man.Rooms
 	inst.adopt(mod, man)
-	if err := inst.registerCommands(); err != nil {
+	if err := m.registerCommands(inst); err != nil {
 		m.unload(inst, StateRestarting)
 		return err
 	}
-	inst.greetClients()
+	inst.greetAll()
 	return nil
 }

@@ -38,14 +38,17 @@ func (m *Module) apply(acts []*pluginv1.Action) {
 }
 
 func (m *Module) applyOne(a *pluginv1.Action) {
-	h := m.host
+	h, err := m.hostFor(a.GetRoom())
+	if err != nil {
+		m.host.Log().Debug("plugin action for a room that is gone", "action", a.GetKind().String(), "room", a.GetRoom())
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			h.Log().Debug("panic applying a plugin action", "action", a.GetKind().String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			h.Fault(fmt.Errorf("panic applying the plugin's %s action: %v", a.GetKind(), v))
 		}
 	}()
-	var err error
 	switch a.GetKind() {
 	case pluginv1.ActionKind_ACTION_SEND:
 		err = h.Send(a.GetClient(), wire.MessageType(a.GetType()), a.GetPayload())
@@ -70,8 +73,8 @@ func (m *Module) applyOne(a *pluginv1.Action) {
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, module.ErrNoClient):
-		h.Log().Debug("plugin action for a client that is gone", "action", a.GetKind().String(), "client", a.GetClient())
+	case goneRoom(err):
+		h.Log().Debug("plugin action for a client or room that is gone", "action", a.GetKind().String(), "client", a.GetClient(), "room", a.GetRoom())
 	default:
 		h.Fault(fmt.Errorf("%s: %w", a.GetKind(), err))
 	}

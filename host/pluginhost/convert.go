@@ -21,6 +21,20 @@ func fillServer(p *pluginv1.ServerInfo, s module.ServerInfo) {
 	p.TickRate, p.Tick, p.Players, p.MaxPlayers = int32(s.TickRate), s.Tick, int32(s.Players), int32(s.MaxPlayers)
 	p.DataDir, p.ModulesDir = s.DataDir, s.ModulesDir
 	p.ReplicationRate, p.LagWindowNs = int32(s.ReplicationRate), int64(s.LagWindow)
+	if s.Room.ID == 0 {
+		p.Room = nil
+		return
+	}
+	if p.Room == nil {
+		p.Room = &pluginv1.RoomInfo{}
+	}
+	roomToPB(p.Room, s.Room)
+}
+
+// roomToPB writes a room's facts into p.
+func roomToPB(p *pluginv1.RoomInfo, r module.RoomInfo) {
+	p.Id, p.Name, p.Mode, p.Owner = uint32(r.ID), r.Name, r.Mode, r.Owner
+	p.Capacity, p.State = int32(min(r.Capacity, 1<<30)), uint32(r.State)
 }
 
 func clientToPB(c module.ClientInfo) *pluginv1.ClientInfo {
@@ -69,6 +83,7 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 		man.EntityTypes = append(man.EntityTypes, t)
 	}
 	man.Inputs = p.GetInputs()
+	man.Rooms = p.GetRooms()
 	return man, nil
 }
 

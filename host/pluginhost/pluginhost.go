@@ -123,6 +123,10 @@ type Module struct {
 	dead     error          // set once the process is gone
 	prepared *preparedStart // Prepare's result, taken by Load
 	metrics  []module.MetricValue
+	// rooms are the Hosts of the rooms a plugin that serves many has open
+	// (rooms.go); ticks is the Step request's storage for their facts.
+	rooms map[module.RoomID]module.Host
+	ticks []*pluginv1.RoomTick
 }
 
 var (

@@ -187,6 +187,7 @@ func (m *Module) send(t module.Tick, events []module.Event) {
 	}
 	fillServer(req.Server, m.host.Server())
 	req.Events = m.events(batch)
+	req.Rooms = m.roomTicks(req.Rooms[:0])
 	clear(s.held) // the request holds the payloads now
 	s.held = s.held[:0]
 	req.Pings = req.Pings[:0]
@@ -290,7 +291,7 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 	for i := range events {
 		ev, pe := &events[i], &s.evs[i]
 		s.evp[i] = pe
-		pe.Client = ev.Client
+		pe.Client, pe.Room = ev.Client, uint32(ev.Room)
 		switch ev.Kind {
 		case module.EventAdmitted:
 			pe.Kind = pluginv1.EventKind_EVENT_ADMITTED
@@ -298,7 +299,7 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			ci.ID, ci.Name = ev.Client, ev.Name
 			pe.Info = clientToPB(ci)
 		case module.EventLeft:
-			pe.Kind, pe.Reason = pluginv1.EventKind_EVENT_LEFT, uint32(ev.Reason)
+			pe.Kind, pe.Reason, pe.Leave = pluginv1.EventKind_EVENT_LEFT, uint32(ev.Reason), uint32(ev.Leave)
 		case module.EventMessage:
 			pe.Kind, pe.Type, pe.Payload = pluginv1.EventKind_EVENT_MESSAGE, uint32(ev.Type), ev.Payload
 		case module.EventMatchStart:
@@ -309,6 +310,19 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			pe.Kind, pe.Map, pe.MapIndex = pluginv1.EventKind_EVENT_MAP_CHANGE, ev.Map, int32(ev.MapIndex)
 		case module.EventInput:
 			pe.Kind, pe.Payload = pluginv1.EventKind_EVENT_INPUT, gamemsg.AppendClientInput(nil, &ev.Input)
+		case module.EventRoomOpen:
+			pe.Kind, pe.RoomInfo = pluginv1.EventKind_EVENT_ROOM_OPEN, &pluginv1.RoomInfo{}
+			roomToPB(pe.RoomInfo, ev.RoomInfo)
+			pe.RoomInfo.Id = uint32(ev.Room)
+			pe.EntityIdFirst, pe.EntityIdLast = ev.EntityIDs.First, ev.EntityIDs.Last
+			m.openRoom(ev.Room)
+		case module.EventRoomClose:
+			pe.Kind = pluginv1.EventKind_EVENT_ROOM_CLOSE
+			m.closeRoom(ev.Room)
+		case module.EventPause:
+			pe.Kind, pe.Paused = pluginv1.EventKind_EVENT_PAUSE, ev.Paused
+		default:
+			pe.Kind = pluginv1.EventKind_EVENT_UNSPECIFIED
 		}
 	}
 	return s.evp

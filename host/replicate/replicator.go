@@ -211,10 +211,15 @@ func (r *Replicator) Flush() {
 // stamp is the tick number of changes made now.
 func (r *Replicator) stamp() uint64 { return r.tick + 1 }
 
+// ResyncTypes as AddClient's typesVersion sends the client a fresh
+// GameStateSync at its first frame whatever the version: a client entering
+// a room's world (docs/protocol.md §14.4), which it starts from nothing.
+const ResyncTypes = ^uint64(0)
+
 // AddClient starts replicating to an admitted client. typesVersion is the
 // Schemas version of the GameStateSync it was sent at admission (0 if
-// unknown: it is sent a fresh one). It is sent every relevant entity at the
-// next frame: a full resync.
+// unknown: it is sent a fresh one; ResyncTypes: always). It is sent every
+// relevant entity at the next frame: a full resync.
 func (r *Replicator) AddClient(id uint32, typesVersion uint64) {
 	if _, ok := r.viewers[id]; ok {
 		return

@@ -64,6 +64,21 @@ function renderStatus(s) {
     cell(tr, m.metrics.map((x) => x.name + " " + fmt(x.value, 0)).join(", "));
     mods.appendChild(tr);
   }
+  const rooms = $("room-rows");
+  rooms.replaceChildren();
+  for (const r of s.rooms) {
+    const tr = document.createElement("tr");
+    tr.dataset.room = r.id;
+    cell(tr, r.id);
+    cell(tr, r.name + (r.password ? " 🔒" : ""));
+    cell(tr, r.mode);
+    cell(tr, r.map);
+    cell(tr, r.state, "state-" + r.state).dataset.field = "state";
+    cell(tr, r.players + " / " + r.capacity).dataset.field = "players";
+    cell(tr, r.owner || "–");
+    rooms.appendChild(tr);
+  }
+  $("rooms-summary").textContent = s.rooms.length + " of at most " + s.rooms_max + ", " + s.lobby_players + " in the lobby";
   const players = $("player-rows");
   players.replaceChildren();
   for (const p of s.player_list) {

@@ -7,6 +7,13 @@
 // message. Message payloads travel as the exact bytes of the protocol v3
 // frames (already validated against the module's schemas by the server).
 //
+// Rooms (docs/go-plugins.md "Rooms"): a plugin whose manifest sets rooms
+// serves every room of its mode from this one process. Every event names
+// its room, every action the room it acts in, and the Step of a tick
+// carries the events of all the rooms, still one call per tick. A plugin
+// without it gets one process per room and may leave the room fields
+// alone (0 means the module's one room).
+//
 // Versioning: this is plugin protocol 1 (go-plugin handshake
 // ProtocolVersion). An incompatible change adds a new package
 // (sparkhost.plugin.v2) and a new protocol version; fields are only ever
@@ -88,26 +95,32 @@ type EventKind int32
 
 const (
 	EventKind_EVENT_UNSPECIFIED EventKind = 0
-	EventKind_EVENT_ADMITTED    EventKind = 1 // client, info
-	EventKind_EVENT_LEFT        EventKind = 2 // client, reason
-	EventKind_EVENT_MESSAGE     EventKind = 3 // client, type, payload
-	EventKind_EVENT_MATCH_START EventKind = 4 // payload: a MatchStart payload (§9)
-	EventKind_EVENT_MATCH_END   EventKind = 5 // payload: a MatchEnd payload (§9)
-	EventKind_EVENT_MAP_CHANGE  EventKind = 6 // map, map_index
-	EventKind_EVENT_INPUT       EventKind = 7 // client, payload: a ClientInput payload (§9.1), already validated
+	EventKind_EVENT_ADMITTED    EventKind = 1  // client, info
+	EventKind_EVENT_LEFT        EventKind = 2  // client, reason
+	EventKind_EVENT_MESSAGE     EventKind = 3  // client, type, payload
+	EventKind_EVENT_MATCH_START EventKind = 4  // payload: a MatchStart payload (§9)
+	EventKind_EVENT_MATCH_END   EventKind = 5  // payload: a MatchEnd payload (§9)
+	EventKind_EVENT_MAP_CHANGE  EventKind = 6  // map, map_index
+	EventKind_EVENT_INPUT       EventKind = 7  // client, payload: a ClientInput payload (§9.1), already validated
+	EventKind_EVENT_ROOM_OPEN   EventKind = 8  // room, room_info, entity_id_first/last: start serving a room (manifest.rooms)
+	EventKind_EVENT_ROOM_CLOSE  EventKind = 9  // room: stop serving it; its entities are gone
+	EventKind_EVENT_PAUSE       EventKind = 10 // room, paused: the room's match clock stopped or runs again
 )
 
 // Enum value maps for EventKind.
 var (
 	EventKind_name = map[int32]string{
-		0: "EVENT_UNSPECIFIED",
-		1: "EVENT_ADMITTED",
-		2: "EVENT_LEFT",
-		3: "EVENT_MESSAGE",
-		4: "EVENT_MATCH_START",
-		5: "EVENT_MATCH_END",
-		6: "EVENT_MAP_CHANGE",
-		7: "EVENT_INPUT",
+		0:  "EVENT_UNSPECIFIED",
+		1:  "EVENT_ADMITTED",
+		2:  "EVENT_LEFT",
+		3:  "EVENT_MESSAGE",
+		4:  "EVENT_MATCH_START",
+		5:  "EVENT_MATCH_END",
+		6:  "EVENT_MAP_CHANGE",
+		7:  "EVENT_INPUT",
+		8:  "EVENT_ROOM_OPEN",
+		9:  "EVENT_ROOM_CLOSE",
+		10: "EVENT_PAUSE",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_UNSPECIFIED": 0,
@@ -118,6 +131,9 @@ var (
 		"EVENT_MATCH_END":   5,
 		"EVENT_MAP_CHANGE":  6,
 		"EVENT_INPUT":       7,
+		"EVENT_ROOM_OPEN":   8,
+		"EVENT_ROOM_CLOSE":  9,
+		"EVENT_PAUSE":       10,
 	}
 )
 
@@ -605,7 +621,10 @@ type Manifest struct {
 	// The module's own metrics, exported by the server's metrics endpoint as
 	// sparkhost_<module>_<name>; at most 32, each a plain number without
 	// labels, so their cardinality is fixed by the manifest.
-	Metrics       []*MetricSpec `protobuf:"bytes,7,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	Metrics []*MetricSpec `protobuf:"bytes,7,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	// One process serves every room of the module's mode (EVENT_ROOM_OPEN,
+	// Event.room, Action.room); false: a process per room.
+	Rooms         bool `protobuf:"varint,8,opt,name=rooms,proto3" json:"rooms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -687,6 +706,13 @@ func (x *Manifest) GetMetrics() []*MetricSpec {
 		return x.Metrics
 	}
 	return nil
+}
+
+func (x *Manifest) GetRooms() bool {
+	if x != nil {
+		return x.Rooms
+	}
+	return false
 }
 
 // MetricSpec declares one metric a module reports.
@@ -817,6 +843,7 @@ type ServerInfo struct {
 	ModulesDir      string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"`                 // the directory of every module's own directory
 	ReplicationRate int32                  `protobuf:"varint,11,opt,name=replication_rate,json=replicationRate,proto3" json:"replication_rate,omitempty"` // replication frames per second (Hz)
 	LagWindowNs     int64                  `protobuf:"varint,12,opt,name=lag_window_ns,json=lagWindowNs,proto3" json:"lag_window_ns,omitempty"`           // how far back lag compensation rewinds
+	Room            *RoomInfo              `protobuf:"bytes,13,opt,name=room,proto3" json:"room,omitempty"`                                               // the room these facts are of (absent: the whole server)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -935,6 +962,98 @@ func (x *ServerInfo) GetLagWindowNs() int64 {
 	return 0
 }
 
+func (x *ServerInfo) GetRoom() *RoomInfo {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+// RoomInfo describes a room (docs/protocol.md §14).
+type RoomInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`    // the module name the room was created with
+	Owner         uint32                 `protobuf:"varint,4,opt,name=owner,proto3" json:"owner,omitempty"` // 0: none
+	Capacity      int32                  `protobuf:"varint,5,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	State         uint32                 `protobuf:"varint,6,opt,name=state,proto3" json:"state,omitempty"` // 0 Waiting, 1 Playing, 2 Paused, 3 Ended
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoomInfo) Reset() {
+	*x = RoomInfo{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomInfo) ProtoMessage() {}
+
+func (x *RoomInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomInfo.ProtoReflect.Descriptor instead.
+func (*RoomInfo) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RoomInfo) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RoomInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RoomInfo) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *RoomInfo) GetOwner() uint32 {
+	if x != nil {
+		return x.Owner
+	}
+	return 0
+}
+
+func (x *RoomInfo) GetCapacity() int32 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *RoomInfo) GetState() uint32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
 type ClientInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -949,7 +1068,7 @@ type ClientInfo struct {
 
 func (x *ClientInfo) Reset() {
 	*x = ClientInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1080,7 @@ func (x *ClientInfo) String() string {
 func (*ClientInfo) ProtoMessage() {}
 
 func (x *ClientInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1093,7 @@ func (x *ClientInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientInfo.ProtoReflect.Descriptor instead.
 func (*ClientInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ClientInfo) GetId() uint32 {
@@ -1034,7 +1153,7 @@ type InitRequest struct {
 
 func (x *InitRequest) Reset() {
 	*x = InitRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1165,7 @@ func (x *InitRequest) String() string {
 func (*InitRequest) ProtoMessage() {}
 
 func (x *InitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1178,7 @@ func (x *InitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitRequest.ProtoReflect.Descriptor instead.
 func (*InitRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InitRequest) GetProtocol() uint32 {
@@ -1108,7 +1227,7 @@ type InitResponse struct {
 
 func (x *InitResponse) Reset() {
 	*x = InitResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1239,7 @@ func (x *InitResponse) String() string {
 func (*InitResponse) ProtoMessage() {}
 
 func (x *InitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1252,7 @@ func (x *InitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitResponse.ProtoReflect.Descriptor instead.
 func (*InitResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InitResponse) GetManifest() *Manifest {
@@ -1167,13 +1286,19 @@ type Event struct {
 	Reason        uint32                 `protobuf:"varint,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	Map           string                 `protobuf:"bytes,7,opt,name=map,proto3" json:"map,omitempty"`
 	MapIndex      int32                  `protobuf:"varint,8,opt,name=map_index,json=mapIndex,proto3" json:"map_index,omitempty"`
+	Room          uint32                 `protobuf:"varint,9,opt,name=room,proto3" json:"room,omitempty"`                                           // the room of the event (0: the module's one room, or the whole server)
+	RoomInfo      *RoomInfo              `protobuf:"bytes,10,opt,name=room_info,json=roomInfo,proto3" json:"room_info,omitempty"`                   // EVENT_ROOM_OPEN
+	EntityIdFirst uint32                 `protobuf:"varint,11,opt,name=entity_id_first,json=entityIdFirst,proto3" json:"entity_id_first,omitempty"` // EVENT_ROOM_OPEN: the module's entity ids in the room's world, inclusive
+	EntityIdLast  uint32                 `protobuf:"varint,12,opt,name=entity_id_last,json=entityIdLast,proto3" json:"entity_id_last,omitempty"`
+	Paused        bool                   `protobuf:"varint,13,opt,name=paused,proto3" json:"paused,omitempty"` // EVENT_PAUSE
+	Leave         uint32                 `protobuf:"varint,14,opt,name=leave,proto3" json:"leave,omitempty"`   // EVENT_LEFT: why it left the room (0 left, 1 kicked, 2 quit, 3 timed out, 4 disconnected, 5 room closed)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1310,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1323,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Event) GetKind() EventKind {
@@ -1257,6 +1382,48 @@ func (x *Event) GetMapIndex() int32 {
 	return 0
 }
 
+func (x *Event) GetRoom() uint32 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
+func (x *Event) GetRoomInfo() *RoomInfo {
+	if x != nil {
+		return x.RoomInfo
+	}
+	return nil
+}
+
+func (x *Event) GetEntityIdFirst() uint32 {
+	if x != nil {
+		return x.EntityIdFirst
+	}
+	return 0
+}
+
+func (x *Event) GetEntityIdLast() uint32 {
+	if x != nil {
+		return x.EntityIdLast
+	}
+	return 0
+}
+
+func (x *Event) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Event) GetLeave() uint32 {
+	if x != nil {
+		return x.Leave
+	}
+	return 0
+}
+
 type ClientPing struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        uint32                 `protobuf:"varint,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1267,7 +1434,7 @@ type ClientPing struct {
 
 func (x *ClientPing) Reset() {
 	*x = ClientPing{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1446,7 @@ func (x *ClientPing) String() string {
 func (*ClientPing) ProtoMessage() {}
 
 func (x *ClientPing) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1459,7 @@ func (x *ClientPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientPing.ProtoReflect.Descriptor instead.
 func (*ClientPing) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClientPing) GetClient() uint32 {
@@ -1318,13 +1485,16 @@ type StepRequest struct {
 	Server         *ServerInfo            `protobuf:"bytes,5,opt,name=server,proto3" json:"server,omitempty"`
 	Events         []*Event               `protobuf:"bytes,6,rep,name=events,proto3" json:"events,omitempty"`
 	Pings          []*ClientPing          `protobuf:"bytes,7,rep,name=pings,proto3" json:"pings,omitempty"` // sent about once a second
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A module that serves many rooms: the facts of each of its rooms this
+	// tick (server stays the whole server's).
+	Rooms         []*RoomTick `protobuf:"bytes,8,rep,name=rooms,proto3" json:"rooms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1506,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1519,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepRequest) GetTick() uint64 {
@@ -1401,6 +1571,65 @@ func (x *StepRequest) GetPings() []*ClientPing {
 	return nil
 }
 
+func (x *StepRequest) GetRooms() []*RoomTick {
+	if x != nil {
+		return x.Rooms
+	}
+	return nil
+}
+
+type RoomTick struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Room          uint32                 `protobuf:"varint,1,opt,name=room,proto3" json:"room,omitempty"`
+	Server        *ServerInfo            `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoomTick) Reset() {
+	*x = RoomTick{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomTick) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomTick) ProtoMessage() {}
+
+func (x *RoomTick) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomTick.ProtoReflect.Descriptor instead.
+func (*RoomTick) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RoomTick) GetRoom() uint32 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
+func (x *RoomTick) GetServer() *ServerInfo {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
 type Action struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Kind       ActionKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=sparkhost.plugin.v1.ActionKind" json:"kind,omitempty"`
@@ -1421,13 +1650,14 @@ type Action struct {
 	// little-endian in the width of its kind (§9.2); see internal/pluginwire.
 	Fields        []byte `protobuf:"bytes,15,opt,name=fields,proto3" json:"fields,omitempty"`
 	Spectator     bool   `protobuf:"varint,16,opt,name=spectator,proto3" json:"spectator,omitempty"`
+	Room          uint32 `protobuf:"varint,17,opt,name=room,proto3" json:"room,omitempty"` // the room the action acts in (0: the module's one room)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1669,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1682,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Action) GetKind() ActionKind {
@@ -1567,6 +1797,13 @@ func (x *Action) GetSpectator() bool {
 	return false
 }
 
+func (x *Action) GetRoom() uint32 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
 type StepResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Actions []*Action              `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
@@ -1579,7 +1816,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1828,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1841,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StepResponse) GetActions() []*Action {
@@ -1631,7 +1868,7 @@ type CommandRequest struct {
 
 func (x *CommandRequest) Reset() {
 	*x = CommandRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1880,7 @@ func (x *CommandRequest) String() string {
 func (*CommandRequest) ProtoMessage() {}
 
 func (x *CommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1893,7 @@ func (x *CommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandRequest.ProtoReflect.Descriptor instead.
 func (*CommandRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommandRequest) GetName() string {
@@ -1684,7 +1921,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1933,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1946,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandResponse) GetOutput() string {
@@ -1741,7 +1978,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[19]
+	mi := &file_pluginv1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1990,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[19]
+	mi := &file_pluginv1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +2003,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 type ShutdownResponse struct {
@@ -1778,7 +2015,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[20]
+	mi := &file_pluginv1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +2027,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[20]
+	mi := &file_pluginv1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +2040,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ShutdownResponse) GetActions() []*Action {
@@ -1848,7 +2085,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
 	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
 	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
-	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xc6\x02\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xdc\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
@@ -1856,7 +2093,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\bcommands\x18\x04 \x03(\v2 .sparkhost.plugin.v1.CommandSpecR\bcommands\x12B\n" +
 	"\fentity_types\x18\x05 \x03(\v2\x1f.sparkhost.plugin.v1.EntityTypeR\ventityTypes\x12\x16\n" +
 	"\x06inputs\x18\x06 \x01(\bR\x06inputs\x129\n" +
-	"\ametrics\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.MetricSpecR\ametrics\"i\n" +
+	"\ametrics\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.MetricSpecR\ametrics\x12\x14\n" +
+	"\x05rooms\x18\b \x01(\bR\x05rooms\"i\n" +
 	"\n" +
 	"MetricSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -1864,7 +2102,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.sparkhost.plugin.v1.MetricKindR\x04kind\"9\n" +
 	"\vMetricValue\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value\"\xde\x02\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\x91\x03\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -1882,7 +2120,15 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"modulesDir\x12)\n" +
 	"\x10replication_rate\x18\v \x01(\x05R\x0freplicationRate\x12\"\n" +
-	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\"\x9e\x01\n" +
+	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\x121\n" +
+	"\x04room\x18\r \x01(\v2\x1d.sparkhost.plugin.v1.RoomInfoR\x04room\"\x8a\x01\n" +
+	"\bRoomInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\rR\x05owner\x12\x1a\n" +
+	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\rR\x05state\"\x9e\x01\n" +
 	"\n" +
 	"ClientInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
@@ -1900,7 +2146,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\fInitResponse\x129\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x1d.sparkhost.plugin.v1.ManifestR\bmanifest\x125\n" +
 	"\aactions\x18\x02 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xfd\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xc9\x03\n" +
 	"\x05Event\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.sparkhost.plugin.v1.EventKindR\x04kind\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\rR\x06client\x12\x12\n" +
@@ -1909,11 +2155,18 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04info\x18\x05 \x01(\v2\x1f.sparkhost.plugin.v1.ClientInfoR\x04info\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\rR\x06reason\x12\x10\n" +
 	"\x03map\x18\a \x01(\tR\x03map\x12\x1b\n" +
-	"\tmap_index\x18\b \x01(\x05R\bmapIndex\"=\n" +
+	"\tmap_index\x18\b \x01(\x05R\bmapIndex\x12\x12\n" +
+	"\x04room\x18\t \x01(\rR\x04room\x12:\n" +
+	"\troom_info\x18\n" +
+	" \x01(\v2\x1d.sparkhost.plugin.v1.RoomInfoR\broomInfo\x12&\n" +
+	"\x0fentity_id_first\x18\v \x01(\rR\rentityIdFirst\x12$\n" +
+	"\x0eentity_id_last\x18\f \x01(\rR\fentityIdLast\x12\x16\n" +
+	"\x06paused\x18\r \x01(\bR\x06paused\x12\x14\n" +
+	"\x05leave\x18\x0e \x01(\rR\x05leave\"=\n" +
 	"\n" +
 	"ClientPing\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\rR\x06client\x12\x17\n" +
-	"\aping_ns\x18\x02 \x01(\x03R\x06pingNs\"\xa4\x02\n" +
+	"\aping_ns\x18\x02 \x01(\x03R\x06pingNs\"\xd9\x02\n" +
 	"\vStepRequest\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x13\n" +
 	"\x05dt_ns\x18\x02 \x01(\x03R\x04dtNs\x12\x1e\n" +
@@ -1921,7 +2174,11 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x10deadline_unix_ns\x18\x04 \x01(\x03R\x0edeadlineUnixNs\x127\n" +
 	"\x06server\x18\x05 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\x122\n" +
 	"\x06events\x18\x06 \x03(\v2\x1a.sparkhost.plugin.v1.EventR\x06events\x125\n" +
-	"\x05pings\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.ClientPingR\x05pings\"\xcb\x03\n" +
+	"\x05pings\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.ClientPingR\x05pings\x123\n" +
+	"\x05rooms\x18\b \x03(\v2\x1d.sparkhost.plugin.v1.RoomTickR\x05rooms\"W\n" +
+	"\bRoomTick\x12\x12\n" +
+	"\x04room\x18\x01 \x01(\rR\x04room\x127\n" +
+	"\x06server\x18\x02 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\"\xdf\x03\n" +
 	"\x06Action\x123\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1f.sparkhost.plugin.v1.ActionKindR\x04kind\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\rR\x06client\x12\x12\n" +
@@ -1940,7 +2197,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06global\x18\r \x01(\bR\x06global\x12\x1a\n" +
 	"\bteleport\x18\x0e \x01(\bR\bteleport\x12\x16\n" +
 	"\x06fields\x18\x0f \x01(\fR\x06fields\x12\x1c\n" +
-	"\tspectator\x18\x10 \x01(\bR\tspectator\"\x81\x01\n" +
+	"\tspectator\x18\x10 \x01(\bR\tspectator\x12\x12\n" +
+	"\x04room\x18\x11 \x01(\rR\x04room\"\x81\x01\n" +
 	"\fStepResponse\x125\n" +
 	"\aactions\x18\x01 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\x12:\n" +
 	"\ametrics\x18\x02 \x03(\v2 .sparkhost.plugin.v1.MetricValueR\ametrics\"8\n" +
@@ -1958,7 +2216,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"MetricKind\x12\x16\n" +
 	"\x12METRIC_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fMETRIC_GAUGE\x10\x01\x12\x12\n" +
-	"\x0eMETRIC_COUNTER\x10\x02*\xac\x01\n" +
+	"\x0eMETRIC_COUNTER\x10\x02*\xe8\x01\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -1968,7 +2226,11 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x11EVENT_MATCH_START\x10\x04\x12\x13\n" +
 	"\x0fEVENT_MATCH_END\x10\x05\x12\x14\n" +
 	"\x10EVENT_MAP_CHANGE\x10\x06\x12\x0f\n" +
-	"\vEVENT_INPUT\x10\a*\x98\x02\n" +
+	"\vEVENT_INPUT\x10\a\x12\x13\n" +
+	"\x0fEVENT_ROOM_OPEN\x10\b\x12\x14\n" +
+	"\x10EVENT_ROOM_CLOSE\x10\t\x12\x0f\n" +
+	"\vEVENT_PAUSE\x10\n" +
+	"*\x98\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +
@@ -2003,7 +2265,7 @@ func file_pluginv1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_pluginv1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_pluginv1_plugin_proto_goTypes = []any{
 	(MetricKind)(0),          // 0: sparkhost.plugin.v1.MetricKind
 	(EventKind)(0),           // 1: sparkhost.plugin.v1.EventKind
@@ -2017,18 +2279,20 @@ var file_pluginv1_plugin_proto_goTypes = []any{
 	(*MetricSpec)(nil),       // 9: sparkhost.plugin.v1.MetricSpec
 	(*MetricValue)(nil),      // 10: sparkhost.plugin.v1.MetricValue
 	(*ServerInfo)(nil),       // 11: sparkhost.plugin.v1.ServerInfo
-	(*ClientInfo)(nil),       // 12: sparkhost.plugin.v1.ClientInfo
-	(*InitRequest)(nil),      // 13: sparkhost.plugin.v1.InitRequest
-	(*InitResponse)(nil),     // 14: sparkhost.plugin.v1.InitResponse
-	(*Event)(nil),            // 15: sparkhost.plugin.v1.Event
-	(*ClientPing)(nil),       // 16: sparkhost.plugin.v1.ClientPing
-	(*StepRequest)(nil),      // 17: sparkhost.plugin.v1.StepRequest
-	(*Action)(nil),           // 18: sparkhost.plugin.v1.Action
-	(*StepResponse)(nil),     // 19: sparkhost.plugin.v1.StepResponse
-	(*CommandRequest)(nil),   // 20: sparkhost.plugin.v1.CommandRequest
-	(*CommandResponse)(nil),  // 21: sparkhost.plugin.v1.CommandResponse
-	(*ShutdownRequest)(nil),  // 22: sparkhost.plugin.v1.ShutdownRequest
-	(*ShutdownResponse)(nil), // 23: sparkhost.plugin.v1.ShutdownResponse
+	(*RoomInfo)(nil),         // 12: sparkhost.plugin.v1.RoomInfo
+	(*ClientInfo)(nil),       // 13: sparkhost.plugin.v1.ClientInfo
+	(*InitRequest)(nil),      // 14: sparkhost.plugin.v1.InitRequest
+	(*InitResponse)(nil),     // 15: sparkhost.plugin.v1.InitResponse
+	(*Event)(nil),            // 16: sparkhost.plugin.v1.Event
+	(*ClientPing)(nil),       // 17: sparkhost.plugin.v1.ClientPing
+	(*StepRequest)(nil),      // 18: sparkhost.plugin.v1.StepRequest
+	(*RoomTick)(nil),         // 19: sparkhost.plugin.v1.RoomTick
+	(*Action)(nil),           // 20: sparkhost.plugin.v1.Action
+	(*StepResponse)(nil),     // 21: sparkhost.plugin.v1.StepResponse
+	(*CommandRequest)(nil),   // 22: sparkhost.plugin.v1.CommandRequest
+	(*CommandResponse)(nil),  // 23: sparkhost.plugin.v1.CommandResponse
+	(*ShutdownRequest)(nil),  // 24: sparkhost.plugin.v1.ShutdownRequest
+	(*ShutdownResponse)(nil), // 25: sparkhost.plugin.v1.ShutdownResponse
 }
 var file_pluginv1_plugin_proto_depIdxs = []int32{
 	6,  // 0: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
@@ -2039,33 +2303,37 @@ var file_pluginv1_plugin_proto_depIdxs = []int32{
 	7,  // 5: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
 	9,  // 6: sparkhost.plugin.v1.Manifest.metrics:type_name -> sparkhost.plugin.v1.MetricSpec
 	0,  // 7: sparkhost.plugin.v1.MetricSpec.kind:type_name -> sparkhost.plugin.v1.MetricKind
-	11, // 8: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	8,  // 9: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
-	18, // 10: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	1,  // 11: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
-	12, // 12: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
-	11, // 13: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	15, // 14: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
-	16, // 15: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
-	2,  // 16: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
-	5,  // 17: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
-	18, // 18: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	10, // 19: sparkhost.plugin.v1.StepResponse.metrics:type_name -> sparkhost.plugin.v1.MetricValue
-	18, // 20: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	18, // 21: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	13, // 22: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
-	17, // 23: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
-	20, // 24: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
-	22, // 25: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
-	14, // 26: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
-	19, // 27: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
-	21, // 28: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
-	23, // 29: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
-	26, // [26:30] is the sub-list for method output_type
-	22, // [22:26] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	12, // 8: sparkhost.plugin.v1.ServerInfo.room:type_name -> sparkhost.plugin.v1.RoomInfo
+	11, // 9: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	8,  // 10: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
+	20, // 11: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	1,  // 12: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
+	13, // 13: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
+	12, // 14: sparkhost.plugin.v1.Event.room_info:type_name -> sparkhost.plugin.v1.RoomInfo
+	11, // 15: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	16, // 16: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
+	17, // 17: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
+	19, // 18: sparkhost.plugin.v1.StepRequest.rooms:type_name -> sparkhost.plugin.v1.RoomTick
+	11, // 19: sparkhost.plugin.v1.RoomTick.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	2,  // 20: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
+	5,  // 21: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
+	20, // 22: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	10, // 23: sparkhost.plugin.v1.StepResponse.metrics:type_name -> sparkhost.plugin.v1.MetricValue
+	20, // 24: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	20, // 25: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	14, // 26: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
+	18, // 27: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
+	22, // 28: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
+	24, // 29: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
+	15, // 30: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
+	21, // 31: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
+	23, // 32: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
+	25, // 33: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_pluginv1_plugin_proto_init() }
@@ -2079,7 +2347,7 @@ func file_pluginv1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pluginv1_plugin_proto_rawDesc), len(file_pluginv1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7,6 +7,13 @@
 // message. Message payloads travel as the exact bytes of the protocol v3
 // frames (already validated against the module's schemas by the server).
 //
+// Rooms (docs/go-plugins.md "Rooms"): a plugin whose manifest sets rooms
+// serves every room of its mode from this one process. Every event names
+// its room, every action the room it acts in, and the Step of a tick
+// carries the events of all the rooms, still one call per tick. A plugin
+// without it gets one process per room and may leave the room fields
+// alone (0 means the module's one room).
+//
 // Versioning: this is plugin protocol 1 (go-plugin handshake
 // ProtocolVersion). An incompatible change adds a new package
 // (sparkhost.plugin.v2) and a new protocol version; fields are only ever

@@ -87,7 +87,7 @@ func Register(reg *wire.Registry) error {
 			return err
 		}
 	}
-	return nil
+	return registerRooms(reg)
 }
 
 // NewRegistry returns a registry with the transport's types and the game

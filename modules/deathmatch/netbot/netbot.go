@@ -174,6 +174,39 @@ func Dial(ctx context.Context, cfg Config) (*Bot, error) {
 	return b, nil
 }
 
+// ErrRoomRefused is what EnterRoom's error matches when the server
+// answered the request with a code other than OK.
+var ErrRoomRefused = errors.New("netbot: room request refused")
+
+// EnterRoom puts the bot in a room of a server with a lobby
+// (docs/protocol.md §14): it sends a RoomCreate or RoomJoin payload of type
+// t and waits for its answer, handling what arrives meanwhile, and returns
+// the room's id. Call it after Dial and before Run. The room's
+// GameStateSync, which follows the answer, tells the bot the room's map.
+func (b *Bot) EnterRoom(ctx context.Context, t wire.MessageType, payload []byte) (uint32, error) {
+	if err := b.c.Send(t, wire.ReliableOrdered, payload); err != nil {
+		return 0, err
+	}
+	for {
+		m, err := b.c.Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		b.handle(m)
+		if m.Header.Type != gamemsg.TypeRoomResult {
+			continue
+		}
+		r, err := gamemsg.ParseRoomResult(m.Payload)
+		if err != nil || r.Request != t {
+			continue
+		}
+		if r.Code != gamemsg.RoomOK {
+			return r.Room, fmt.Errorf("%w: %s %s: %s", ErrRoomRefused, t, r.Code, r.Detail)
+		}
+		return r.Room, nil
+	}
+}
+
 // ID is the bot's client id.
 func (b *Bot) ID() uint32 { return b.c.ID() }
 

@@ -11,4 +11,4 @@ import (
 	"github.com/sparkhost/sparkhost/plugin"
 )
 
-func main() { plugin.Serve(deathmatch.New()) }
+func main() { plugin.ServeRooms(deathmatch.New) }
