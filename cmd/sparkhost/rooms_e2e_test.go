@@ -137,9 +137,32 @@ func (p *player) await(what string, match func(m netstack.Message) bool) netstac
 		select {
 		case <-p.more:
 		case <-deadline:
-			p.t.Fatalf("%s: no %s within 30 s", p.name, what)
+			p.mu.Lock()
+			got := make([]string, 0, len(p.msgs)-p.cursor)
+			for _, m := range p.msgs[p.cursor:] {
+				got = append(got, m.Header.Type.String())
+			}
+			p.mu.Unlock()
+			p.t.Fatalf("%s: no %s within 30 s; received since the last match: %v", p.name, what, got)
 		}
 	}
+}
+
+// awaitEver is await over every message received so far, not only those
+// after the last match: for what may have come before an answer awaited
+// earlier (a body spawned while the room waited for its start). The
+// cursor never moves back.
+func (p *player) awaitEver(what string, match func(m netstack.Message) bool) netstack.Message {
+	p.t.Helper()
+	p.mu.Lock()
+	cursor := p.cursor
+	p.cursor = 0
+	p.mu.Unlock()
+	m := p.await(what, match)
+	p.mu.Lock()
+	p.cursor = max(p.cursor, cursor)
+	p.mu.Unlock()
+	return m
 }
 
 // request sends a room request and returns its answer.
@@ -257,7 +280,7 @@ func TestProcessesRooms(t *testing.T) {
 	alice.event(gamemsg.RoomJoined, bob.id())
 	dmRoom := carol.ok(gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{Name: "dmroom", Mode: "deathmatch", Capacity: 4}))
 	carol.ok(gamemsg.TypeRoomStart, nil)
-	carol.await("carol's deathmatch body", carol.spawnOf(carol.id()))
+	carol.awaitEver("carol's deathmatch body", carol.spawnOf(carol.id()))
 
 	// Owner rules: bob owns nothing.
 	bob.refused(gamemsg.TypeRoomRename, gamemsg.AppendRoomRename(nil, &gamemsg.RoomRename{Name: "mine"}), gamemsg.RoomNotOwner)

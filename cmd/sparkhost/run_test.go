@@ -49,6 +49,9 @@ func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *run
 	args := append([]string{"run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", dataDir}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
 	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
