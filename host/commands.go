@@ -242,8 +242,18 @@ func (s *Server) cmdEndMatch(args []string) (string, error) {
 }
 
 // matchRoom is the room a match command acts on: @ROOM as the first
-// argument, else the server's one room.
+// argument, else the server's one room; a room whose module is not a
+// match has no map or match to change.
 func (s *Server) matchRoom(args []string) (*room, []string, error) {
+	r, rest, err := s.commandRoom(args)
+	if err == nil && r.noMatch != "" {
+		return nil, nil, fmt.Errorf("%s is not a match: it has no map rotation or match to end", r.noMatch)
+	}
+	return r, rest, err
+}
+
+// commandRoom is @ROOM as the first argument, else the server's one room.
+func (s *Server) commandRoom(args []string) (*room, []string, error) {
 	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
 		id, err := strconv.ParseUint(args[0][1:], 10, 32)
 		if err != nil {

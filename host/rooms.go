@@ -41,6 +41,10 @@ type room struct {
 	scoresDirty bool
 	// changed: lobby browsers get a RoomUpdate at the end of the tick.
 	changed bool
+	// noMatch names the room's module that is not a match
+	// (module.Manifest.NoMatch; "" for a match), area the area it set
+	// (Host.SetArea): such a room keeps no match state (phase).
+	noMatch, area string
 	buf     []byte
 }
 
@@ -59,6 +63,53 @@ func (c *roomClock) advance(now time.Time, running bool) {
 	}
 	c.last = now
 	c.at = now.Add(-c.frozen)
+}
+
+// phase is the room's match state now. A room whose module is not a match
+// has a steady one: in progress, no timer, mode Custom, and, for a map,
+// the module's name and area ("mmo/west"); its Match is never ticked and
+// announces nothing.
+func (r *room) phase() match.Status {
+	if r.noMatch == "" {
+		return r.match.Phase(r.now())
+	}
+	return match.Status{State: gamemsg.MatchInProgress, Mode: gamemsg.ModeCustom,
+		Map: worldLabel(r.noMatch, r.area), Players: len(r.info.Members)}
+}
+
+// worldLabel is what a world that is not a match announces for a map: its
+// module's name, and "/area" when it has one, within the 64 bytes of a
+// map name (the module's name is cut short first).
+func worldLabel(name, area string) string {
+	if area == "" {
+		return truncateText(name, gamemsg.MaxMapLen)
+	}
+	return truncateText(name, gamemsg.MaxMapLen-1-len(area)) + "/" + area
+}
+
+// truncateText cuts s to at most n bytes on a rune boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// syncNoMatch follows the room's modules: whether one of them is not a
+// match (start of the tick; a module may load, unload or reload at any
+// time).
+func (r *room) syncNoMatch() {
+	name := r.s.mods.NoMatch(module.RoomID(r.info.ID))
+	if name == r.noMatch {
+		return
+	}
+	if name != "" {
+		r.s.log.Info("the room's module is not a match: no match timer, scores or map rotation", "room", r.info.ID, "module", name)
+	}
+	r.noMatch, r.scoresDirty, r.changed = name, false, true
 }
 
 // now is the room's time as of the current tick.
@@ -110,7 +161,16 @@ func (s *Server) newRoom(info *lobby.Room, now time.Time) (*room, error) {
 func (s *Server) openRoom(r *room, specs []modules.Spec) error {
 	err := s.mods.OpenRoom(modules.Room{
 		ID: module.RoomID(r.info.ID), World: r.world, Info: r.moduleInfo,
-		AddScore: func(c uint32, score, kills, deaths int32) { r.match.AddScore(c, score, kills, deaths, r.now()) },
+		AddScore: func(c uint32, score, kills, deaths int32) {
+			if r.noMatch == "" {
+				r.match.AddScore(c, score, kills, deaths, r.now())
+			}
+		},
+		SetArea: func(name string) {
+			if name != r.area {
+				r.area, r.changed = name, true
+			}
+		},
 		Everyone: r.info.Fixed,
 	})
 	if err != nil {
@@ -133,9 +193,9 @@ func (s *Server) openRoom(r *room, specs []modules.Spec) error {
 // moduleInfo is the room's facts for its modules.
 func (r *room) moduleInfo() module.ServerInfo {
 	s := r.s
-	st := r.match.Phase(r.now())
+	st := r.phase()
 	return module.ServerInfo{
-		Name: s.cfg.Server.Name, Map: st.Map, Mode: s.cfg.GameMode(), MatchState: st.State,
+		Name: s.cfg.Server.Name, Map: st.Map, Mode: st.Mode, MatchState: st.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(r.info.Members), MaxPlayers: r.info.Capacity,
 		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
 		Room: module.RoomInfo{ID: module.RoomID(r.info.ID), Name: r.info.Name, Mode: r.info.Mode, Owner: r.info.Owner,
@@ -145,7 +205,7 @@ func (r *room) moduleInfo() module.ServerInfo {
 
 // roomInfo is the room as the room messages describe it.
 func (r *room) roomInfo() gamemsg.RoomInfo {
-	return r.info.Info(r.match.Phase(r.now()).Map)
+	return r.info.Info(r.phase().Map)
 }
 
 // appendGameStateSync builds the GameStateSync a client of the room gets
@@ -154,12 +214,12 @@ func (r *room) roomInfo() gamemsg.RoomInfo {
 func (r *room) appendGameStateSync(client uint32, dst []byte) []byte {
 	s := r.s
 	_, types := r.world.Schemas()
-	st := r.match.Phase(r.now())
+	st := r.phase()
 	return gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
 		ClientID: client, ServerTime: s.net.Time(),
 		TickRate: uint16(s.cfg.Server.TickRate), ReplicationRate: uint16(s.cfg.Match.ReplicationRate),
 		ServerName: s.cfg.Server.Name, MOTD: s.cfg.Server.MOTD, Map: st.Map,
-		Mode: s.cfg.GameMode(), MatchState: st.State, TimeRemaining: float32(st.TimeRemaining.Seconds()),
+		Mode: st.Mode, MatchState: st.State, TimeRemaining: float32(st.TimeRemaining.Seconds()),
 		Types: types,
 	})
 }
@@ -334,9 +394,10 @@ func (s *Server) update(u gamemsg.RoomUpdate) {
 // for its start, not paused), its match (start of the tick).
 func (s *Server) tickRooms(now time.Time) {
 	for _, r := range s.roomOrder {
+		r.syncNoMatch()
 		running := r.running()
 		r.clock.advance(now, running)
-		if running {
+		if running && r.noMatch == "" {
 			r.match.Tick(r.now())
 		}
 	}
@@ -429,6 +490,9 @@ func (a roomAnnouncer) MatchEnd(m gamemsg.MatchEnd) {
 // scores they close): a tick with several score changes (a kill is two: the
 // victim's death and the killer's point) costs one broadcast, not one each.
 func (a roomAnnouncer) ScoreUpdate(m gamemsg.ScoreUpdate) {
+	if a.r.noMatch != "" {
+		return // a world that is not a match keeps no scores
+	}
 	a.r.scores = gamemsg.AppendScoreUpdate(a.r.scores[:0], &m)
 	a.r.scoresDirty = true
 }

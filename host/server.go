@@ -239,6 +239,10 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.fixed != nil {
+		s.fixed.syncNoMatch() // before the first admission's GameStateSync
+		s.publishView(s.start)
+	}
 	if err := s.startOps(); err != nil {
 		s.mods.UnloadAll()
 		s.net.Close()
@@ -305,7 +309,7 @@ func (s *Server) moduleBudget() time.Duration {
 func (s *Server) moduleServerInfo() module.ServerInfo {
 	v := s.view.Load()
 	return module.ServerInfo{
-		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.GameMode(), MatchState: v.status.State,
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: v.status.Mode, MatchState: v.status.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(s.players), MaxPlayers: s.cfg.Server.MaxClients,
 		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
 	}
@@ -517,9 +521,9 @@ func (s *Server) apply(e event, now time.Time) {
 // publishView publishes the facts other goroutines read: the match of the
 // server's one room (none on a server with a lobby) and the players.
 func (s *Server) publishView(time.Time) {
-	var st match.Status
+	st := match.Status{Mode: s.cfg.GameMode()}
 	if s.fixed != nil {
-		st = s.fixed.match.Phase(s.fixed.now())
+		st = s.fixed.phase()
 	}
 	s.view.Store(&serverView{status: st, players: len(s.players),
 		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients, rooms: s.lobby.Len()})
@@ -545,7 +549,7 @@ func (s *Server) gameStateSync(client uint32, dst []byte, types []gamemsg.Entity
 		ClientID: client, ServerTime: s.net.Time(),
 		TickRate: uint16(s.cfg.Server.TickRate), ReplicationRate: uint16(s.cfg.Match.ReplicationRate),
 		ServerName: s.cfg.Server.Name, MOTD: s.cfg.Server.MOTD, Map: v.status.Map,
-		Mode: s.cfg.GameMode(), MatchState: v.status.State, TimeRemaining: float32(v.status.TimeRemaining.Seconds()),
+		Mode: v.status.Mode, MatchState: v.status.State, TimeRemaining: float32(v.status.TimeRemaining.Seconds()),
 		Types: types,
 	})
 }
@@ -553,7 +557,7 @@ func (s *Server) gameStateSync(client uint32, dst []byte, types []gamemsg.Entity
 func (s *Server) discoveryInfo() discovery.Info {
 	v := s.view.Load()
 	return discovery.Info{
-		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(s.cfg.GameMode()),
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(v.status.Mode),
 		Players: uint16(v.players), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),
 		ProtocolVersion: s.net.Protocol(),
 	}

@@ -30,8 +30,15 @@ type Host interface {
 	// Kick disconnects a client of the module's room with reason Kicked and
 	// the given detail.
 	Kick(client uint32, detail string) error
-	// AddScore adds to a client's score in the current match.
+	// AddScore adds to a client's score in the current match (nothing on a
+	// server without match state, Manifest.NoMatch).
 	AddScore(client uint32, score, kills, deaths int32)
+	// SetArea names the part of the world this server runs (an MMO area,
+	// a zone): for a module of Manifest.NoMatch, LAN discovery and
+	// GameStateSync announce it beside the module's name. It is a name of
+	// at most MaxAreaLen bytes (wire.ValidName); "" clears it. A match-based
+	// module's area is ignored (a match announces its map).
+	SetArea(name string) error
 	// Fault reports an error the module caught and survived (a script
 	// error, a budget overrun); the server counts it, shows it in
 	// `module info` and may fail the module after too many.
@@ -97,6 +104,14 @@ type Host interface {
 	// no type with a Box) is an error.
 	Raycast(shooter uint32, origin, dir wire.Vec3, maxDist float32) (Hit, error)
 }
+
+// MaxAreaLen bounds Host.SetArea's name: with the module's name it fits
+// the 64 bytes a map name has on the wire.
+const MaxAreaLen = 31
+
+// ErrBadArea: Host.SetArea was given a name that is not 1..MaxAreaLen
+// bytes of printable UTF-8.
+var ErrBadArea = errors.New("module: an area is 1..31 bytes of printable UTF-8")
 
 // TimerID names a timer for Host.Cancel.
 type TimerID uint64

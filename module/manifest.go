@@ -28,6 +28,14 @@ type Manifest struct {
 	// (EventRoomOpen, Event.Room, RoomHost); without it each room gets an
 	// instance of its own (see room.go).
 	Rooms bool
+	// NoMatch: the module is not a match but a world of its own (an MMO
+	// gate, a hub). A server whose one room runs such a module keeps no
+	// match state: no phase timer, no scoreboard, no map rotation, no
+	// MatchStart, MatchEnd or ScoreUpdate (AddScore does nothing), and
+	// LAN discovery and GameStateSync announce mode Custom with the
+	// module's name and area (Host.SetArea) where a match announces its
+	// map. Match-based modes leave it false and keep the match.
+	NoMatch bool
 }
 
 // CommandSpec declares one admin console command of a module.

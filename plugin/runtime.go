@@ -446,6 +446,13 @@ func (r *runtime) AddScore(client uint32, score, kills, deaths int32) {
 	r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_SCORE, Client: client, Score: score, Kills: kills, Deaths: deaths})
 }
 
+func (r *runtime) SetArea(name string) error {
+	if name != "" && !wire.ValidName([]byte(name), module.MaxAreaLen) {
+		return fmt.Errorf("area %q: %w", name, module.ErrBadArea)
+	}
+	return r.act(&pluginv1.Action{Kind: pluginv1.ActionKind_ACTION_SET_AREA, Text: name})
+}
+
 func (r *runtime) Fault(err error) {
 	if err == nil {
 		return
@@ -525,5 +532,6 @@ func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 	pm.EntityTypes, pm.Inputs = encodeManifestTypes(m.EntityTypes), m.Inputs
 	pm.Metrics = metricsToPB(m.Metrics)
 	pm.Rooms = m.Rooms
+	pm.NoMatch = m.NoMatch
 	return pm
 }

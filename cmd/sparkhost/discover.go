@@ -173,8 +173,9 @@ func printServers(stdout, stderr io.Writer, results []discovery.Result) {
 	fmt.Fprintln(tw, "NAME\tMAP\tMODE\tPLAYERS\tADDRESS")
 	for _, r := range results {
 		game := netip.AddrPortFrom(r.From.Addr(), r.Info.GamePort)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", orDash(r.Info.Name), orDash(r.Info.Map),
-			gamemsg.GameMode(r.Info.Mode), r.Info.Players, r.Info.MaxPlayers, game)
+		where, mode := modeColumns(r.Info)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", orDash(r.Info.Name), orDash(where),
+			mode, r.Info.Players, r.Info.MaxPlayers, game)
 	}
 	tw.Flush()
 	for _, r := range results {
@@ -183,6 +184,18 @@ func printServers(stdout, stderr io.Writer, results []discovery.Result) {
 				orDash(r.Info.Name), r.From.Addr(), r.Info.ProtocolVersion)
 		}
 	}
+}
+
+// modeColumns is what the MAP and MODE columns show: a match's map and
+// mode, or, for a server whose module is not a match (mode Custom, the map
+// field "MODULE/AREA", docs/protocol.md §12), its area and the module's
+// name.
+func modeColumns(info discovery.Info) (where, mode string) {
+	name, area, world := strings.Cut(info.Map, "/")
+	if gamemsg.GameMode(info.Mode) != gamemsg.ModeCustom || !world {
+		return info.Map, gamemsg.GameMode(info.Mode).String()
+	}
+	return area, name
 }
 
 // orDash keeps empty text visible as a column.

@@ -40,6 +40,7 @@ type testHost struct {
 	logs    []logRecord
 	kicks   []string
 	scores  map[uint32][3]int32
+	area    string
 	kv      *mapKV
 	clients map[uint32]module.ClientInfo
 	server  module.ServerInfo
@@ -120,6 +121,8 @@ func (h *testHost) Clients() []module.ClientInfo {
 	return out
 }
 func (h *testHost) Server() module.ServerInfo { return h.server }
+func (h *testHost) SetArea(name string) error { h.area = name; return nil }
+
 func (h *testHost) AddScore(c uint32, score, kills, deaths int32) {
 	s := h.scores[c]
 	h.scores[c] = [3]int32{s[0] + score, s[1] + kills, s[2] + deaths}

@@ -58,6 +58,7 @@ func (m *Module) openSpark() {
 		"client":     m.luaClient,
 		"clients":    m.luaClients,
 		"add_score":  m.luaAddScore,
+		"set_area":   m.luaSetArea,
 		"now":        m.luaNow,
 	})
 	for h := range numHooks {
@@ -91,7 +92,7 @@ func (m *Module) luaModule(L *lua.LState) int {
 	const fn = "spark.module"
 	m.loadOnly(L, fn)
 	f := fields{L: L, fn: fn, t: args{L: L, fn: fn}.table(1, "declaration")}
-	f.only("name", "version")
+	f.only("name", "version", "match")
 	if m.manifest.Name != "" {
 		L.RaiseError("%s: the module is already declared as %q; call spark.module once", fn, m.manifest.Name)
 	}
@@ -106,6 +107,8 @@ func (m *Module) luaModule(L *lua.LState) int {
 		}
 	}
 	m.manifest.Name, m.manifest.Version = name, version
+	// match = false: a world, not a match (module.Manifest.NoMatch).
+	m.manifest.NoMatch = !f.boolean("match", true)
 	return 0
 }
 
@@ -377,6 +380,15 @@ func (m *Module) luaAddScore(L *lua.LState) int {
 	kills := a.optInteger(3, "kills", math.MinInt32, math.MaxInt32, 0)
 	deaths := a.optInteger(4, "deaths", math.MinInt32, math.MaxInt32, 0)
 	m.host.AddScore(client, int32(score), int32(kills), int32(deaths))
+	return 0
+}
+
+// luaSetArea is spark.set_area(name): the area a module of match = false
+// announces beside its name ("" clears it). A bad name raises an error.
+func (m *Module) luaSetArea(L *lua.LState) int {
+	if err := m.host.SetArea(args{L: L, fn: "spark.set_area"}.str(1, "name")); err != nil {
+		L.RaiseError("spark.set_area: %v", err)
+	}
 	return 0
 }
 

@@ -231,6 +231,20 @@ func (h *moduleHost) AddScore(client uint32, score, kills, deaths int32) {
 	}
 }
 
+// SetArea goes to the room, which announces it when its module is not a
+// match.
+func (h *moduleHost) SetArea(name string) error {
+	if name != "" && !wire.ValidName([]byte(name), module.MaxAreaLen) {
+		return fmt.Errorf("area %q: %w", name, module.ErrBadArea)
+	}
+	a, err := h.room()
+	if err != nil {
+		return err
+	}
+	a.sc.SetArea(name)
+	return nil
+}
+
 func (h *moduleHost) KV() (module.KV, error) {
 	if h.inst.kv == nil {
 		kv, err := kvfile.Open(filepath.Join(h.inst.m.moduleDir(h.inst.manifest.Name), "kv.json"))

@@ -37,6 +37,9 @@ type Room struct {
 	Info func() module.ServerInfo
 	// AddScore adds to a client's score in the room's match.
 	AddScore func(client uint32, score, kills, deaths int32)
+	// SetArea is Host.SetArea of the room's modules: the area the room's
+	// world announces (a valid name or "").
+	SetArea func(name string)
 	// Everyone: the room holds every admitted client (a server that runs
 	// one match). Its members follow admissions; JoinRoom and LeaveRoom are
 	// not used for it.
@@ -81,6 +84,9 @@ func (m *Manager) newScope(r Room) *scope {
 	}
 	if sc.AddScore == nil {
 		sc.AddScore = func(uint32, int32, int32, int32) {}
+	}
+	if sc.SetArea == nil {
+		sc.SetArea = func(string) {}
 	}
 	sc.routes.Store(&routeTable{})
 	return sc
@@ -166,6 +172,23 @@ func (m *Manager) scopeOf(id module.RoomID) *scope {
 		return m.server
 	}
 	return m.rooms[id]
+}
+
+// NoMatch returns the name of the first module of the room whose manifest
+// says it is not a match (Manifest.NoMatch), or "": the host then keeps no
+// match state for the room. A module that crashed or is restarting keeps
+// its manifest, so the room does not flip to a match and back.
+func (m *Manager) NoMatch(room module.RoomID) string {
+	sc := m.scopeOf(room)
+	if sc == nil {
+		return ""
+	}
+	for _, a := range sc.atts {
+		if a.inst.manifest.NoMatch {
+			return a.inst.manifest.Name
+		}
+	}
+	return ""
 }
 
 // OpenRoom makes a room known; StartInRoom then runs modules in it.

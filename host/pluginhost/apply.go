@@ -58,6 +58,8 @@ func (m *Module) applyOne(a *pluginv1.Action) {
 		err = h.Kick(a.GetClient(), a.GetText())
 	case pluginv1.ActionKind_ACTION_SCORE:
 		h.AddScore(a.GetClient(), a.GetScore(), a.GetKills(), a.GetDeaths())
+	case pluginv1.ActionKind_ACTION_SET_AREA:
+		err = h.SetArea(a.GetText())
 	case pluginv1.ActionKind_ACTION_FAULT:
 		text := a.GetText()
 		if len(text) > maxFaultText {

@@ -136,6 +136,8 @@ func (h *fakeHost) BroadcastExcept(except uint32, t wire.MessageType, payload []
 
 func (h *fakeHost) Kick(uint32, string) error { return errors.New("fake host: no kicks") }
 
+func (h *fakeHost) SetArea(string) error { return nil }
+
 func (h *fakeHost) AddScore(client uint32, score, kills, deaths int32) {
 	h.scoreCalls++
 	h.match.AddScore(client, score, kills, deaths, h.now)

@@ -152,6 +152,9 @@ func New() plugin.Module { return &Module{} }
 func (m *Module) Manifest() module.Manifest {
 	return module.Manifest{
 		Name: mmoproto.Owner, Version: Version, Messages: mmoproto.Schemas(), Metrics: metricSpecs,
+		// A world, not a match: no match timer, no scoreboard; discovery
+		// announces "mmo" and the area this server owns.
+		NoMatch: true,
 		Commands: []module.CommandSpec{
 			{Name: "mmo_accounts", Usage: "", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "", Help: "logged-in accounts, their characters and positions"},
@@ -174,6 +177,11 @@ func (m *Module) Load(h module.Host) error {
 	m.cfg = cfg
 	if m.areas, err = cfg.areas(dir); err != nil {
 		return fmt.Errorf("mmo: %w", err)
+	}
+	if m.areas != nil {
+		if err := h.SetArea(m.areas.own.name); err != nil {
+			h.Log().Warn("the area's name is not announced", "area", m.areas.own.name, "err", err)
+		}
 	}
 	if m.secret, err = loadSecret(filepath.Join(dir, secretFile)); err != nil {
 		return fmt.Errorf("mmo: %w", err)

@@ -182,6 +182,7 @@ const (
 	ActionKind_ACTION_ENTITY_OWNER   ActionKind = 9  // entity, client (0: none)
 	ActionKind_ACTION_ENTITY_PARTY   ActionKind = 10 // entity, party (0: none)
 	ActionKind_ACTION_CLIENT_VIEW    ActionKind = 11 // client, party, spectator, entity (the focus, 0: none)
+	ActionKind_ACTION_SET_AREA       ActionKind = 12 // text: the area the room's world announces ("" none)
 )
 
 // Enum value maps for ActionKind.
@@ -199,6 +200,7 @@ var (
 		9:  "ACTION_ENTITY_OWNER",
 		10: "ACTION_ENTITY_PARTY",
 		11: "ACTION_CLIENT_VIEW",
+		12: "ACTION_SET_AREA",
 	}
 	ActionKind_value = map[string]int32{
 		"ACTION_UNSPECIFIED":    0,
@@ -213,6 +215,7 @@ var (
 		"ACTION_ENTITY_OWNER":   9,
 		"ACTION_ENTITY_PARTY":   10,
 		"ACTION_CLIENT_VIEW":    11,
+		"ACTION_SET_AREA":       12,
 	}
 )
 
@@ -624,7 +627,11 @@ type Manifest struct {
 	Metrics []*MetricSpec `protobuf:"bytes,7,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	// One process serves every room of the module's mode (EVENT_ROOM_OPEN,
 	// Event.room, Action.room); false: a process per room.
-	Rooms         bool `protobuf:"varint,8,opt,name=rooms,proto3" json:"rooms,omitempty"`
+	Rooms bool `protobuf:"varint,8,opt,name=rooms,proto3" json:"rooms,omitempty"`
+	// The module is not a match (an MMO gate, a hub): the server keeps no
+	// match state for its room and announces the module's name and area
+	// (ACTION_SET_AREA) where a match announces its map.
+	NoMatch       bool `protobuf:"varint,9,opt,name=no_match,json=noMatch,proto3" json:"no_match,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -711,6 +718,13 @@ func (x *Manifest) GetMetrics() []*MetricSpec {
 func (x *Manifest) GetRooms() bool {
 	if x != nil {
 		return x.Rooms
+	}
+	return false
+}
+
+func (x *Manifest) GetNoMatch() bool {
+	if x != nil {
+		return x.NoMatch
 	}
 	return false
 }
@@ -2085,7 +2099,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
 	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
 	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
-	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xdc\x02\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xf7\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
@@ -2094,7 +2108,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\fentity_types\x18\x05 \x03(\v2\x1f.sparkhost.plugin.v1.EntityTypeR\ventityTypes\x12\x16\n" +
 	"\x06inputs\x18\x06 \x01(\bR\x06inputs\x129\n" +
 	"\ametrics\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.MetricSpecR\ametrics\x12\x14\n" +
-	"\x05rooms\x18\b \x01(\bR\x05rooms\"i\n" +
+	"\x05rooms\x18\b \x01(\bR\x05rooms\x12\x19\n" +
+	"\bno_match\x18\t \x01(\bR\anoMatch\"i\n" +
 	"\n" +
 	"MetricSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -2230,7 +2245,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x0fEVENT_ROOM_OPEN\x10\b\x12\x14\n" +
 	"\x10EVENT_ROOM_CLOSE\x10\t\x12\x0f\n" +
 	"\vEVENT_PAUSE\x10\n" +
-	"*\x98\x02\n" +
+	"*\xad\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +
@@ -2245,7 +2260,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x13ACTION_ENTITY_OWNER\x10\t\x12\x17\n" +
 	"\x13ACTION_ENTITY_PARTY\x10\n" +
 	"\x12\x16\n" +
-	"\x12ACTION_CLIENT_VIEW\x10\v2\xd1\x02\n" +
+	"\x12ACTION_CLIENT_VIEW\x10\v\x12\x13\n" +
+	"\x0fACTION_SET_AREA\x10\f2\xd1\x02\n" +
 	"\x06Module\x12K\n" +
 	"\x04Init\x12 .sparkhost.plugin.v1.InitRequest\x1a!.sparkhost.plugin.v1.InitResponse\x12K\n" +
 	"\x04Step\x12 .sparkhost.plugin.v1.StepRequest\x1a!.sparkhost.plugin.v1.StepResponse\x12T\n" +
