@@ -45,7 +45,7 @@ type room struct {
 	// (module.Manifest.NoMatch; "" for a match), area the area it set
 	// (Host.SetArea): such a room keeps no match state (phase).
 	noMatch, area string
-	buf     []byte
+	buf           []byte
 }
 
 // roomClock is a room's match time: the tick's time less the time the room

@@ -83,7 +83,7 @@ func (h *stubHost) Clients() []module.ClientInfo {
 	return out
 }
 func (h *stubHost) Server() module.ServerInfo { return module.ServerInfo{Name: "stub", TickRate: 60} }
-func (h *stubHost) SetArea(string) error { return nil }
+func (h *stubHost) SetArea(string) error      { return nil }
 
 func (h *stubHost) AddScore(uint32, int32, int32, int32) {
 	if h.onScore != nil {
