@@ -12,7 +12,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/roomauth"
 )
 
-// Rooms at the console (docs/protocol.md §14): the commands send the room
+// Rooms at the console (docs/protocol.md §13): the commands send the room
 // requests; the answers and events arrive as event lines that wait
 // matches:
 //

@@ -76,7 +76,7 @@ var ErrUnknownEntityType = errors.New("client: EntitySpawn of a type GameStateSy
 // ignored. An error means the message was malformed for its schema and was
 // not applied.
 //
-// Rooms (docs/protocol.md §14.4): every room has its own world, and a
+// Rooms (docs/protocol.md §13.4): every room has its own world, and a
 // client that enters a room, leaves it, is kicked from it or sees it close
 // starts from nothing: the RoomResult OK of its RoomCreate, RoomJoin or
 // RoomLeave, or a RoomEvent that removes it, empties the world; the new

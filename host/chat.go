@@ -9,7 +9,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// Chat (ChatMessage, §9; RoomChat, §14.5): the host relays a client's chat
+// Chat (ChatMessage, §9; RoomChat, §13.5): the host relays a client's chat
 // on the game thread with the sender's admitted name — a ChatMessage to the
 // sender's room (every admitted client on a server that runs one match;
 // the clients in the lobby for one in none), a RoomChat to its room or, if

@@ -14,7 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// Room requests (RoomListRequest .. RoomKick, docs/protocol.md §14.3). The
+// Room requests (RoomListRequest .. RoomKick, docs/protocol.md §13.3). The
 // transport has validated each against its schema and structural check
 // before the handler runs; the receive goroutine charges the client's
 // request budget ([rooms] requests_per_second, request_burst) and copies the

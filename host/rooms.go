@@ -18,7 +18,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// Rooms (docs/protocol.md §14). A room is the unit a module runs in: its
+// Rooms (docs/protocol.md §13). A room is the unit a module runs in: its
 // own players (lobby.Room), match (phase, timer, scores, map), entity world
 // (a Replicator of its own: entities and their relevance never cross
 // rooms) and module instance. The server that runs one match has one fixed

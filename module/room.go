@@ -6,7 +6,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// Rooms (docs/protocol.md §14). A room is the unit a module runs in: its
+// Rooms (docs/protocol.md §13). A room is the unit a module runs in: its
 // own players, match (phase, timer, scores, map) and entity world. A server
 // that runs one match has one room that every admitted client joins; a
 // server with a lobby runs many.

@@ -9,7 +9,7 @@ import (
 )
 
 // RoomsSection is [rooms]: many matches in one server, with a lobby
-// (docs/protocol.md §14).
+// (docs/protocol.md §13).
 type RoomsSection struct {
 	// Enabled gives the server a lobby: admitted clients start outside any
 	// room and list, create and join rooms, each running one of Modes.

@@ -1,7 +1,7 @@
 // Package lobby owns the rooms of a DedicatedServer as bookkeeping and
 // rules: which rooms exist, who is in which, who owns each, their names,
 // modes, capacities, passwords and states, and what every room request may
-// do (docs/protocol.md §14). A refused request is an *Error carrying the
+// do (docs/protocol.md §13). A refused request is an *Error carrying the
 // wire's RoomCode.
 //
 // It is pure logic, like host/match: no clock, no I/O, no goroutine. The

@@ -213,7 +213,7 @@ func (r *Replicator) stamp() uint64 { return r.tick + 1 }
 
 // ResyncTypes as AddClient's typesVersion sends the client a fresh
 // GameStateSync at its first frame whatever the version: a client entering
-// a room's world (docs/protocol.md §14.4), which it starts from nothing.
+// a room's world (docs/protocol.md §13.4), which it starts from nothing.
 const ResyncTypes = ^uint64(0)
 
 // AddClient starts replicating to an admitted client. typesVersion is the

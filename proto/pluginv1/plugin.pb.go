@@ -983,7 +983,7 @@ func (x *ServerInfo) GetRoom() *RoomInfo {
 	return nil
 }
 
-// RoomInfo describes a room (docs/protocol.md §14).
+// RoomInfo describes a room (docs/protocol.md §13).
 type RoomInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`

@@ -2,7 +2,7 @@ package gamemsg
 
 import "github.com/sparkhost/sparkhost/netstack/wire"
 
-// Rooms (docs/protocol.md §14): the lobby's requests, answers and events.
+// Rooms (docs/protocol.md §13): the lobby's requests, answers and events.
 // Every admitted client starts in the lobby (or, on a server that runs one
 // match, in its one room); it lists the rooms, creates one, joins one,
 // leaves it, and the server tells every client concerned what happened.

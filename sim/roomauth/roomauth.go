@@ -1,4 +1,4 @@
-// Package roomauth is the room password scheme of docs/protocol.md §14.6:
+// Package roomauth is the room password scheme of docs/protocol.md §13.6:
 // a room's password never leaves the client that knows it. The creator
 // sends a salted verifier; a joiner sends a proof bound to its own session
 // (the channel binding, the handshake transcript hash) and to the room, so

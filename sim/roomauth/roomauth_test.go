@@ -52,7 +52,7 @@ func TestProofOpensOnlyItsRoomAndSession(t *testing.T) {
 }
 
 // TestVector pins the construction: a client in another language checks
-// its implementation against these bytes (docs/protocol.md §14.6); they
+// its implementation against these bytes (docs/protocol.md §13.6); they
 // were computed independently with Python's hashlib and hmac.
 func TestVector(t *testing.T) {
 	v := fixedVerifier(t, "hunter2")

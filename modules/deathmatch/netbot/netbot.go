@@ -179,7 +179,7 @@ func Dial(ctx context.Context, cfg Config) (*Bot, error) {
 var ErrRoomRefused = errors.New("netbot: room request refused")
 
 // EnterRoom puts the bot in a room of a server with a lobby
-// (docs/protocol.md §14): it sends a RoomCreate or RoomJoin payload of type
+// (docs/protocol.md §13): it sends a RoomCreate or RoomJoin payload of type
 // t and waits for its answer, handling what arrives meanwhile, and returns
 // the room's id. Call it after Dial and before Run. The room's
 // GameStateSync, which follows the answer, tells the bot the room's map.
