@@ -12,10 +12,10 @@
 -- with a random "it". Rounds need at least two players.
 --
 -- Messages (little-endian NetBuffer encoding):
---   1100 tag_tag       c2s reliable  u32 target
---   1101 tag_state     s2c ordered   u32 it (0: nobody), u16 round,
+--   1400 tag_tag       c2s reliable  u32 target
+--   1401 tag_state     s2c ordered   u32 it (0: nobody), u16 round,
 --                                    u16 seconds_left, u8 running (0/1)
---   1102 tag_announce  s2c reliable  str text
+--   1402 tag_announce  s2c reliable  str text
 -- Console: tag_status, tag_restart.
 
 spark.module{name = "tag", version = "1.0"}
@@ -25,11 +25,11 @@ local ROUND_PENALTY = 3
 local INTERMISSION = 5
 local TAG_COOLDOWN = 1.0
 
-local TAG = spark.message{id = 1100, name = "tag_tag", direction = "c2s",
+local TAG = spark.message{id = 1400, name = "tag_tag", direction = "c2s",
   channel = "reliable", min = 4, max = 4}
-local STATE = spark.message{id = 1101, name = "tag_state", direction = "s2c",
+local STATE = spark.message{id = 1401, name = "tag_state", direction = "s2c",
   channel = "ordered", min = 9, max = 9}
-local ANNOUNCE = spark.message{id = 1102, name = "tag_announce", direction = "s2c",
+local ANNOUNCE = spark.message{id = 1402, name = "tag_announce", direction = "s2c",
   channel = "reliable", min = 2, max = 2 + 200, string_offset = 0}
 
 local players = {}      -- client id → {name = ..., tags = n}

@@ -55,9 +55,9 @@ type player struct {
 func playerRegistry(t *testing.T) *wire.Registry {
 	reg := gamemsg.NewRegistry()
 	tag := []wire.Schema{
-		{ID: 1100, Name: "tag_tag", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 4, MaxLen: 4, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-		{ID: 1101, Name: "tag_state", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-		{ID: 1102, Name: "tag_announce", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, StringFieldOffset: 0, RequiresAdmitted: true},
+		{ID: 1400, Name: "tag_tag", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 4, MaxLen: 4, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+		{ID: 1401, Name: "tag_state", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+		{ID: 1402, Name: "tag_announce", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, StringFieldOffset: 0, RequiresAdmitted: true},
 	}
 	for _, s := range tag {
 		if err := reg.Register("tag", s); err != nil {
@@ -288,7 +288,7 @@ func TestProcessesRooms(t *testing.T) {
 	bob.refused(gamemsg.TypeRoomKick, gamemsg.AppendRoomKick(nil, &gamemsg.RoomKick{Client: alice.id()}), gamemsg.RoomNotOwner)
 	alice.ok(gamemsg.TypeRoomStart, nil)
 	bob.event(gamemsg.RoomStarted, alice.id())
-	bob.await("tag's state: a round with two players", isType(1101))
+	bob.await("tag's state: a round with two players", isType(1401))
 
 	// Chat stays in its room; global chat reaches everybody.
 	alice.send(gamemsg.TypeRoomChat, roomChatReq(gamemsg.ChatRoom, "tag players only"))
@@ -329,7 +329,7 @@ func TestProcessesRooms(t *testing.T) {
 	}
 	alice.send(gamemsg.TypeRoomChat, roomChatReq(gamemsg.ChatRoom, "after the crash"))
 	bob.await("alice's chat after the crash", bob.chat("after the crash"))
-	bob.await("tag's state after the crash", isType(1101))
+	bob.await("tag's state after the crash", isType(1401))
 	if out := adminRun(t, bin, dataDir, "tag_status", fmt.Sprintf("@%d", tagRoom)); !strings.Contains(out, "2 players") {
 		t.Fatalf("tag_status after the deathmatch crash:\n%s", out)
 	}
@@ -361,7 +361,7 @@ func TestProcessesRooms(t *testing.T) {
 		}
 	}
 	if carol.received(carol.chat("tag players only")) || carol.received(carol.chat("after the crash")) ||
-		carol.received(roomEventOf(tagRoom)) || carol.received(isType(1101)) {
+		carol.received(roomEventOf(tagRoom)) || carol.received(isType(1401)) {
 		t.Error("carol (deathmatch room) was sent the tag room's chat, events or messages")
 	}
 }

@@ -63,7 +63,7 @@ func lastTagState(t *testing.T, sends []sent) (st tagState, announcements []stri
 	t.Helper()
 	for _, s := range sends {
 		switch s.Type {
-		case 1101:
+		case 1401:
 			if len(s.Payload) != 9 {
 				t.Fatalf("tag_state payload % x", s.Payload)
 			}
@@ -71,7 +71,7 @@ func lastTagState(t *testing.T, sends []sent) (st tagState, announcements []stri
 			st.round = binary.LittleEndian.Uint16(s.Payload[4:])
 			st.left = binary.LittleEndian.Uint16(s.Payload[6:])
 			st.running = s.Payload[8] == 1
-		case 1102:
+		case 1402:
 			r := wire.NewReader(s.Payload)
 			announcements = append(announcements, r.Str())
 			if err := r.Finish(); err != nil {
@@ -83,7 +83,7 @@ func lastTagState(t *testing.T, sends []sent) (st tagState, announcements []stri
 }
 
 func tagMsg(from, target uint32) module.Event {
-	return message(from, 1100, binary.LittleEndian.AppendUint32(nil, target))
+	return message(from, 1400, binary.LittleEndian.AppendUint32(nil, target))
 }
 
 func TestTagScript(t *testing.T) {

@@ -142,8 +142,8 @@ func benchRoomMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, s := range []wire.Schema{ // tag's, which it sends reliably
-		{ID: 1101, Name: "tag_state", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-		{ID: 1102, Name: "tag_announce", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, StringFieldOffset: 0, RequiresAdmitted: true},
+		{ID: 1401, Name: "tag_state", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
+		{ID: 1402, Name: "tag_announce", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, StringFieldOffset: 0, RequiresAdmitted: true},
 	} {
 		if err := reg.Register("tag", s); err != nil {
 			b.Fatal(err)
