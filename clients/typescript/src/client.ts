@@ -541,8 +541,27 @@ export class Client {
       this.fail(8, "key epochs exhausted", true);
       return;
     }
-    this.socket.send(this.sealer.seal(body), this.opts.port, this.opts.host);
+    this.write(this.sealer.seal(body));
+  }
+
+  /** Writes one datagram; the socket closes only once every write has completed. */
+  private write(datagram: Uint8Array): void {
+    this.writesPending++;
     this.stats.datagramsSent++;
+    this.socket.send(datagram, this.opts.port, this.opts.host, () => {
+      this.writesPending--;
+      if (this.writesPending === 0 && this.socketCloseWanted) this.closeSocket();
+    });
+  }
+
+  private writesPending = 0;
+  private socketCloseWanted = false;
+  private socketClosed = false;
+
+  private closeSocket(): void {
+    if (this.socketClosed) return;
+    this.socketClosed = true;
+    this.socket.close();
   }
 
   private ackPayload(ack: number, t: number): Uint8Array {
@@ -565,8 +584,7 @@ export class Client {
       writeRecord(b, rec);
       const body = b.bytesOut();
       // One packet sealed three times (§6): the same body under three frame sequences.
-      for (let i = 0; i < 3; i++) this.socket.send(this.sealer.seal(body), this.opts.port, this.opts.host);
-      this.stats.datagramsSent += 3;
+      for (let i = 0; i < 3; i++) this.write(this.sealer.seal(body));
     } catch {
       // A detail that does not encode is not worth failing the close for.
     }
@@ -880,7 +898,9 @@ export class Client {
     this.closedInfo = info;
     clearInterval(this.service);
     if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
-    this.socket.close();
+    // dgram sends are asynchronous: closing now would discard the Disconnect.
+    this.socketCloseWanted = true;
+    if (this.writesPending === 0) this.closeSocket();
     if (this.onClose) this.onClose(info);
     for (const w of this.closeWaiters.splice(0)) w(info);
   }
