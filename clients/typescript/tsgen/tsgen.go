@@ -104,7 +104,7 @@ func GenerateWith(schemasJSON []byte, opt Options) ([]byte, error) {
 // checked is a validated message with its generated names.
 type checked struct {
 	message
-	id, minLen, maxLen int
+	id, minLen, maxLen  int
 	typeName, constName string
 	typed               bool
 	fields              []field
