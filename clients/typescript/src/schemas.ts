@@ -34,15 +34,26 @@ export interface ModuleSchemas {
   schemas: MessageSchema[];
 }
 
-/** The §1 name rule as §3.7 states it, for names of up to max bytes. */
+/** Unicode White_Space (String.prototype.trim's set differs: it includes U+FEFF). */
+function isWhiteSpace(c: number): boolean {
+  return (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0x85 || c === 0xa0 || c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
+}
+
+/**
+ * The name rule (docs/protocol.md, introduction): 1..max bytes of UTF-8, no
+ * control character (Cc: C0, DEL, C1), not only white space.
+ */
 export function checkName(b: Uint8Array, max: number, what: string): string {
   if (b.length < 1 || b.length > max) throw new WireError(`${what}: ${b.length} bytes, 1..${max} allowed`);
   const s = utf8Text(b);
+  let blank = true;
   for (const ch of s) {
     const c = ch.codePointAt(0)!;
     if (c < 0x20 || (c >= 0x7f && c < 0xa0)) throw new WireError(`${what}: control character`);
+    if (!isWhiteSpace(c)) blank = false;
   }
-  if (s.trim() === "") throw new WireError(`${what}: only white space`);
+  if (blank) throw new WireError(`${what}: only white space`);
   return s;
 }
 
