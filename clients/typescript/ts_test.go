@@ -9,9 +9,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,4 +258,137 @@ func TestTypeScriptClientUsesModuleSchemas(t *testing.T) {
 	if strings.Count(out, "schema rev ") != 2 {
 		t.Errorf("want exactly the hello module's two types announced:\n%s", out)
 	}
+}
+
+// hostileProxy relays UDP between a client and the server. It loses the
+// first sealed datagram each way (the client's ClientFinished and the
+// server's first answer) and every fourth after that, and toward the client
+// it adds, after each datagram, a forged sealed frame, a truncated copy, a
+// replay of the previous one and a malformed plain frame — all from the
+// server's address as the client sees it.
+type hostileProxy struct {
+	front, back *net.UDPConn
+	mu          sync.Mutex
+	client      *net.UDPAddr
+	lost        [2]int
+	forged      int
+}
+
+func startProxy(t *testing.T, server netip.AddrPort) *hostileProxy {
+	t.Helper()
+	front, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(server))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &hostileProxy{front: front, back: back}
+	t.Cleanup(func() { front.Close(); back.Close() })
+	var sealed [2]int
+	lose := func(dir int, b []byte) bool {
+		if len(b) == 0 || b[0] != 0x02 {
+			return false
+		}
+		sealed[dir]++
+		if sealed[dir] == 1 || sealed[dir]%4 == 0 {
+			p.mu.Lock()
+			p.lost[dir]++
+			p.mu.Unlock()
+			return true
+		}
+		return false
+	}
+	go func() { // client → server
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := front.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.client = from
+			p.mu.Unlock()
+			if !lose(0, buf[:n]) {
+				back.Write(buf[:n])
+			}
+		}
+	}()
+	go func() { // server → client, with forgeries
+		buf := make([]byte, 65536)
+		var prev []byte
+		for {
+			n, err := back.Read(buf)
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			to := p.client
+			p.mu.Unlock()
+			if to == nil {
+				continue
+			}
+			d := append([]byte(nil), buf[:n]...)
+			if !lose(1, d) {
+				front.WriteToUDP(d, to)
+			}
+			if d[0] != 0x02 {
+				continue
+			}
+			forged := append([]byte(nil), d...)
+			forged[len(forged)-1] ^= 0x55 // breaks the tag
+			junk := [][]byte{forged, d[:len(d)/2], {0x02}, {0x01, 0x4b, 0x52, 0x50, 0x53, 0xff}, {0x07, 1, 2, 3}}
+			if prev != nil {
+				junk = append(junk, prev) // a replay (or, if prev was lost, a late copy)
+			}
+			for _, j := range junk {
+				front.WriteToUDP(j, to)
+			}
+			p.mu.Lock()
+			p.forged += len(junk)
+			p.mu.Unlock()
+			prev = d
+		}
+	}()
+	return p
+}
+
+// TestTypeScriptClientSurvivesLossAndForgeries: through the hostile proxy the
+// client still completes the handshake, greets and reads the reply: it
+// retransmits its lost ClientFinished, acknowledges what the server resends,
+// and drops and counts every forged, truncated and replayed datagram
+// without failing.
+func TestTypeScriptClientSurvivesLossAndForgeries(t *testing.T) {
+	dir := compiled(t)
+	srv := startHello(t)
+	p := startProxy(t, srv.Addr())
+	port := p.front.LocalAddr().(*net.UDPAddr).Port
+	out := runNode(t, dir, "examples/hello.js", "127.0.0.1", strconv.Itoa(port), srv.Pin(), "dee")
+	if !strings.Contains(out, "reply: Hello, dee! You are greeting number 1.\n") {
+		t.Fatalf("no reply through the lossy proxy:\n%s", out)
+	}
+	m := regexp.MustCompile(`dropped (\d+), refused (\d+), retransmitted (\d+), ignored (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no statistics line:\n%s", out)
+	}
+	dropped, _ := strconv.Atoi(m[1])
+	retx, _ := strconv.Atoi(m[3])
+	ignored, _ := strconv.Atoi(m[4])
+	p.mu.Lock()
+	lost, forged := p.lost, p.forged
+	p.mu.Unlock()
+	t.Logf("proxy lost %d client and %d server datagrams and forged %d; client: %s", lost[0], lost[1], forged, m[0])
+	if retx < 1 {
+		t.Errorf("the client's ClientFinished was lost but the client retransmitted nothing")
+	}
+	// Forgeries that arrive after the close are not counted; the rest are
+	// security drops (forged, truncated, replayed) or ignored (not sealed).
+	if dropped < 3 || ignored < 1 {
+		t.Errorf("the client counted %d drops and ignored %d of %d forged datagrams", dropped, ignored, forged)
+	}
+	if m[2] != "0" {
+		t.Errorf("the client refused %s messages from an honest server", m[2])
+	}
+	waitPlayers(t, srv, 0)
 }

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 
   const info = await client.close();
   const s = client.stats;
-  console.log(`closed ${info.reasonName} (sent ${s.datagramsSent} datagrams, received ${s.datagramsReceived}, dropped ${s.malformedDropped + s.securityDrops}, refused ${s.messagesRefused})`);
+  console.log(`closed ${info.reasonName} (sent ${s.datagramsSent} datagrams, received ${s.datagramsReceived}, dropped ${s.malformedDropped + s.securityDrops}, refused ${s.messagesRefused}, retransmitted ${s.retransmissions}, ignored ${s.ignored})`);
 }
 
 main().catch((e) => {
