@@ -26,6 +26,7 @@ commands:
   check      validate the config and load every module without serving (sparkhost check --help)
   health     probe a running server's /healthz (sparkhost health --help)
   mmo        mmo world tools: world-key FILE creates an area world's key (sparkhost mmo --help)
+  gen-ts     generate TypeScript client codecs from a schema export (sparkhost gen-ts --help)
   version    print the version, VCS revision and Go version
 `
 
@@ -59,6 +60,8 @@ func dispatch(args []string) int {
 		return checkCommand(args[1:])
 	case "health":
 		return healthCommand(args[1:])
+	case "gen-ts":
+		return genTSCommand(args[1:])
 	case "mmo":
 		return mmoCommand(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

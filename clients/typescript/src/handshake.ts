@@ -1,0 +1,259 @@
+// The v4 handshake (docs/protocol.md §2, §3): plain frames, the ClientHello,
+// CookieReply, ConnectAccepted with its transcript, signature and key
+// schedule, ConnectRejected, and the identity pin (§8).
+
+import { Reader, Writer, WireError, MAX_PAYLOAD, concat, equalBytes, utf8Bytes } from "./wire";
+
+const crypto = require("crypto");
+
+export const PACKET_MAGIC = 0x5350524b; // bytes 4B 52 50 53
+export const HANDSHAKE_MAGIC = 0x484e5053; // bytes 53 50 4E 48, "SPNH"
+export const PROTOCOL_VERSION = 4;
+export const SUITE = 1;
+export const HELLO_LEN = 1176;
+export const HELLO_CORE_LEN = 55;
+export const MAX_COOKIE = 64;
+export const ACCEPT_LEN = 155;
+
+export const FRAME_PLAIN = 0x01;
+export const FRAME_SEALED = 0x02;
+
+/** Message types of the handshake (§9). */
+export const T_CONNECT = 1;
+export const T_CONNECT_ACCEPTED = 2;
+export const T_CONNECT_REJECTED = 3;
+export const T_COOKIE_REPLY = 19;
+
+/** ConnectRejected reasons (§3.11). */
+export const RejectReason: { [code: number]: string } = {
+  1: "ProtocolMissing",
+  2: "ProtocolTooOld",
+  3: "ProtocolTooNew",
+  4: "MalformedHandshake",
+  5: "UnsupportedSuite",
+  6: "ServerFull",
+  7: "Banned",
+};
+
+/** A §2 packet. */
+export interface Packet {
+  type: number;
+  channel: number;
+  senderId: number;
+  sequence: number;
+  payload: Uint8Array;
+}
+
+/** Encodes a §2 packet on channel 0 (the handshake's), prefixed by the plain-frame byte. */
+export function plainFrame(type: number, payload: Uint8Array): Uint8Array {
+  const w = new Writer();
+  w.u8(FRAME_PLAIN).u32(PACKET_MAGIC).u16(type).u8(0).u32(0).u32(0).f32(0).u32(payload.length).raw(payload);
+  return w.bytesOut();
+}
+
+/** Parses a §2 packet strictly (magic, channel, length agreement). */
+export function parsePacket(b: Uint8Array): Packet {
+  const r = new Reader(b);
+  if (r.u32() !== PACKET_MAGIC) throw new WireError("bad packet magic");
+  const type = r.u16();
+  const channel = r.u8();
+  if (channel > 2) throw new WireError("bad channel");
+  const senderId = r.u32();
+  const sequence = r.u32();
+  r.f32(); // timestamp: informational only
+  const n = r.u32();
+  if (n > MAX_PAYLOAD) throw new WireError("payload too long");
+  if (channel === 2) r.u32(); // OrderedSequence
+  if (n !== r.remaining) throw new WireError("payload length disagrees with the datagram");
+  return { type, channel, senderId, sequence, payload: r.raw(n) };
+}
+
+/** The client's half of one v4 handshake: ephemeral key, nonce, hello core. */
+export class ClientHandshake {
+  readonly nonce: Uint8Array;
+  readonly core: Uint8Array;
+  private readonly privateKey: NodeKeyObject;
+  cookie: Uint8Array = new Uint8Array(0);
+
+  constructor(secret?: Uint8Array, nonce?: Uint8Array) {
+    if (secret) {
+      this.privateKey = x25519Private(secret); // deterministic keys: test vectors only
+    } else {
+      this.privateKey = crypto.generateKeyPairSync("x25519").privateKey;
+    }
+    const pub = fromB64url(this.privateKey.export({ format: "jwk" }).x!);
+    this.nonce = nonce ?? crypto.randomBytes(16);
+    const w = new Writer();
+    w.u32(HANDSHAKE_MAGIC).u16(PROTOCOL_VERSION).u8(SUITE).raw(pub).raw(this.nonce);
+    this.core = w.bytesOut();
+  }
+
+  /** The Connect payload: core, cookie_len, cookie, zero padding to 1176 bytes (§3.3.1). */
+  hello(): Uint8Array {
+    const out = new Uint8Array(HELLO_LEN);
+    out.set(this.core, 0);
+    out[HELLO_CORE_LEN] = this.cookie.length;
+    out.set(this.cookie, HELLO_CORE_LEN + 1);
+    return out;
+  }
+
+  /** The Connect datagram (1200 bytes). */
+  helloDatagram(): Uint8Array {
+    return plainFrame(T_CONNECT, this.hello());
+  }
+
+  /**
+   * Takes a CookieReply payload (§3.4): version 4, this hello's nonce, a
+   * cookie of 1..64 bytes, nothing after it. Returns false (ignore it) otherwise.
+   */
+  acceptCookieReply(payload: Uint8Array): boolean {
+    if (payload.length < 20 || payload.length > 83) return false;
+    const r = new Reader(payload);
+    if (r.u16() !== PROTOCOL_VERSION) return false;
+    if (!equalBytes(r.raw(16), this.nonce)) return false;
+    const n = r.u8();
+    if (n < 1 || n > MAX_COOKIE || r.remaining !== n) return false;
+    this.cookie = r.raw(n).slice();
+    return true;
+  }
+
+  /**
+   * Checks a ConnectAccepted payload in §3.10 step 4's order. Returns
+   * undefined to ignore it (wrong size, version, suite, id 0, zero secret) and
+   * throws HandshakeFailure to give up (identity, signature).
+   */
+  accept(payload: Uint8Array, trusts: (identity: Uint8Array) => boolean): Session | undefined {
+    if (payload.length !== ACCEPT_LEN) return undefined;
+    const r = new Reader(payload);
+    const clientId = r.u32();
+    r.f32(); // server time
+    if (r.u16() !== PROTOCOL_VERSION || r.u8() !== SUITE) return undefined;
+    const identity = r.raw(32);
+    const serverEphemeral = r.raw(32);
+    r.raw(16); // server nonce
+    const signature = r.raw(64);
+    if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
+    const th = transcriptHash(this.core, payload);
+    const idKey = crypto.createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: b64url(identity) }, format: "jwk" });
+    if (!crypto.verify(null, th, idKey, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
+    if (clientId === 0) return undefined;
+    let ss: Uint8Array;
+    try {
+      const peer = crypto.createPublicKey({ key: { kty: "OKP", crv: "X25519", x: b64url(serverEphemeral) }, format: "jwk" });
+      ss = crypto.diffieHellman({ privateKey: this.privateKey, publicKey: peer });
+    } catch {
+      return undefined; // a key Node refuses (small order): treated as an all-zero secret
+    }
+    if (ss.every((b) => b === 0)) return undefined;
+    return deriveSession(clientId, identity, th, ss);
+  }
+}
+
+/** The outcome of a completed key agreement (§3.9). */
+export interface Session {
+  clientId: number;
+  identity: Uint8Array;
+  th: Uint8Array;
+  kc2s: Uint8Array;
+  ks2c: Uint8Array;
+}
+
+export class HandshakeFailure extends Error {
+  constructor(readonly reason: string, detail: string) {
+    super(`${reason}: ${detail}`);
+    this.name = "HandshakeFailure";
+  }
+}
+
+/** th = SHA-256("SPNH-v4" ‖ hello core ‖ accept prefix ‖ ServerHello bytes 0..80). */
+export function transcriptHash(core: Uint8Array, accepted: Uint8Array): Uint8Array {
+  return crypto
+    .createHash("sha256")
+    .update(utf8Bytes("SPNH-v4"))
+    .update(core)
+    .update(accepted.subarray(0, 10))
+    .update(accepted.subarray(10, 91))
+    .digest();
+}
+
+export function deriveSession(clientId: number, identity: Uint8Array, th: Uint8Array, ss: Uint8Array): Session {
+  const s = new Uint8Array(crypto.hkdfSync("sha256", ss, th, utf8Bytes("spark-net-100 session v4"), 32));
+  return {
+    clientId,
+    identity: identity.slice(),
+    th,
+    kc2s: hkdfExpand(s, "spark-net-100 c2s"),
+    ks2c: hkdfExpand(s, "spark-net-100 s2c"),
+  };
+}
+
+/** HKDF-Expand (RFC 5869) for L = 32: one HMAC block. */
+export function hkdfExpand(prk: Uint8Array, label: string): Uint8Array {
+  return crypto.createHmac("sha256", prk).update(concat(utf8Bytes(label), Uint8Array.of(1))).digest();
+}
+
+/** A ConnectRejected payload (§3.11). */
+export interface Rejection {
+  reason: number;
+  reasonName: string;
+  serverVersion: number;
+  detail: string;
+}
+
+export function parseRejected(payload: Uint8Array): Rejection {
+  const r = new Reader(payload);
+  const reason = r.u8();
+  const serverVersion = r.u16();
+  const detail = r.str(256);
+  r.end();
+  return { reason, reasonName: RejectReason[reason] ?? `reason ${reason}`, serverVersion, detail };
+}
+
+/** The pin of an identity key: "ed25519:" + base64url without padding (§8). */
+export function pinOf(identity: Uint8Array): string {
+  return "ed25519:" + b64url(identity);
+}
+
+/** Parses a pin into its 32-byte key, or throws. */
+export function parsePin(pin: string): Uint8Array {
+  const m = /^ed25519:([A-Za-z0-9_-]{43})$/.exec(pin);
+  if (!m) throw new Error(`not a pin (ed25519: and 43 base64url characters): ${JSON.stringify(pin)}`);
+  const key = fromB64url(m[1]);
+  if (key.length !== 32 || b64url(key) !== m[1]) throw new Error("pin is not a canonical 32-byte key");
+  return key;
+}
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+export function b64url(b: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < b.length; i += 3) {
+    const n = (b[i] << 16) | ((b[i + 1] ?? 0) << 8) | (b[i + 2] ?? 0);
+    const chars = i + 2 < b.length ? 4 : i + 1 < b.length ? 3 : 2;
+    for (let j = 0; j < chars; j++) s += B64[(n >> (18 - 6 * j)) & 63];
+  }
+  return s;
+}
+
+export function fromB64url(s: string): Uint8Array {
+  const out: number[] = [];
+  let acc = 0;
+  let bits = 0;
+  for (const c of s) {
+    const v = B64.indexOf(c);
+    if (v < 0) throw new Error("bad base64url");
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push((acc >> bits) & 0xff);
+    }
+  }
+  return Uint8Array.from(out);
+}
+
+/** The X25519 private key object of a raw 32-byte secret (PKCS#8 DER). */
+function x25519Private(secret: Uint8Array): NodeKeyObject {
+  const prefix = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20);
+  return crypto.createPrivateKey({ key: concat(prefix, secret), format: "der", type: "pkcs8" });
+}

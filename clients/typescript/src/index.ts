@@ -1,0 +1,7 @@
+// The sparkhost TypeScript client runtime (protocol v4, docs/protocol.md).
+export * from "./wire";
+export { Channel, Record, parseBody, buildBody } from "./body";
+export { Direction, MessageSchema, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleSchemas } from "./schemas";
+export { GameStateSync, EntityType, EntityField, parseGameStateSync } from "./gamestate";
+export { pinOf, parsePin, RejectReason } from "./handshake";
+export { Client, ClientOptions, ClientError, ClientStats, CloseInfo, DisconnectReason, Message } from "./client";
