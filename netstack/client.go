@@ -461,6 +461,11 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout,
 		datagramSize: c.cfg.DatagramSize}
 	chcfg.populate()
+	if res.Version >= handshake.ProtocolVersion4 {
+		// A module message may overtake the announcement of its type
+		// (both Reliable, which does not order): hold it for the table.
+		chcfg.holdFor = DefaultHoldUnannounced
+	}
 	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
 	c.rx = udpbatch.NewReader(c.conn.pc, 1, wire.MaxDatagram+1)
 	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.conn.pc), newFlusher(c.conn.pc), newFlusher(c.conn.pc)
@@ -561,9 +566,7 @@ func (c *Client) flushInbox() {
 
 // deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
-	if h.Type == wire.TypeModuleSchemas {
-		c.adoptSchemas(payload)
-	}
+	adopted := h.Type == wire.TypeModuleSchemas && c.adoptSchemas(payload)
 	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
 	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
 		if h.Type == c.cfg.Welcome {
@@ -572,6 +575,9 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 		c.admit()
 	}
 	c.pending = append(c.pending, m)
+	if adopted {
+		c.sess.releaseHeldLocked() // what waited for this table, after it
+	}
 }
 
 // admit marks the client admitted (once); under the session lock.
@@ -792,22 +798,32 @@ type clientValidator struct {
 	announced atomic.Pointer[wire.Registry]
 }
 
+//
+// A module type neither knows yet is "not loaded" for the session, which
+// holds a reliable message of it (held.go) until an announcement names the
+// type or DefaultHoldUnannounced passes: the announcement and the module
+// messages queued after it travel on channels that do not order, so a lost
+// datagram can let a module message arrive first (docs/protocol.md §10.2).
 func (v *clientValidator) Validate(travel wire.Direction, h *wire.Header, payload []byte) error {
 	err := v.own.Validate(travel, h, payload)
 	if err == wire.ErrUnknownType || err == wire.ErrTypeNotLoaded {
 		if a := v.announced.Load(); a != nil {
-			return a.Validate(travel, h, payload)
+			err = a.Validate(travel, h, payload)
+		}
+		if err == wire.ErrUnknownType && h.Type >= wire.FirstUserDefined && h.Channel.IsReliable() {
+			err = wire.ErrTypeNotLoaded
 		}
 	}
 	return err
 }
 
 // adoptSchemas keeps a validated announcement that is newer than the one
-// held, and its types as the announced rules (under the session lock).
-func (c *Client) adoptSchemas(payload []byte) {
+// held, and its types as the announced rules (under the session lock); it
+// reports whether it did.
+func (c *Client) adoptSchemas(payload []byte) bool {
 	m, err := wire.ParseModuleSchemas(payload)
 	if err != nil || c.gotTable && m.Revision <= c.schemas.Revision {
-		return
+		return false
 	}
 	reg := wire.NewRegistry()
 	for _, t := range m.Types {
@@ -815,4 +831,5 @@ func (c *Client) adoptSchemas(payload []byte) {
 	}
 	c.schemas, c.gotTable = m, true
 	c.check.announced.Store(reg)
+	return true
 }

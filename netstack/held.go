@@ -18,11 +18,16 @@ import (
 // notice). Messages of other types are not held behind it. Unreliable
 // messages are never held.
 
+// A client holds the same way, for DefaultHoldUnannounced, a reliable
+// message of a module type that no ModuleSchemas announcement has named
+// yet: it may have overtaken the announcement (§10.2).
+
 // Defaults of the hold queue.
 const (
-	DefaultHoldNotLoaded = 10 * time.Second
-	heldMax              = 64       // messages held per client
-	heldMaxBytes         = 64 << 10 // payload bytes held per client
+	DefaultHoldNotLoaded   = 10 * time.Second
+	DefaultHoldUnannounced = 3 * time.Second
+	heldMax                = 64       // messages held per client
+	heldMaxBytes           = 64 << 10 // payload bytes held per client
 )
 
 // heldMessage is one message waiting for its module.

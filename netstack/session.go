@@ -99,7 +99,7 @@ type session struct {
 	emitFn       func(h *wire.Header, payload []byte) // s.emitRecord, bound once
 
 	// Reliable messages of a module that is not loaded now (held.go);
-	// holdFor 0 refuses them at once (clients).
+	// holdFor 0 refuses them at once (a v3 client).
 	held      []heldMessage
 	heldBytes int
 	holdFor   time.Duration
@@ -175,7 +175,7 @@ type channelConfig struct {
 	datagramSize        int
 	flushDelay          time.Duration
 	maxQueuedUnreliable int
-	holdFor             time.Duration // server: held.go; 0 on clients
+	holdFor             time.Duration // held.go: the server's not-loaded hold, a v4 client's unannounced one
 }
 
 func (c *channelConfig) populate() {
