@@ -91,3 +91,26 @@ func waitMoved(t *testing.T, c *netstack.Client, text string, count uint8) {
 		return
 	}
 }
+
+// TestLuaTypedSchemaRefusesBadField: scripts/hello.lua's hello_greet is a
+// typed str(32); a payload within its size bounds whose string holds a NUL,
+// or that has a byte after the string, is refused (counted, and the v4
+// sender is told); a good one is answered.
+func TestLuaTypedSchemaRefusesBadField(t *testing.T) {
+	srv, _ := startHost(t, withModules("../scripts/hello.lua"))
+	c := dialAs(t, srv, "ann", gamemsg.NewRegistry())
+	eventually(t, "the typed schemas announced", func() bool {
+		m, ok := c.ModuleSchemas()
+		return ok && len(m.Types) == 2 && m.Types[0].Typed()
+	})
+	for _, p := range [][]byte{{3, 0, 'a', 0, 'n'}, {1, 0, 'a', 'x'}} {
+		if err := c.Send(1000, wire.Reliable, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sendStr(t, c, 1000, "ann")
+	waitStr(t, c, 1001, "Hello, ann! You are greeting number 1.")
+	eventually(t, "both refusals counted on both sides", func() bool {
+		return srv.Stats().Net.RefusedBy[wire.RefusedMalformed] == 2 && c.Stats().PeerRefusals == 2
+	})
+}

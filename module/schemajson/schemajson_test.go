@@ -128,8 +128,10 @@ func TestWriteDecodeRoundTrip(t *testing.T) {
 
 func TestDecodeRefuses(t *testing.T) {
 	cases := map[string]func(string) string{
-		"format":        func(s string) string { return strings.Replace(s, "sparkhost-schemas/1", "sparkhost-schemas/2", 1) },
-		"unknown key":   func(s string) string { return strings.Replace(s, `"owner": "other",`, `"owner": "other", "colour": 1,`, 1) },
+		"format": func(s string) string { return strings.Replace(s, "sparkhost-schemas/1", "sparkhost-schemas/2", 1) },
+		"unknown key": func(s string) string {
+			return strings.Replace(s, `"owner": "other",`, `"owner": "other", "colour": 1,`, 1)
+		},
 		"type":          func(s string) string { return strings.Replace(s, `"type": "u16"`, `"type": "u64"`, 1) },
 		"channel":       func(s string) string { return strings.Replace(s, `"reliable_ordered"`, `"ordered"`, 1) },
 		"sizes":         func(s string) string { return strings.Replace(s, `"max_len": 34`, `"max_len": 35`, 1) },
