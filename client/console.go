@@ -116,7 +116,7 @@ func NewConsole(cfg Config) *Console {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.events.init()
-	for _, cmd := range append(builtinCommands(), roomCommands()...) {
+	for _, cmd := range append(append(builtinCommands(), roomCommands()...), moduleCommands()...) {
 		if err := c.Register(cmd); err != nil {
 			panic(err) // the built-in table is fixed: a duplicate is a programming error
 		}

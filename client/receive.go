@@ -31,6 +31,7 @@ func (c *Console) receive(conn *connection) {
 			continue
 		}
 		c.dispatch(m)
+		c.printModule(conn.client, m)
 	}
 	reason, detail := conn.client.CloseReason()
 	c.mu.Lock()

@@ -39,6 +39,15 @@ var errNotServing = errors.New("sparkhost check: not serving")
 // configured data directory, so their own config files are checked too.
 // opts supplies Builtin and ScriptsDir.
 func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck {
+	out, _ := CheckModuleSchemas(cfg, opts, extra)
+	return out
+}
+
+// CheckModuleSchemas is CheckModules that also returns the module message
+// types the loaded modules registered, with their owners, in ascending id
+// order (what a server with these modules announces; `sparkhost schema
+// export --module`).
+func CheckModuleSchemas(cfg config.Config, opts Options, extra []string) (out []ModuleCheck, schemas []wire.ModuleSchema) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -53,13 +62,14 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 	}
 	world, err := newWorld()
 	if err != nil {
-		return []ModuleCheck{{Source: "replication", Err: err}}
+		return []ModuleCheck{{Source: "replication", Err: err}}, nil
 	}
 	if cfg.Rooms.Enabled {
 		world = nil // modules.load runs for the whole server, which has no world
 	}
+	reg := wire.NewRegistry()
 	mods := modules.NewManager(modules.Config{
-		World: world, Transport: checkTransport{reg: wire.NewRegistry()}, Commands: admin.NewRegistry(), Log: log,
+		World: world, Transport: checkTransport{reg: reg}, Commands: admin.NewRegistry(), Log: log,
 		DataDir: cfg.Server.DataDir, InboxCapacity: cfg.Modules.InboxCapacity,
 		Server: func() module.ServerInfo {
 			return module.ServerInfo{Name: cfg.Server.Name, Map: cfg.Match.MapRotation[0], Mode: cfg.GameMode(),
@@ -72,7 +82,7 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 		RestartBackoff: cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),
 	})
 	defer mods.UnloadAll()
-	var out []ModuleCheck
+	defer func() { schemas = reg.ModuleSchemas() }() // before the modules unload
 	for _, src := range append(slices.Clone(cfg.Modules.Load), extra...) {
 		c := ModuleCheck{Source: src}
 		spec, err := s.resolveModule(src)
@@ -92,7 +102,7 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 		out = append(out, c)
 	}
 	if !cfg.Rooms.Enabled {
-		return out
+		return out, nil
 	}
 	for i, mode := range cfg.Rooms.Modes {
 		c := ModuleCheck{Source: mode}
@@ -113,7 +123,7 @@ func CheckModules(cfg config.Config, opts Options, extra []string) []ModuleCheck
 		c.Err = err
 		out = append(out, c)
 	}
-	return out
+	return out, nil
 }
 
 // describe fills in what the loaded module named name declares.

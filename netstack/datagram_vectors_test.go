@@ -49,6 +49,9 @@ type datagramVectors struct {
 	FragmentBodies []hexString    `json:"fragment_bodies"`
 	Refused        hexString      `json:"message_refused_payload"`
 	Schemas        hexString      `json:"module_schemas_payload"`
+	// SchemasTyped is an announcement with typed entries (§10.2, flags
+	// bit 1): every field kind, arrays of a fixed and of a sized kind.
+	SchemasTyped hexString `json:"module_schemas_typed_payload"`
 }
 
 type vectorRecord struct {
@@ -75,6 +78,18 @@ func buildDatagramVectors(t *testing.T, keyS2C, keyC2S []byte) datagramVectors {
 		{Schema: wire.Schema{ID: 1001, Name: "Shouted", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 302, StringFieldOffset: 0, RequiresAdmitted: true}, Owner: "greeter"},
 	}})
 	v.Refused, v.Schemas = refused, schemas
+	v.SchemasTyped = wire.AppendModuleSchemas(nil, &wire.ModuleSchemas{Revision: 3, Types: []wire.ModuleSchema{
+		{Schema: wire.Schema{ID: 1000, Name: "hello_greet", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 34, StringFieldOffset: 0, RequiresAdmitted: true,
+			Fields: []wire.Field{{Name: "name", Kind: wire.KindStr, Max: 32}}}, Owner: "hello"},
+		{Schema: wire.Schema{ID: 1002, Name: "state", Direction: wire.BothDirections, Channel: wire.ReliableOrdered, MinLen: 35, MaxLen: 96, StringFieldOffset: 27,
+			Fields: []wire.Field{
+				{Name: "flag", Kind: wire.KindU8}, {Name: "hp", Kind: wire.KindU16}, {Name: "score", Kind: wire.KindU32},
+				{Name: "delta", Kind: wire.KindI32}, {Name: "speed", Kind: wire.KindF32}, {Name: "pos", Kind: wire.KindVec3},
+				{Name: "tag", Kind: wire.KindStr, Max: 16}, {Name: "blob", Kind: wire.KindBytes, Max: 8},
+				{Name: "ids", Kind: wire.KindArray, Elem: wire.KindU32, Max: 4},
+				{Name: "names", Kind: wire.KindArray, Elem: wire.KindStr, ElemMax: 5, Max: 3},
+			}}, Owner: "hello"},
+	}})
 	update := []byte{0x05, 0x00, 0x00, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x80, 0x3F, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40}
 	score := gamemsg.AppendScoreUpdate(nil, &gamemsg.ScoreUpdate{Scores: []gamemsg.ScoreEntry{{Client: 1, Score: 3, Kills: 3, Deaths: 1}}})
 	recs := []wire.Header{
@@ -152,6 +167,11 @@ func TestDatagramVectors(t *testing.T) {
 	b, _ := json.MarshalIndent(built, "", "  ")
 	if !bytes.Equal(a, b) {
 		t.Fatalf("testdata/vectors-v4-datagram.json differs from what the codecs build:\n%s", b)
+	}
+	for name, p := range map[string][]byte{"module_schemas_payload": file.Schemas, "module_schemas_typed_payload": file.SchemasTyped} {
+		if _, err := wire.ParseModuleSchemas(p); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 
 	// Parse the server datagram back: open, check, read every record.

@@ -15,16 +15,21 @@
 spark.module{name = "hello", version = "1.0"}
 
 -- 2. Our messages. Ids from 1000 up belong to modules; the server refuses
---    to load two modules that claim the same id. The transport checks every
---    incoming payload against this declaration (direction, channel, length,
---    the string at string_offset) before our handler ever sees it.
+--    to load two modules that claim the same id. `fields` lists what the
+--    payload holds, in order: each entry is {name, type, max}. The server
+--    derives the payload's sizes from it, and the transport checks every
+--    incoming payload against it (direction, channel, every field in bounds,
+--    strings valid UTF-8, nothing left over) before our handler ever sees it.
+--    Clients learn the declaration too: `messages` in `sparkhost client`
+--    lists it, and `send hello_greet name=ann` encodes it for you.
 local GREET = spark.message{
   id = 1000,
   name = "hello_greet",
   direction = "c2s",          -- clients send it to the server
   channel = "reliable",       -- delivered once, in any order
-  min = 2, max = 2 + 32,      -- a NetBuffer string: u16 length + up to 32 bytes
-  string_offset = 0,          -- ...which the transport checks is valid UTF-8
+  fields = {
+    {"name", "str", 32},      -- a NetBuffer string of at most 32 bytes
+  },
   requires_admitted = true,   -- only from players who finished joining
 }
 
@@ -33,8 +38,9 @@ local REPLY = spark.message{
   name = "hello_reply",
   direction = "s2c",          -- the server sends it to clients
   channel = "reliable",
-  min = 2, max = 2 + 128,
-  string_offset = 0,
+  fields = {
+    {"text", "str", 128},
+  },
 }
 
 -- 3. Our state: plain Lua values. It lives as long as the module is loaded;
@@ -53,8 +59,9 @@ spark.on_message(GREET, function(client, reader)
   local name = reader:str()
   greeted = greeted + 1
   local text = "Hello, " .. name .. "! You are greeting number " .. greeted .. "."
-  -- A writer builds the reply; spark.send checks it against REPLY's
-  -- declaration (direction and length) before it leaves.
+  -- Names are up to 32 bytes, so the text stays well within REPLY's 128.
+  -- A writer builds the reply field by field; spark.send checks it against
+  -- REPLY's declaration (direction and fields) before it leaves.
   local ok, err = spark.send(client, REPLY, spark.writer():str(text))
   if not ok then
     -- The client may have left since the message arrived: not a bug.

@@ -24,6 +24,7 @@ commands:
   plugin     start a Go plugin of your own, in its own module (sparkhost plugin --help)
   bots       run headless deathmatch bots against a server (sparkhost bots --help)
   check      validate the config and load every module without serving (sparkhost check --help)
+  schema     export the module message schemas as JSON (sparkhost schema --help)
   health     probe a running server's /healthz (sparkhost health --help)
   mmo        mmo world tools: world-key FILE creates an area world's key (sparkhost mmo --help)
   gen-ts     generate TypeScript client codecs from a schema export (sparkhost gen-ts --help)
@@ -58,6 +59,8 @@ func dispatch(args []string) int {
 		return serveModule(args[1:])
 	case "check":
 		return checkCommand(args[1:])
+	case "schema":
+		return schemaCommand(args[1:])
 	case "health":
 		return healthCommand(args[1:])
 	case "gen-ts":

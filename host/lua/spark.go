@@ -119,12 +119,13 @@ var (
 
 // luaMessage is spark.message{id = 1100, name = "tag_tag", direction =
 // "c2s", channel = "reliable", min = 4, max = 4, string_offset = nil,
-// requires_admitted = true}; it returns the id.
+// requires_admitted = true}, or with fields = {{"text", "str", 32}, ...}
+// instead of the sizes (typed.go); it returns the id.
 func (m *Module) luaMessage(L *lua.LState) int {
 	const fn = "spark.message"
 	m.loadOnly(L, fn)
 	f := fields{L: L, fn: fn, t: args{L: L, fn: fn}.table(1, "declaration")}
-	f.only("id", "name", "direction", "channel", "min", "max", "string_offset", "requires_admitted")
+	f.only("id", "name", "direction", "channel", "min", "max", "string_offset", "requires_admitted", "fields")
 	id := wire.MessageType(f.integer("id", int64(wire.FirstUserDefined), math.MaxUint16))
 	if old, dup := m.schemas[id]; dup {
 		L.RaiseError("%s: message id %d is already declared (as %q)", fn, id, old.Name)
@@ -144,30 +145,57 @@ func (m *Module) luaMessage(L *lua.LState) int {
 	if !ok {
 		f.fail("channel", `"unreliable", "reliable" or "ordered"`)
 	}
+	s := wire.Schema{
+		ID: id, Name: name, Direction: dir, Channel: ch,
+		RequiresAdmitted: f.boolean("requires_admitted", true),
+	}
+	if f.has("fields") {
+		m.typedSizes(f, &s)
+	} else {
+		m.untypedSizes(f, &s)
+	}
+	m.schemas[id] = s
+	m.manifest.Messages = append(m.manifest.Messages, s)
+	L.Push(lua.LNumber(id))
+	return 1
+}
+
+// untypedSizes reads a size-only declaration's min, max and string_offset.
+func (m *Module) untypedSizes(f fields, s *wire.Schema) {
 	minLen := int64(0)
 	if f.has("min") {
 		minLen = f.integer("min", 0, wire.MaxPayload)
 	}
 	maxLen := f.integer("max", 0, wire.MaxPayload)
 	if minLen > maxLen {
-		L.RaiseError("%s: field 'min' (%d) is greater than field 'max' (%d)", fn, minLen, maxLen)
+		f.L.RaiseError("%s: field 'min' (%d) is greater than field 'max' (%d)", f.fn, minLen, maxLen)
 	}
 	offset := wire.NoStringFields
 	if f.has("string_offset") {
 		if maxLen < 2 {
-			L.RaiseError("%s: field 'string_offset' needs room for a 2-byte length: 'max' is %d", fn, maxLen)
+			f.L.RaiseError("%s: field 'string_offset' needs room for a 2-byte length: 'max' is %d", f.fn, maxLen)
 		}
 		offset = uint32(f.integer("string_offset", 0, maxLen-2))
 	}
-	s := wire.Schema{
-		ID: id, Name: name, Direction: dir, Channel: ch,
-		MinLen: uint32(minLen), MaxLen: uint32(maxLen), StringFieldOffset: offset,
-		RequiresAdmitted: f.boolean("requires_admitted", true),
+	s.MinLen, s.MaxLen, s.StringFieldOffset = uint32(minLen), uint32(maxLen), offset
+}
+
+// typedSizes reads a typed declaration's fields; min, max and string_offset
+// are derived from them and, when also given, must agree.
+func (m *Module) typedSizes(f fields, s *wire.Schema) {
+	s.Fields = luaFields(f.L, f.fn, f.t.RawGetString("fields"))
+	if f.has("min") {
+		s.MinLen = uint32(f.integer("min", 0, wire.MaxPayload))
 	}
-	m.schemas[id] = s
-	m.manifest.Messages = append(m.manifest.Messages, s)
-	L.Push(lua.LNumber(id))
-	return 1
+	if f.has("max") {
+		s.MaxLen = uint32(f.integer("max", 0, wire.MaxPayload))
+	}
+	if f.has("string_offset") {
+		s.StringFieldOffset = uint32(f.integer("string_offset", 0, wire.MaxPayload))
+	}
+	if err := s.Normalize(); err != nil {
+		f.L.RaiseError("%s: %v", f.fn, err)
+	}
 }
 
 func stringField(f fields, field string) string {
@@ -263,6 +291,12 @@ func (m *Module) payload(a args, n int, s wire.Schema) []byte {
 	if uint32(len(p)) < s.MinLen || uint32(len(p)) > s.MaxLen {
 		a.L.RaiseError("%s: argument #%d (payload) is %d bytes; message %d (%q) takes %d..%d bytes",
 			a.fn, n, len(p), s.ID, s.Name, s.MinLen, s.MaxLen)
+	}
+	if s.Typed() {
+		if err := wire.CheckFields(s.Fields, p); err != nil {
+			a.L.RaiseError("%s: argument #%d (payload) does not match the fields of message %d (%q) — %s: %v",
+				a.fn, n, s.ID, s.Name, wire.FieldsText(s.Fields), err)
+		}
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/module"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // The instances of one module name — one per room, or one for many, or
@@ -38,7 +39,7 @@ func (m *Manager) registerTypes(inst *instance, man module.Manifest) error {
 // the first instance of its name; a later one must declare the same.
 func (m *Manager) acquireMessages(man module.Manifest) error {
 	if o := m.owners[man.Name]; o != nil {
-		if !slices.Equal(o.messages, man.Messages) {
+		if !slices.EqualFunc(o.messages, man.Messages, wire.Schema.Equal) {
 			return fmt.Errorf("module %s: another instance (in another room) runs with other message types; reload it everywhere with module reload %s", man.Name, man.Name)
 		}
 		o.users++

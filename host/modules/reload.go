@@ -95,7 +95,7 @@ func (m *Manager) reloadOne(inst *instance, name string, swap bool) error {
 		}
 		o.commands = false
 	} else {
-		if o == nil || !slices.Equal(o.messages, man.Messages) {
+		if o == nil || !slices.EqualFunc(o.messages, man.Messages, wire.Schema.Equal) {
 			inst.unloadModule(mod)
 			return fmt.Errorf("reload %s: this instance's new code declares other message types than the others'; the old version keeps running", name)
 		}

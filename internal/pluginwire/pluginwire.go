@@ -82,7 +82,38 @@ func SchemaToPB(s wire.Schema) *pluginv1.Schema {
 	return &pluginv1.Schema{
 		Id: uint32(s.ID), Name: s.Name, Direction: uint32(s.Direction), Channel: uint32(s.Channel),
 		MinLen: s.MinLen, MaxLen: s.MaxLen, StringFieldOffset: s.StringFieldOffset, RequiresAdmitted: s.RequiresAdmitted,
+		Fields: fieldsToPB(s.Fields),
 	}
+}
+
+func fieldsToPB(fs []wire.Field) []*pluginv1.Field {
+	if fs == nil {
+		return nil
+	}
+	out := make([]*pluginv1.Field, len(fs))
+	for i, f := range fs {
+		out[i] = &pluginv1.Field{Name: f.Name, Kind: uint32(f.Kind), Max: uint32(f.Max), Elem: uint32(f.Elem), ElemMax: uint32(f.ElemMax)}
+	}
+	return out
+}
+
+// fieldsFromPB converts a typed schema's fields; nil for an untyped one.
+func fieldsFromPB(name string, ps []*pluginv1.Field) ([]wire.Field, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	if len(ps) > wire.MaxFields {
+		return nil, fmt.Errorf("schema %q: %d fields; a message may declare at most %d", name, len(ps), wire.MaxFields)
+	}
+	out := make([]wire.Field, len(ps))
+	for i, p := range ps {
+		if p.GetKind() > 0xFF || p.GetElem() > 0xFF || p.GetMax() > 0xFFFF || p.GetElemMax() > 0xFFFF {
+			return nil, fmt.Errorf("schema %q: field %q: kind, elem, max or elem_max out of range", name, p.GetName())
+		}
+		out[i] = wire.Field{Name: p.GetName(), Kind: wire.Kind(p.GetKind()), Max: uint16(p.GetMax()),
+			Elem: wire.Kind(p.GetElem()), ElemMax: uint16(p.GetElemMax())}
+	}
+	return out, nil
 }
 
 // SchemaFromPB converts a schema from the wire. It checks only what fits in
@@ -91,10 +122,15 @@ func SchemaFromPB(p *pluginv1.Schema) (wire.Schema, error) {
 	if p.GetId() > 0xFFFF || p.GetDirection() > 0xFF || p.GetChannel() > 0xFF {
 		return wire.Schema{}, fmt.Errorf("schema %q: id %d, direction %d or channel %d out of range", p.GetName(), p.GetId(), p.GetDirection(), p.GetChannel())
 	}
+	fields, err := fieldsFromPB(p.GetName(), p.GetFields())
+	if err != nil {
+		return wire.Schema{}, err
+	}
 	return wire.Schema{
 		ID: wire.MessageType(p.GetId()), Name: p.GetName(), Direction: wire.Direction(p.GetDirection()),
 		Channel: wire.Channel(p.GetChannel()), MinLen: p.GetMinLen(), MaxLen: p.GetMaxLen(),
 		StringFieldOffset: p.GetStringFieldOffset(), RequiresAdmitted: p.GetRequiresAdmitted(),
+		Fields: fields,
 	}, nil
 }
 

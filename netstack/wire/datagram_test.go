@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -209,7 +210,7 @@ func TestModuleSchemas(t *testing.T) {
 	}
 	p := AppendModuleSchemas(nil, &m)
 	got, err := ParseModuleSchemas(p)
-	if err != nil || got.Revision != m.Revision || len(got.Types) != 2 || got.Types[0] != m.Types[0] || got.Types[1] != m.Types[1] {
+	if err != nil || got.Revision != m.Revision || len(got.Types) != 2 || !reflect.DeepEqual(got.Types, m.Types) {
 		t.Fatalf("parsed %+v, %v", got, err)
 	}
 	bad := func(name string, mod func(*ModuleSchemas)) {

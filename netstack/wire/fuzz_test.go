@@ -266,6 +266,12 @@ func FuzzModuleSchemas(f *testing.F) {
 		{Schema: Schema{ID: 1000, Name: "Shout", Direction: ClientToServer, Channel: Reliable, MinLen: 3, MaxLen: 202, StringFieldOffset: 0}, Owner: "greeter"},
 		{Schema: Schema{ID: 1001, Name: "Shouted", Direction: ServerToClient, Channel: Reliable, MinLen: 2, MaxLen: 302, StringFieldOffset: 0, RequiresAdmitted: true}, Owner: "greeter"},
 	}}))
+	f.Add(AppendModuleSchemas(nil, &ModuleSchemas{Revision: 4, Types: []ModuleSchema{
+		{Schema: Schema{ID: 1000, Name: "hello_greet", Direction: ClientToServer, Channel: Reliable, MinLen: 2, MaxLen: 34, StringFieldOffset: 0, RequiresAdmitted: true,
+			Fields: []Field{{Name: "name", Kind: KindStr, Max: 32}}}, Owner: "hello"},
+		{Schema: Schema{ID: 1001, Name: "rich", Direction: BothDirections, Channel: Reliable, MinLen: 35, MaxLen: 96, StringFieldOffset: 27,
+			Fields: richFields}, Owner: "hello"},
+	}}))
 	f.Add([]byte{0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		m, err := ParseModuleSchemas(p)

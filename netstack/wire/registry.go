@@ -31,6 +31,11 @@ type Schema struct {
 	// RequiresAdmitted: the server accepts the type only from an admitted
 	// (Connected) client. It says nothing about what a client accepts.
 	RequiresAdmitted bool
+	// Fields, when not nil, declares the payload's layout (a typed schema,
+	// module types only): 1..MaxFields fields, in order, with nothing after
+	// the last. Register derives MinLen, MaxLen and StringFieldOffset from
+	// them (see Normalize) and Validate checks every field.
+	Fields []Field
 }
 
 // builtins is the table of §4 for the transport's own types, indexed by
@@ -40,19 +45,19 @@ type Schema struct {
 // by the layer above (sim/msg) with DefineBuiltin: the transport knows
 // nothing of games.
 var builtins = [...]Schema{
-	TypeConnect:         {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false},
-	TypeConnectAccepted: {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false},
-	TypeConnectRejected: {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false},
-	TypeDisconnect:      {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true},
-	TypeHeartbeat:       {TypeHeartbeat, "Heartbeat", BothDirections, Unreliable, 8, 8, NoStringFields, true},
-	TypeAck:             {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true},
+	TypeConnect:         {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false, nil},
+	TypeConnectAccepted: {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false, nil},
+	TypeConnectRejected: {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false, nil},
+	TypeDisconnect:      {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true, nil},
+	TypeHeartbeat:       {TypeHeartbeat, "Heartbeat", BothDirections, Unreliable, 8, 8, NoStringFields, true, nil},
+	TypeAck:             {TypeAck, "Ack", BothDirections, Unreliable, 10, 10, NoStringFields, true, nil},
 }
 
 // v4Builtins are the transport's own types of protocol v4's data plane
 // (§5.6, §10.2); a v3 peer is never sent them.
 var v4Builtins = [...]Schema{
-	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true},
-	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true},
+	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true, nil},
+	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true, nil},
 }
 
 // transportSchema returns the rule of one of the transport's own sealed
@@ -125,7 +130,8 @@ func NewRegistry() *Registry { return new(Registry) }
 // caught); the direction is not one or both of ClientToServer and
 // ServerToClient; the channel is above ReliableOrdered; MinLen > MaxLen;
 // MaxLen > MaxPayload; or StringFieldOffset is neither NoStringFields nor an
-// offset whose 2-byte length prefix fits within MaxLen.
+// offset whose 2-byte length prefix fits within MaxLen. A typed schema
+// (Fields not nil) must also pass Normalize, which sets its size rules.
 func (r *Registry) Register(owner string, s Schema) error {
 	if err := checkSchema(owner, &s); err != nil {
 		return err
@@ -145,6 +151,7 @@ func (r *Registry) Register(owner string, s Schema) error {
 	for id, t := range old {
 		next[id] = t
 	}
+	s.Fields = slices.Clone(s.Fields) // the registry's own copy: snapshots are immutable
 	next[s.ID] = moduleType{schema: s, owner: owner}
 	r.snap.Store(&next)
 	r.rev.Add(1)
@@ -167,6 +174,14 @@ func checkSchema(owner string, s *Schema) error {
 		return bad("the module name must be 1..%d bytes of UTF-8 without control characters, not all white space", MaxSchemaNameLen)
 	case !ValidName([]byte(s.Name), MaxSchemaNameLen):
 		return bad("the type name must be 1..%d bytes of UTF-8 without control characters, not all white space", MaxSchemaNameLen)
+	}
+	if s.Fields != nil {
+		if len(s.Fields) == 0 {
+			return bad("a typed message declares 1..%d fields", MaxFields)
+		}
+		if err := checkFieldDecl(s); err != nil {
+			return bad("%v", err)
+		}
 	}
 	return checkRules(owner, s)
 }
@@ -208,6 +223,8 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 		return fmt.Errorf("%w: type %d is the transport's own %s", ErrTypeTaken, s.ID, s.ID)
 	case check == nil:
 		return fmt.Errorf("%w: built-in type %d (%q) has no payload check", ErrBadSchema, s.ID, s.Name)
+	case s.Fields != nil:
+		return fmt.Errorf("%w: built-in type %d (%q): built-in types are checked by their parser, not by fields", ErrBadSchema, s.ID, s.Name)
 	}
 	if err := checkRules(BuiltinOwner, &s); err != nil {
 		return err

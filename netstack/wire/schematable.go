@@ -11,8 +11,14 @@ import "slices"
 //	revision u32, count u16, count × entry (ascending id, no repeats)
 //	entry = id u16 (≥ 1000), direction u8 (1..3), channel u8 (0..2),
 //	        min_len u32, max_len u32 (min ≤ max ≤ 65453),
-//	        string_field_offset u32, flags u8 (bit 0 requires_admitted),
-//	        owner str, name str (names: 1..64 bytes, §1's name rule)
+//	        string_field_offset u32, flags u8 (bit 0 requires_admitted,
+//	        bit 1 typed), owner str, name str (names: 1..64 bytes, §1's
+//	        name rule), and when typed: field_count u8 (1..32), then
+//	        field_count × field
+//	field = name str (identifier, 1..32 bytes, unique), kind u8 (1..9),
+//	        max u16 when kind is str or bytes (1..65535),
+//	        when kind is array: elem u8 (1..8), elem_max u16 when elem is
+//	        str or bytes, max_count u16 (1..65535)
 
 // TypeModuleSchemas is the schema announcement (ServerToClient, Reliable,
 // v4 sessions only; the revision orders announcements).
@@ -23,6 +29,15 @@ const MaxSchemaNameLen = 64
 
 // schemaEntryFixed is an entry's size without its two names' bytes.
 const schemaEntryFixed = 2 + 1 + 1 + 4 + 4 + 4 + 1 + 2 + 2
+
+// fieldEntryMin is the smallest encoded field: a 1-byte name and a kind.
+const fieldEntryMin = 2 + 1 + 1
+
+// Entry flags of the announcement.
+const (
+	schemaFlagAdmitted = 1 << 0 // requires_admitted
+	schemaFlagTyped    = 1 << 1 // a field list follows the names
+)
 
 // ModuleSchema is one module message type with the module that owns it.
 type ModuleSchema struct {
@@ -54,13 +69,39 @@ func AppendModuleSchemas(dst []byte, m *ModuleSchemas) []byte {
 		w.U32(t.StringFieldOffset)
 		var flags uint8
 		if t.RequiresAdmitted {
-			flags = 1
+			flags |= schemaFlagAdmitted
+		}
+		if t.Fields != nil {
+			flags |= schemaFlagTyped
 		}
 		w.U8(flags)
 		w.Str(t.Owner)
 		w.Str(t.Name)
+		if t.Fields != nil {
+			appendFields(&w, t.Fields)
+		}
 	}
 	return w.b
+}
+
+// appendFields appends a typed entry's field list.
+func appendFields(w *Writer, fields []Field) {
+	w.U8(uint8(len(fields)))
+	for i := range fields {
+		f := &fields[i]
+		w.Str(f.Name)
+		w.U8(uint8(f.Kind))
+		switch {
+		case f.Kind.HasMax():
+			w.U16(f.Max)
+		case f.Kind == KindArray:
+			w.U8(uint8(f.Elem))
+			if f.Elem.HasMax() {
+				w.U16(f.ElemMax)
+			}
+			w.U16(f.Max)
+		}
+	}
 }
 
 var (
@@ -77,6 +118,13 @@ func ParseModuleSchemas(p []byte) (ModuleSchemas, error) {
 	err := scanModuleSchemas(p, func(e *schemaEntry) {
 		s := e.schema
 		s.Name = string(e.name)
+		if e.flags&schemaFlagTyped != 0 {
+			s.Fields = make([]Field, e.nfields)
+			for i := range s.Fields {
+				s.Fields[i] = e.fields[i]
+				s.Fields[i].Name = string(e.fieldNames[i])
+			}
+		}
 		m.Types = append(m.Types, ModuleSchema{Schema: s, Owner: string(e.owner)})
 	})
 	if err != nil {
@@ -89,11 +137,16 @@ func ParseModuleSchemas(p []byte) (ModuleSchemas, error) {
 // CheckModuleSchemas is the allocation-free check of an announcement.
 func CheckModuleSchemas(p []byte) error { return scanModuleSchemas(p, nil) }
 
-// schemaEntry is one decoded entry; owner and name alias the payload.
+// schemaEntry is one decoded entry; owner, name and the field names alias
+// the payload. The fields of a typed entry are decoded into the fixed
+// array (their Name left empty), so checking allocates nothing.
 type schemaEntry struct {
 	schema      Schema
 	owner, name []byte
 	flags       uint8
+	nfields     int
+	fields      [MaxFields]Field
+	fieldNames  [MaxFields][]byte
 }
 
 // scanModuleSchemas checks an announcement, decoding each entry into one
@@ -118,9 +171,14 @@ func scanModuleSchemas(p []byte, visit func(*schemaEntry)) error {
 		}
 		prev = int(e.schema.ID)
 		e.schema.Name = "-" // checkRules wants a name; the real one is screened here
-		if !ValidName(e.owner, MaxSchemaNameLen) || !ValidName(e.name, MaxSchemaNameLen) || e.flags&^1 != 0 ||
+		if !ValidName(e.owner, MaxSchemaNameLen) || !ValidName(e.name, MaxSchemaNameLen) ||
+			e.flags&^(schemaFlagAdmitted|schemaFlagTyped) != 0 ||
 			string(e.owner) == BuiltinOwner ||
 			checkRules("announced", &e.schema) != nil {
+			r.Fail(errSchemaRule)
+			break
+		}
+		if e.flags&schemaFlagTyped != 0 && !readEntryFields(&r, &e) {
 			r.Fail(errSchemaRule)
 			break
 		}
@@ -135,8 +193,53 @@ func readSchemaEntry(r *Reader, e *schemaEntry) {
 	e.schema = Schema{ID: MessageType(r.U16()), Direction: Direction(r.U8()), Channel: Channel(r.U8())}
 	e.schema.MinLen, e.schema.MaxLen, e.schema.StringFieldOffset = r.U32(), r.U32(), r.U32()
 	e.flags = r.U8()
-	e.schema.RequiresAdmitted = e.flags&1 != 0
+	e.schema.RequiresAdmitted = e.flags&schemaFlagAdmitted != 0
 	e.owner, e.name = r.StrBytes(), r.StrBytes()
+	e.nfields = 0
+}
+
+// readEntryFields reads and checks a typed entry's field list: 1..32
+// fields, each name a unique identifier, the kinds and maxima valid, and
+// the entry's size rules exactly the ones the fields imply. A short read
+// is latched in r; false means the list breaks a rule.
+func readEntryFields(r *Reader, e *schemaEntry) bool {
+	n := int(r.U8())
+	if r.HasError() {
+		return true // the overrun is latched
+	}
+	if n == 0 || n > MaxFields || n > r.Remaining()/fieldEntryMin {
+		return false
+	}
+	for i := range n {
+		name := r.StrBytes()
+		f := Field{Kind: Kind(r.U8())}
+		switch {
+		case f.Kind.HasMax():
+			f.Max = r.U16()
+		case f.Kind == KindArray:
+			f.Elem = Kind(r.U8())
+			if f.Elem.HasMax() {
+				f.ElemMax = r.U16()
+			}
+			f.Max = r.U16()
+		}
+		if r.HasError() {
+			return true
+		}
+		if !ValidFieldName(name) {
+			return false
+		}
+		for j := range i {
+			if string(e.fieldNames[j]) == string(name) {
+				return false
+			}
+		}
+		e.fields[i], e.fieldNames[i] = f, name
+	}
+	e.nfields = n
+	l, err := fieldLayout(e.fields[:n])
+	return err == nil && l.max <= MaxPayload && uint64(e.schema.MinLen) == l.min &&
+		uint64(e.schema.MaxLen) == l.max && e.schema.StringFieldOffset == l.strOff
 }
 
 // ModuleSchemas returns the module types now registered, with their owners,

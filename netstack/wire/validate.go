@@ -17,7 +17,8 @@ import "encoding/binary"
 // frames, so sealed they are malformed. EntitySpawn and EntityStateUpdate get
 // the structural checks; their fields need the type's schema (see
 // ParseEntitySpawnFields). A ChatMessage from a client must have an empty
-// sender. A module type gets its length bounds and string screen.
+// sender. A module type gets its length bounds and, when typed, the check
+// of every declared field (CheckFields), else its string screen.
 //
 // Validate never allocates and never panics; every error it returns means
 // drop and count malformedDropped.
@@ -54,6 +55,8 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 		return validateBuiltin(h.Type, payload)
 	case check != nil:
 		return check(travel, payload)
+	case s.Fields != nil:
+		return CheckFields(s.Fields, payload)
 	}
 	return screenString(s.StringFieldOffset, payload)
 }

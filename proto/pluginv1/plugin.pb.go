@@ -257,8 +257,12 @@ type Schema struct {
 	MaxLen            uint32                 `protobuf:"varint,6,opt,name=max_len,json=maxLen,proto3" json:"max_len,omitempty"`
 	StringFieldOffset uint32                 `protobuf:"varint,7,opt,name=string_field_offset,json=stringFieldOffset,proto3" json:"string_field_offset,omitempty"` // 0xFFFFFFFF: no string field
 	RequiresAdmitted  bool                   `protobuf:"varint,8,opt,name=requires_admitted,json=requiresAdmitted,proto3" json:"requires_admitted,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// fields, when present, make the type typed (docs/protocol.md §10.1):
+	// the server derives min_len, max_len and string_field_offset from them
+	// (given ones must agree) and checks every field on receive.
+	Fields        []*Field `protobuf:"bytes,9,rep,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Schema) Reset() {
@@ -347,6 +351,90 @@ func (x *Schema) GetRequiresAdmitted() bool {
 	return false
 }
 
+func (x *Schema) GetFields() []*Field {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+// Field is one field of a typed message, as wire.Field.
+type Field struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind          uint32                 `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`                      // 1 u8, 2 u16, 3 u32, 4 i32, 5 f32, 6 vec3, 7 str, 8 bytes, 9 array
+	Max           uint32                 `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`                        // str, bytes: the most bytes; array: the most elements
+	Elem          uint32                 `protobuf:"varint,4,opt,name=elem,proto3" json:"elem,omitempty"`                      // array: the element's kind (1..8)
+	ElemMax       uint32                 `protobuf:"varint,5,opt,name=elem_max,json=elemMax,proto3" json:"elem_max,omitempty"` // array of str or bytes: the element's most bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Field) Reset() {
+	*x = Field{}
+	mi := &file_pluginv1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Field) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Field) ProtoMessage() {}
+
+func (x *Field) ProtoReflect() protoreflect.Message {
+	mi := &file_pluginv1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Field.ProtoReflect.Descriptor instead.
+func (*Field) Descriptor() ([]byte, []int) {
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Field) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Field) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Field) GetMax() uint32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Field) GetElem() uint32 {
+	if x != nil {
+		return x.Elem
+	}
+	return 0
+}
+
+func (x *Field) GetElemMax() uint32 {
+	if x != nil {
+		return x.ElemMax
+	}
+	return 0
+}
+
 type CommandSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -358,7 +446,7 @@ type CommandSpec struct {
 
 func (x *CommandSpec) Reset() {
 	*x = CommandSpec{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[1]
+	mi := &file_pluginv1_plugin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +458,7 @@ func (x *CommandSpec) String() string {
 func (*CommandSpec) ProtoMessage() {}
 
 func (x *CommandSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[1]
+	mi := &file_pluginv1_plugin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +471,7 @@ func (x *CommandSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSpec.ProtoReflect.Descriptor instead.
 func (*CommandSpec) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CommandSpec) GetName() string {
@@ -418,7 +506,7 @@ type Vec3 struct {
 
 func (x *Vec3) Reset() {
 	*x = Vec3{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	mi := &file_pluginv1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +518,7 @@ func (x *Vec3) String() string {
 func (*Vec3) ProtoMessage() {}
 
 func (x *Vec3) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[2]
+	mi := &file_pluginv1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +531,7 @@ func (x *Vec3) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Vec3.ProtoReflect.Descriptor instead.
 func (*Vec3) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Vec3) GetX() float32 {
@@ -479,7 +567,7 @@ type EntityField struct {
 
 func (x *EntityField) Reset() {
 	*x = EntityField{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	mi := &file_pluginv1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +579,7 @@ func (x *EntityField) String() string {
 func (*EntityField) ProtoMessage() {}
 
 func (x *EntityField) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[3]
+	mi := &file_pluginv1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +592,7 @@ func (x *EntityField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntityField.ProtoReflect.Descriptor instead.
 func (*EntityField) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EntityField) GetName() string {
@@ -543,7 +631,7 @@ type EntityType struct {
 
 func (x *EntityType) Reset() {
 	*x = EntityType{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	mi := &file_pluginv1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +643,7 @@ func (x *EntityType) String() string {
 func (*EntityType) ProtoMessage() {}
 
 func (x *EntityType) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[4]
+	mi := &file_pluginv1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +656,7 @@ func (x *EntityType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntityType.ProtoReflect.Descriptor instead.
 func (*EntityType) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EntityType) GetId() uint32 {
@@ -638,7 +726,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[5]
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +738,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[5]
+	mi := &file_pluginv1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +751,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Manifest) GetName() string {
@@ -741,7 +829,7 @@ type MetricSpec struct {
 
 func (x *MetricSpec) Reset() {
 	*x = MetricSpec{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +841,7 @@ func (x *MetricSpec) String() string {
 func (*MetricSpec) ProtoMessage() {}
 
 func (x *MetricSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[6]
+	mi := &file_pluginv1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +854,7 @@ func (x *MetricSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSpec.ProtoReflect.Descriptor instead.
 func (*MetricSpec) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MetricSpec) GetName() string {
@@ -801,7 +889,7 @@ type MetricValue struct {
 
 func (x *MetricValue) Reset() {
 	*x = MetricValue{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +901,7 @@ func (x *MetricValue) String() string {
 func (*MetricValue) ProtoMessage() {}
 
 func (x *MetricValue) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[7]
+	mi := &file_pluginv1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +914,7 @@ func (x *MetricValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricValue.ProtoReflect.Descriptor instead.
 func (*MetricValue) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MetricValue) GetIndex() uint32 {
@@ -864,7 +952,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +964,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[8]
+	mi := &file_pluginv1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +977,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ServerInfo) GetName() string {
@@ -998,7 +1086,7 @@ type RoomInfo struct {
 
 func (x *RoomInfo) Reset() {
 	*x = RoomInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1098,7 @@ func (x *RoomInfo) String() string {
 func (*RoomInfo) ProtoMessage() {}
 
 func (x *RoomInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[9]
+	mi := &file_pluginv1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1111,7 @@ func (x *RoomInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomInfo.ProtoReflect.Descriptor instead.
 func (*RoomInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RoomInfo) GetId() uint32 {
@@ -1082,7 +1170,7 @@ type ClientInfo struct {
 
 func (x *ClientInfo) Reset() {
 	*x = ClientInfo{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1182,7 @@ func (x *ClientInfo) String() string {
 func (*ClientInfo) ProtoMessage() {}
 
 func (x *ClientInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[10]
+	mi := &file_pluginv1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1195,7 @@ func (x *ClientInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientInfo.ProtoReflect.Descriptor instead.
 func (*ClientInfo) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClientInfo) GetId() uint32 {
@@ -1167,7 +1255,7 @@ type InitRequest struct {
 
 func (x *InitRequest) Reset() {
 	*x = InitRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1267,7 @@ func (x *InitRequest) String() string {
 func (*InitRequest) ProtoMessage() {}
 
 func (x *InitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[11]
+	mi := &file_pluginv1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1280,7 @@ func (x *InitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitRequest.ProtoReflect.Descriptor instead.
 func (*InitRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InitRequest) GetProtocol() uint32 {
@@ -1241,7 +1329,7 @@ type InitResponse struct {
 
 func (x *InitResponse) Reset() {
 	*x = InitResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1341,7 @@ func (x *InitResponse) String() string {
 func (*InitResponse) ProtoMessage() {}
 
 func (x *InitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[12]
+	mi := &file_pluginv1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1354,7 @@ func (x *InitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitResponse.ProtoReflect.Descriptor instead.
 func (*InitResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InitResponse) GetManifest() *Manifest {
@@ -1312,7 +1400,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1412,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[13]
+	mi := &file_pluginv1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1425,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Event) GetKind() EventKind {
@@ -1448,7 +1536,7 @@ type ClientPing struct {
 
 func (x *ClientPing) Reset() {
 	*x = ClientPing{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1548,7 @@ func (x *ClientPing) String() string {
 func (*ClientPing) ProtoMessage() {}
 
 func (x *ClientPing) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[14]
+	mi := &file_pluginv1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1561,7 @@ func (x *ClientPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientPing.ProtoReflect.Descriptor instead.
 func (*ClientPing) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ClientPing) GetClient() uint32 {
@@ -1508,7 +1596,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1608,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[15]
+	mi := &file_pluginv1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1621,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StepRequest) GetTick() uint64 {
@@ -1602,7 +1690,7 @@ type RoomTick struct {
 
 func (x *RoomTick) Reset() {
 	*x = RoomTick{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1702,7 @@ func (x *RoomTick) String() string {
 func (*RoomTick) ProtoMessage() {}
 
 func (x *RoomTick) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[16]
+	mi := &file_pluginv1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1715,7 @@ func (x *RoomTick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomTick.ProtoReflect.Descriptor instead.
 func (*RoomTick) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RoomTick) GetRoom() uint32 {
@@ -1671,7 +1759,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1771,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[17]
+	mi := &file_pluginv1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1784,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Action) GetKind() ActionKind {
@@ -1830,7 +1918,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1930,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[18]
+	mi := &file_pluginv1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1943,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StepResponse) GetActions() []*Action {
@@ -1882,7 +1970,7 @@ type CommandRequest struct {
 
 func (x *CommandRequest) Reset() {
 	*x = CommandRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[19]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1982,7 @@ func (x *CommandRequest) String() string {
 func (*CommandRequest) ProtoMessage() {}
 
 func (x *CommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[19]
+	mi := &file_pluginv1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +1995,7 @@ func (x *CommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandRequest.ProtoReflect.Descriptor instead.
 func (*CommandRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandRequest) GetName() string {
@@ -1935,7 +2023,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[20]
+	mi := &file_pluginv1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2035,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[20]
+	mi := &file_pluginv1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2048,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CommandResponse) GetOutput() string {
@@ -1992,7 +2080,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[21]
+	mi := &file_pluginv1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2092,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[21]
+	mi := &file_pluginv1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2105,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 type ShutdownResponse struct {
@@ -2029,7 +2117,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_pluginv1_plugin_proto_msgTypes[22]
+	mi := &file_pluginv1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2041,7 +2129,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pluginv1_plugin_proto_msgTypes[22]
+	mi := &file_pluginv1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2054,7 +2142,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_pluginv1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ShutdownResponse) GetActions() []*Action {
@@ -2068,7 +2156,7 @@ var File_pluginv1_plugin_proto protoreflect.FileDescriptor
 
 const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\x15pluginv1/plugin.proto\x12\x13sparkhost.plugin.v1\"\xf3\x01\n" +
+	"\x15pluginv1/plugin.proto\x12\x13sparkhost.plugin.v1\"\xa7\x02\n" +
 	"\x06Schema\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2077,7 +2165,14 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\amin_len\x18\x05 \x01(\rR\x06minLen\x12\x17\n" +
 	"\amax_len\x18\x06 \x01(\rR\x06maxLen\x12.\n" +
 	"\x13string_field_offset\x18\a \x01(\rR\x11stringFieldOffset\x12+\n" +
-	"\x11requires_admitted\x18\b \x01(\bR\x10requiresAdmitted\"K\n" +
+	"\x11requires_admitted\x18\b \x01(\bR\x10requiresAdmitted\x122\n" +
+	"\x06fields\x18\t \x03(\v2\x1a.sparkhost.plugin.v1.FieldR\x06fields\"p\n" +
+	"\x05Field\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x10\n" +
+	"\x03max\x18\x03 \x01(\rR\x03max\x12\x12\n" +
+	"\x04elem\x18\x04 \x01(\rR\x04elem\x12\x19\n" +
+	"\belem_max\x18\x05 \x01(\rR\aelemMax\"K\n" +
 	"\vCommandSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05usage\x18\x02 \x01(\tR\x05usage\x12\x12\n" +
@@ -2281,75 +2376,77 @@ func file_pluginv1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_pluginv1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_pluginv1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_pluginv1_plugin_proto_goTypes = []any{
 	(MetricKind)(0),          // 0: sparkhost.plugin.v1.MetricKind
 	(EventKind)(0),           // 1: sparkhost.plugin.v1.EventKind
 	(ActionKind)(0),          // 2: sparkhost.plugin.v1.ActionKind
 	(*Schema)(nil),           // 3: sparkhost.plugin.v1.Schema
-	(*CommandSpec)(nil),      // 4: sparkhost.plugin.v1.CommandSpec
-	(*Vec3)(nil),             // 5: sparkhost.plugin.v1.Vec3
-	(*EntityField)(nil),      // 6: sparkhost.plugin.v1.EntityField
-	(*EntityType)(nil),       // 7: sparkhost.plugin.v1.EntityType
-	(*Manifest)(nil),         // 8: sparkhost.plugin.v1.Manifest
-	(*MetricSpec)(nil),       // 9: sparkhost.plugin.v1.MetricSpec
-	(*MetricValue)(nil),      // 10: sparkhost.plugin.v1.MetricValue
-	(*ServerInfo)(nil),       // 11: sparkhost.plugin.v1.ServerInfo
-	(*RoomInfo)(nil),         // 12: sparkhost.plugin.v1.RoomInfo
-	(*ClientInfo)(nil),       // 13: sparkhost.plugin.v1.ClientInfo
-	(*InitRequest)(nil),      // 14: sparkhost.plugin.v1.InitRequest
-	(*InitResponse)(nil),     // 15: sparkhost.plugin.v1.InitResponse
-	(*Event)(nil),            // 16: sparkhost.plugin.v1.Event
-	(*ClientPing)(nil),       // 17: sparkhost.plugin.v1.ClientPing
-	(*StepRequest)(nil),      // 18: sparkhost.plugin.v1.StepRequest
-	(*RoomTick)(nil),         // 19: sparkhost.plugin.v1.RoomTick
-	(*Action)(nil),           // 20: sparkhost.plugin.v1.Action
-	(*StepResponse)(nil),     // 21: sparkhost.plugin.v1.StepResponse
-	(*CommandRequest)(nil),   // 22: sparkhost.plugin.v1.CommandRequest
-	(*CommandResponse)(nil),  // 23: sparkhost.plugin.v1.CommandResponse
-	(*ShutdownRequest)(nil),  // 24: sparkhost.plugin.v1.ShutdownRequest
-	(*ShutdownResponse)(nil), // 25: sparkhost.plugin.v1.ShutdownResponse
+	(*Field)(nil),            // 4: sparkhost.plugin.v1.Field
+	(*CommandSpec)(nil),      // 5: sparkhost.plugin.v1.CommandSpec
+	(*Vec3)(nil),             // 6: sparkhost.plugin.v1.Vec3
+	(*EntityField)(nil),      // 7: sparkhost.plugin.v1.EntityField
+	(*EntityType)(nil),       // 8: sparkhost.plugin.v1.EntityType
+	(*Manifest)(nil),         // 9: sparkhost.plugin.v1.Manifest
+	(*MetricSpec)(nil),       // 10: sparkhost.plugin.v1.MetricSpec
+	(*MetricValue)(nil),      // 11: sparkhost.plugin.v1.MetricValue
+	(*ServerInfo)(nil),       // 12: sparkhost.plugin.v1.ServerInfo
+	(*RoomInfo)(nil),         // 13: sparkhost.plugin.v1.RoomInfo
+	(*ClientInfo)(nil),       // 14: sparkhost.plugin.v1.ClientInfo
+	(*InitRequest)(nil),      // 15: sparkhost.plugin.v1.InitRequest
+	(*InitResponse)(nil),     // 16: sparkhost.plugin.v1.InitResponse
+	(*Event)(nil),            // 17: sparkhost.plugin.v1.Event
+	(*ClientPing)(nil),       // 18: sparkhost.plugin.v1.ClientPing
+	(*StepRequest)(nil),      // 19: sparkhost.plugin.v1.StepRequest
+	(*RoomTick)(nil),         // 20: sparkhost.plugin.v1.RoomTick
+	(*Action)(nil),           // 21: sparkhost.plugin.v1.Action
+	(*StepResponse)(nil),     // 22: sparkhost.plugin.v1.StepResponse
+	(*CommandRequest)(nil),   // 23: sparkhost.plugin.v1.CommandRequest
+	(*CommandResponse)(nil),  // 24: sparkhost.plugin.v1.CommandResponse
+	(*ShutdownRequest)(nil),  // 25: sparkhost.plugin.v1.ShutdownRequest
+	(*ShutdownResponse)(nil), // 26: sparkhost.plugin.v1.ShutdownResponse
 }
 var file_pluginv1_plugin_proto_depIdxs = []int32{
-	6,  // 0: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
-	5,  // 1: sparkhost.plugin.v1.EntityType.box_min:type_name -> sparkhost.plugin.v1.Vec3
-	5,  // 2: sparkhost.plugin.v1.EntityType.box_max:type_name -> sparkhost.plugin.v1.Vec3
-	3,  // 3: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
-	4,  // 4: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
-	7,  // 5: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
-	9,  // 6: sparkhost.plugin.v1.Manifest.metrics:type_name -> sparkhost.plugin.v1.MetricSpec
-	0,  // 7: sparkhost.plugin.v1.MetricSpec.kind:type_name -> sparkhost.plugin.v1.MetricKind
-	12, // 8: sparkhost.plugin.v1.ServerInfo.room:type_name -> sparkhost.plugin.v1.RoomInfo
-	11, // 9: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	8,  // 10: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
-	20, // 11: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	1,  // 12: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
-	13, // 13: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
-	12, // 14: sparkhost.plugin.v1.Event.room_info:type_name -> sparkhost.plugin.v1.RoomInfo
-	11, // 15: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	16, // 16: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
-	17, // 17: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
-	19, // 18: sparkhost.plugin.v1.StepRequest.rooms:type_name -> sparkhost.plugin.v1.RoomTick
-	11, // 19: sparkhost.plugin.v1.RoomTick.server:type_name -> sparkhost.plugin.v1.ServerInfo
-	2,  // 20: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
-	5,  // 21: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
-	20, // 22: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	10, // 23: sparkhost.plugin.v1.StepResponse.metrics:type_name -> sparkhost.plugin.v1.MetricValue
-	20, // 24: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	20, // 25: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
-	14, // 26: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
-	18, // 27: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
-	22, // 28: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
-	24, // 29: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
-	15, // 30: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
-	21, // 31: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
-	23, // 32: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
-	25, // 33: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
-	30, // [30:34] is the sub-list for method output_type
-	26, // [26:30] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	4,  // 0: sparkhost.plugin.v1.Schema.fields:type_name -> sparkhost.plugin.v1.Field
+	7,  // 1: sparkhost.plugin.v1.EntityType.fields:type_name -> sparkhost.plugin.v1.EntityField
+	6,  // 2: sparkhost.plugin.v1.EntityType.box_min:type_name -> sparkhost.plugin.v1.Vec3
+	6,  // 3: sparkhost.plugin.v1.EntityType.box_max:type_name -> sparkhost.plugin.v1.Vec3
+	3,  // 4: sparkhost.plugin.v1.Manifest.messages:type_name -> sparkhost.plugin.v1.Schema
+	5,  // 5: sparkhost.plugin.v1.Manifest.commands:type_name -> sparkhost.plugin.v1.CommandSpec
+	8,  // 6: sparkhost.plugin.v1.Manifest.entity_types:type_name -> sparkhost.plugin.v1.EntityType
+	10, // 7: sparkhost.plugin.v1.Manifest.metrics:type_name -> sparkhost.plugin.v1.MetricSpec
+	0,  // 8: sparkhost.plugin.v1.MetricSpec.kind:type_name -> sparkhost.plugin.v1.MetricKind
+	13, // 9: sparkhost.plugin.v1.ServerInfo.room:type_name -> sparkhost.plugin.v1.RoomInfo
+	12, // 10: sparkhost.plugin.v1.InitRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	9,  // 11: sparkhost.plugin.v1.InitResponse.manifest:type_name -> sparkhost.plugin.v1.Manifest
+	21, // 12: sparkhost.plugin.v1.InitResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	1,  // 13: sparkhost.plugin.v1.Event.kind:type_name -> sparkhost.plugin.v1.EventKind
+	14, // 14: sparkhost.plugin.v1.Event.info:type_name -> sparkhost.plugin.v1.ClientInfo
+	13, // 15: sparkhost.plugin.v1.Event.room_info:type_name -> sparkhost.plugin.v1.RoomInfo
+	12, // 16: sparkhost.plugin.v1.StepRequest.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	17, // 17: sparkhost.plugin.v1.StepRequest.events:type_name -> sparkhost.plugin.v1.Event
+	18, // 18: sparkhost.plugin.v1.StepRequest.pings:type_name -> sparkhost.plugin.v1.ClientPing
+	20, // 19: sparkhost.plugin.v1.StepRequest.rooms:type_name -> sparkhost.plugin.v1.RoomTick
+	12, // 20: sparkhost.plugin.v1.RoomTick.server:type_name -> sparkhost.plugin.v1.ServerInfo
+	2,  // 21: sparkhost.plugin.v1.Action.kind:type_name -> sparkhost.plugin.v1.ActionKind
+	6,  // 22: sparkhost.plugin.v1.Action.position:type_name -> sparkhost.plugin.v1.Vec3
+	21, // 23: sparkhost.plugin.v1.StepResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	11, // 24: sparkhost.plugin.v1.StepResponse.metrics:type_name -> sparkhost.plugin.v1.MetricValue
+	21, // 25: sparkhost.plugin.v1.CommandResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	21, // 26: sparkhost.plugin.v1.ShutdownResponse.actions:type_name -> sparkhost.plugin.v1.Action
+	15, // 27: sparkhost.plugin.v1.Module.Init:input_type -> sparkhost.plugin.v1.InitRequest
+	19, // 28: sparkhost.plugin.v1.Module.Step:input_type -> sparkhost.plugin.v1.StepRequest
+	23, // 29: sparkhost.plugin.v1.Module.Command:input_type -> sparkhost.plugin.v1.CommandRequest
+	25, // 30: sparkhost.plugin.v1.Module.Shutdown:input_type -> sparkhost.plugin.v1.ShutdownRequest
+	16, // 31: sparkhost.plugin.v1.Module.Init:output_type -> sparkhost.plugin.v1.InitResponse
+	22, // 32: sparkhost.plugin.v1.Module.Step:output_type -> sparkhost.plugin.v1.StepResponse
+	24, // 33: sparkhost.plugin.v1.Module.Command:output_type -> sparkhost.plugin.v1.CommandResponse
+	26, // 34: sparkhost.plugin.v1.Module.Shutdown:output_type -> sparkhost.plugin.v1.ShutdownResponse
+	31, // [31:35] is the sub-list for method output_type
+	27, // [27:31] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_pluginv1_plugin_proto_init() }
@@ -2363,7 +2460,7 @@ func file_pluginv1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pluginv1_plugin_proto_rawDesc), len(file_pluginv1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

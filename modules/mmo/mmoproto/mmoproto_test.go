@@ -40,7 +40,7 @@ func TestSchemaTable(t *testing.T) {
 		if s.Channel != wire.ReliableOrdered || !s.RequiresAdmitted {
 			t.Errorf("%s: channel %v, requires admitted %v", s.Name, s.Channel, s.RequiresAdmitted)
 		}
-		if got, _ := mp.SchemaOf(s.ID); got != s || mp.Name(s.ID) != s.Name {
+		if got, _ := mp.SchemaOf(s.ID); !got.Equal(s) || mp.Name(s.ID) != s.Name {
 			t.Errorf("%s: SchemaOf/Name disagree", s.Name)
 		}
 	}
