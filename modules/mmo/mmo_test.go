@@ -46,6 +46,7 @@ func startServer(t testing.TB, dataDir string, mod func(*config.Config)) *server
 	if bin == "" {
 		bin = testplugin.Build(t, "./modules/mmo/cmd/mmo")
 	}
+	testModuleConfig(t, dataDir)
 	cfg := config.Default()
 	port := 0
 	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Modules: []string{"mmo"}}, func(string) string { return "" })
@@ -131,7 +132,7 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 		p.times = append(p.times, time.Now())
 		p.mu.Unlock()
 	})
-	p.s.Iterations = 4096
+	p.s.Iterations = testIterations
 	p.s.Sent = func(_ wire.MessageType, payload []byte) {
 		p.mu.Lock()
 		p.sent.Write(payload)

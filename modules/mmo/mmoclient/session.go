@@ -70,7 +70,16 @@ type Session struct {
 	selfNm  string
 	known   map[uint32]*Character
 	buf     []byte
+	// The password of the login that just succeeded, kept until
+	// upgradeBy for the server's VerifierUpgrade, which follows
+	// LoginResult at once when it comes.
+	upgradePw string
+	upgradeBy time.Time
 }
+
+// upgradeWindow is how long after a login the session keeps the password
+// for a VerifierUpgrade.
+const upgradeWindow = 10 * time.Second
 
 // waiter is a request waiting for its answer.
 type waiter struct {
@@ -185,8 +194,20 @@ func (s *Session) Handle(m netstack.Message) bool {
 		}
 	case *mmoproto.Greeting:
 		s.emit("mmo greeting: %s greets %s", r.FromName, r.ToName)
+	case *mmoproto.VerifierUpgrade:
+		pw := s.upgradePw
+		s.upgradePw = ""
+		if pw == "" || now.After(s.upgradeBy) {
+			break // not right after this session's login: ignored
+		}
+		n := int(r.Iterations)
+		if n < scram.DefaultMinIterations || n > scram.MaxIterations {
+			s.emit("mmo verifier upgrade refused: %d iterations is outside %d..%d", n, scram.DefaultMinIterations, scram.MaxIterations)
+			break
+		}
+		go s.upgradeVerifier(pw, n)
 	case *mmoproto.LoggedOut:
-		s.account, s.self, s.selfNm = "", 0, ""
+		s.account, s.self, s.selfNm, s.upgradePw = "", 0, "", ""
 		clear(s.known)
 		s.emit("mmo logged out: %s (%s)", r.Reason, r.Detail)
 	case *mmoproto.Handoff:
@@ -370,9 +391,33 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 	}
 	s.mu.Lock()
 	s.account = lr.Account
+	s.upgradePw, s.upgradeBy = password, time.Now().Add(upgradeWindow)
 	s.mu.Unlock()
 	s.sendHandoffKey()
 	return lr.Account, nil
+}
+
+// upgradeVerifier answers a VerifierUpgrade: a verifier of the password
+// just proved, with a fresh salt and n iterations, sent in SetVerifier.
+// It reports the outcome as an event line.
+func (s *Session) upgradeVerifier(password string, n int) {
+	v, err := scram.GenerateVerifier(password, n, nil)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = s.simple(ctx, func(id uint32) mmoproto.Message {
+			m := &mmoproto.SetVerifier{RequestID: id, Iterations: uint32(n), StoredKey: v.StoredKey, ServerKey: v.ServerKey}
+			copy(m.Salt[:], v.Salt)
+			return m
+		})
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.emit("mmo verifier upgrade failed: %v", err)
+		return
+	}
+	s.emit("mmo verifier upgraded to %d iterations", n)
 }
 
 // sendHandoffKey registers the session's handoff key with the server,
@@ -410,7 +455,7 @@ func (s *Session) Logout(ctx context.Context) error {
 	err := s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Logout{RequestID: id} })
 	if err == nil {
 		s.mu.Lock()
-		s.account, s.self, s.selfNm = "", 0, ""
+		s.account, s.self, s.selfNm, s.upgradePw = "", 0, "", ""
 		clear(s.known)
 		s.mu.Unlock()
 	}

@@ -171,3 +171,30 @@ func (s *Store) Bans(ctx context.Context, after string, limit int) ([]Ban, error
 	}
 	return out, rows.Err()
 }
+
+// HeldBans returns the bans of the accounts whose login server holds: a
+// ban made while such a login was being claimed (the ban takes the login
+// away, but a claim that read the account as not banned just before may
+// commit just after). The module ends those logins at its periodic
+// comparison with the database.
+func (s *Store) HeldBans(ctx context.Context, server string) (map[string]Ban, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT a.name, b.reason, b.since FROM bans b
+		JOIN accounts a ON a.id = b.account_id JOIN logins l ON l.account_id = b.account_id
+		WHERE l.server = $1`, server)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Ban{}
+	for rows.Next() {
+		var b Ban
+		var since int64
+		if err := rows.Scan(&b.Account, &b.Reason, &since); err != nil {
+			return nil, err
+		}
+		b.Since = time.UnixMilli(since)
+		out[b.Account] = b
+	}
+	return out, rows.Err()
+}

@@ -122,4 +122,3 @@ func TestZeroConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults %+v", c)
 	}
 }
-
