@@ -21,10 +21,10 @@ func TestBase64FieldsRefuseCRLF(t *testing.T) {
 		sig   = "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 	)
 	fields := []struct {
-		name   string
-		value  string
-		build  func(v string) string
-		parse  func(string) error
+		name  string
+		value string
+		build func(v string) string
+		parse func(string) error
 	}{
 		{"server-first s=", salt, func(v string) string { return "r=abc,s=" + v + ",i=4096" },
 			func(s string) error { _, err := scram.ParseServerFirst(s); return err }},
