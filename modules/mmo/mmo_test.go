@@ -363,27 +363,6 @@ func TestSessionRules(t *testing.T) {
 	a2.waitEvent(t, "mmo logged out: Kicked")
 }
 
-func TestLoginThrottle(t *testing.T) {
-	srv := startServer(t, t.TempDir(), nil)
-	p := dial(t, srv, "alice")
-	_, err := p.s.Register(bg, "alice", "pw-alice")
-	must(t, err)
-	for i := range 5 {
-		if _, err := p.s.Login(bg, "alice", "wrong"); code(err) != mmoproto.AuthFailed {
-			t.Fatalf("attempt %d: %v", i+1, err)
-		}
-	}
-	_, err = p.s.Login(bg, "alice", "pw-alice")
-	var e *mmoproto.Error
-	if !errors.As(err, &e) || e.Code != mmoproto.Throttled {
-		t.Fatalf("after 5 failures: %v, want Throttled", err)
-	}
-	// The source address is locked too, so an unknown name answers the same.
-	if _, err := p.s.Login(bg, "nosuchuser", "x"); code(err) != mmoproto.Throttled {
-		t.Fatalf("unknown name from a locked address: %v", err)
-	}
-}
-
 func TestUnknownAccountLooksLikeWrongPassword(t *testing.T) {
 	srv := startServer(t, t.TempDir(), nil)
 	p := dial(t, srv, "p")
