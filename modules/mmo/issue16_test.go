@@ -468,3 +468,37 @@ func TestGreetingAfterAppear(t *testing.T) {
 		must(t, bob.s.Leave(bg))
 	}
 }
+
+// TestBanOnAnotherServer: two servers share a PostgreSQL database; a ban
+// made on A ends alice's login on B (at B's next comparison with the
+// database, within lease/5) with LoggedOut{Banned}, and B refuses her next
+// login AccountBanned.
+func TestBanOnAnotherServer(t *testing.T) {
+	url := sharedDB(t)
+	srvA := startServer(t, sharedDataDir(t, url, 5), nil)
+	srvB := startServer(t, sharedDataDir(t, url, 5), nil)
+	b := dial(t, srvB, "alice-on-b")
+	_, err := b.s.Register(bg, "alice", "pw-alice")
+	must(t, err)
+	_, err = b.s.Login(bg, "alice", "pw-alice")
+	must(t, err)
+	must(t, b.s.Create(bg, "Hero"))
+	_, err = b.s.Enter(bg, "Hero")
+	must(t, err)
+
+	banned := time.Now()
+	if out, err := srvA.Exec("mmo_ban alice botting"); err != nil || out != "banned alice" {
+		t.Fatalf("mmo_ban on A: %q %v", out, err)
+	}
+	ended := b.waitEvent(t, "mmo logged out: Banned")
+	if took := ended.Sub(banned); took > 5*time.Second {
+		t.Fatalf("B ended the login %v after the ban", took)
+	}
+	_, err = b.s.Login(bg, "alice", "pw-alice")
+	if code(err) != mmoproto.AccountBanned || !strings.Contains(errDetail(err), "botting") {
+		t.Fatalf("login on B after the ban: %v", err)
+	}
+	if out, _ := srvB.Exec("mmo_online"); !strings.HasPrefix(out, "online 0, in world 0") {
+		t.Fatalf("mmo_online on B: %q", out)
+	}
+}
