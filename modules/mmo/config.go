@@ -39,11 +39,30 @@ type Config struct {
 	ReplicationRate int `toml:"replication_rate"`
 	// SaveInterval: seconds between saves of every position (default 10).
 	SaveInterval float64 `toml:"save_interval"`
-	// MaxLoginFailures within FailureWindow seconds lock an account name or a
-	// source address for Lockout seconds (defaults 5, 60, 30).
+	// Iterations is the SCRAM iteration count of a verifier today: what an
+	// unknown name's challenge says, and what an account with another count
+	// is upgraded to at its next login (min_iterations..10,000,000; default
+	// 600,000, the sparkhost client's).
+	Iterations int `toml:"iterations"`
+	// LoginFreeFailures failures of one account from one address cost
+	// nothing; each further one makes that pair wait LoginBackoff seconds,
+	// doubling up to LoginBackoffMax (defaults 3, 1, 300).
+	LoginFreeFailures int     `toml:"login_free_failures"`
+	LoginBackoff      float64 `toml:"login_backoff"`
+	LoginBackoffMax   float64 `toml:"login_backoff_max"`
+	// AddressFreeFailures: the same growing delays for one address over
+	// every account it tries, after this many failures (default 10).
+	AddressFreeFailures int `toml:"address_free_failures"`
+	// MaxLoginFailures within FailureWindow seconds, from any addresses,
+	// lock an account for Lockout seconds: a loose ceiling only a
+	// distributed attack reaches (defaults 100, 60, 60).
 	MaxLoginFailures int     `toml:"max_login_failures"`
 	FailureWindow    float64 `toml:"failure_window"`
 	Lockout          float64 `toml:"lockout"`
+	// MaxRegistrations per source address within RegistrationWindow
+	// seconds (a token bucket; defaults 5, 3600; 0 turns the limit off).
+	MaxRegistrations   int     `toml:"max_registrations"`
+	RegistrationWindow float64 `toml:"registration_window"`
 	// Database chooses where accounts and characters live.
 	Database DatabaseConfig `toml:"database"`
 	// World splits the world into areas, one per server (areas.go).
@@ -109,7 +128,9 @@ func DefaultConfig() Config {
 	return Config{
 		MinIterations: scram.DefaultMinIterations, Width: 1000, Height: 1000, Speed: 10,
 		InterestRadius: 100, GreetRadius: 20, ReplicationRate: 10, SaveInterval: 10,
-		MaxLoginFailures: 5, FailureWindow: 60, Lockout: 30,
+		Iterations: scram.DefaultIterations, LoginFreeFailures: 3, LoginBackoff: 1, LoginBackoffMax: 300,
+		AddressFreeFailures: 10, MaxLoginFailures: 100, FailureWindow: 60, Lockout: 60,
+		MaxRegistrations: 5, RegistrationWindow: 3600,
 		Database: DatabaseConfig{Lease: 10},
 	}
 }
@@ -157,6 +178,8 @@ func (c Config) validate() error {
 		pos("width", c.Width, 1e6), pos("height", c.Height, 1e6), pos("speed", c.Speed, 1e4),
 		pos("interest_radius", c.InterestRadius, 1e6), pos("greet_radius", c.GreetRadius, 1e6),
 		pos("save_interval", c.SaveInterval, 3600), pos("failure_window", c.FailureWindow, 86400), pos("lockout", c.Lockout, 86400),
+		pos("login_backoff", c.LoginBackoff, 3600), pos("login_backoff_max", c.LoginBackoffMax, 86400),
+		pos("registration_window", c.RegistrationWindow, 7*86400),
 		pos("[database] lease", c.Database.Lease, 600),
 	} {
 		if e != nil {
@@ -168,8 +191,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("min_iterations = %d: must be %d..%d", c.MinIterations, scram.DefaultMinIterations, scram.MaxIterations)
 	case c.ReplicationRate < 1 || c.ReplicationRate > 1000:
 		return fmt.Errorf("replication_rate = %d: must be 1..1000", c.ReplicationRate)
-	case c.MaxLoginFailures < 1 || c.MaxLoginFailures > 1000:
-		return fmt.Errorf("max_login_failures = %d: must be 1..1000", c.MaxLoginFailures)
+	case c.Iterations < c.MinIterations || c.Iterations > scram.MaxIterations:
+		return fmt.Errorf("iterations = %d: must be min_iterations (%d)..%d", c.Iterations, c.MinIterations, scram.MaxIterations)
+	case c.LoginFreeFailures < 1 || c.LoginFreeFailures > 1000:
+		return fmt.Errorf("login_free_failures = %d: must be 1..1000", c.LoginFreeFailures)
+	case c.AddressFreeFailures < 1 || c.AddressFreeFailures > 100000:
+		return fmt.Errorf("address_free_failures = %d: must be 1..100000", c.AddressFreeFailures)
+	case c.LoginBackoffMax < c.LoginBackoff:
+		return fmt.Errorf("login_backoff_max = %v: must be at least login_backoff (%v)", c.LoginBackoffMax, c.LoginBackoff)
+	case c.MaxLoginFailures < 1 || c.MaxLoginFailures > 100000:
+		return fmt.Errorf("max_login_failures = %d: must be 1..100000", c.MaxLoginFailures)
+	case c.MaxRegistrations < 0 || c.MaxRegistrations > 100000:
+		return fmt.Errorf("max_registrations = %d: must be 0 (no limit)..100000", c.MaxRegistrations)
 	case c.Database.Lease < 2:
 		return fmt.Errorf("[database] lease = %v: must be 2..600 seconds", c.Database.Lease)
 	case c.Database.URL != "" && !strings.HasPrefix(c.Database.URL, "postgres://") && !strings.HasPrefix(c.Database.URL, "postgresql://"):

@@ -25,7 +25,7 @@ import (
 // Needs PostgreSQL (skips without it). No timing is asserted.
 func BenchmarkHandoffs(b *testing.B) {
 	const clients = 8
-	w := newAreaWorld(b, "speed = 600", // 10 units a tick at 60 Hz: one MoveIntent crosses
+	w := newAreaWorld(b, "speed = 600\nmax_registrations = 0", // 10 units a tick at 60 Hz: one MoveIntent crosses; 8 registrations from 127.0.0.1
 		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
 		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
 	w.mod = func(c *config.Config) {

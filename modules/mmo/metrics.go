@@ -14,13 +14,20 @@ const (
 	metricHandoffsOut    = "handoffs_out_total"
 	metricHandoffsIn     = "handoffs_in_total"
 	metricTicketsRefused = "tickets_refused_total"
+
+	metricRegistrationsRefused = "registrations_refused_total"
+	metricBannedLogins         = "banned_logins_total"
+	metricVerifierUpgrades     = "verifier_upgrades_total"
 )
 
 var metricSpecs = []module.MetricSpec{
 	{Name: metricLogins, Kind: module.MetricCounter, Help: "Successful logins."},
 	{Name: metricLoginFailures, Kind: module.MetricCounter, Help: "Logins refused for a wrong proof (bad password or unknown account)."},
 	{Name: metricRegistrations, Kind: module.MetricCounter, Help: "Accounts registered."},
-	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (too many failures for the account or the address)."},
+	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (growing delays after failures of the account from the address, or of the address; the per-account ceiling)."},
+	{Name: metricRegistrationsRefused, Kind: module.MetricCounter, Help: "Registrations refused by the per-address rate limit."},
+	{Name: metricBannedLogins, Kind: module.MetricCounter, Help: "Logins with the right password refused because the account is banned."},
+	{Name: metricVerifierUpgrades, Kind: module.MetricCounter, Help: "Accounts whose verifier was recomputed with the current iteration count at login."},
 	{Name: metricInWorld, Kind: module.MetricGauge, Help: "Characters in the world."},
 	{Name: metricOnline, Kind: module.MetricGauge, Help: "Accounts logged in."},
 	{Name: metricHandoffsOut, Kind: module.MetricCounter, Help: "Characters handed over to a neighbouring area's server."},

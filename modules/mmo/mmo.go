@@ -62,6 +62,8 @@ type session struct {
 	state   state
 	login   *scram.Server // while challenged
 	pending string        // the account being logged in (canonical)
+	iters   int           // while challenged: the account's stored iteration count (0: unknown name)
+	upgrade int           // while logged in: the iteration count SetVerifier must use (0: none asked)
 	account string        // while logged in or in world
 	token   int64         // the login's token (store.Login), while logged in
 	char    string        // the character played, in world
@@ -86,6 +88,7 @@ type Module struct {
 	pres   *presence
 	w      *world.World
 	gate   *throttle.LoginGate
+	regs   *throttle.Rate // registrations per address; nil: no limit
 	secret []byte
 
 	areas          *areaMap // nil: the whole world is this server's
@@ -118,6 +121,7 @@ type Module struct {
 	}
 	buf      []byte
 	audience []world.ID
+	revealed []world.Snapshot // greet's reusable Reveal buffer
 }
 
 // request is one client request waiting for its turn.
@@ -159,6 +163,9 @@ func (m *Module) Manifest() module.Manifest {
 			{Name: "mmo_accounts", Usage: "", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "", Help: "logged-in accounts, their characters and positions"},
 			{Name: "mmo_kick_account", Usage: "NAME", Help: "end an account's login (the connection stays)"},
+			{Name: "mmo_ban", Usage: "ACCOUNT [REASON...]", Help: "ban an account (persisted; ends its login; its logins are refused AccountBanned)"},
+			{Name: "mmo_unban", Usage: "ACCOUNT", Help: "lift an account's ban"},
+			{Name: "mmo_bans", Usage: "", Help: "count and list the banned accounts"},
 		},
 	}
 }
@@ -196,8 +203,17 @@ func (m *Module) Load(h module.Host) error {
 	}
 	m.replEvery = uint64(max(1, rate/min(cfg.ReplicationRate, rate)))
 	m.saveEvery = uint64(max(1, int(cfg.SaveInterval*float64(rate))))
-	tc := throttle.Config{MaxFailures: cfg.MaxLoginFailures, Window: seconds(cfg.FailureWindow), Lockout: seconds(cfg.Lockout)}
-	m.gate = throttle.NewLoginGate(tc, tc)
+	backoff := func(free int) throttle.BackoffConfig {
+		return throttle.BackoffConfig{Free: free, Base: seconds(cfg.LoginBackoff), Max: seconds(cfg.LoginBackoffMax)}
+	}
+	m.gate = throttle.NewLoginGate(throttle.GateConfig{
+		Pairs:     backoff(cfg.LoginFreeFailures),
+		Addresses: backoff(cfg.AddressFreeFailures),
+		Accounts:  throttle.Config{MaxFailures: cfg.MaxLoginFailures, Window: seconds(cfg.FailureWindow), Lockout: seconds(cfg.Lockout)},
+	})
+	if cfg.MaxRegistrations > 0 {
+		m.regs = throttle.NewRate(throttle.RateConfig{Burst: cfg.MaxRegistrations, Per: seconds(cfg.RegistrationWindow)})
+	}
 	dbc, err := cfg.Database.Resolve(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("mmo: %w", err)
@@ -497,6 +513,8 @@ func (m *Module) handle(c module.ClientInfo, t wire.MessageType, p []byte) {
 		m.greet(s, r)
 	case *mmoproto.HandoffKey:
 		m.setHandoffKey(s, r)
+	case *mmoproto.SetVerifier:
+		m.setVerifier(s, r)
 	case *mmoproto.PositionUpload:
 		m.refusedUploads++
 		m.fail(c.ID, r.RequestID, mmoproto.PositionUploadRefused, "positions are server-timed: send MoveIntent")
@@ -570,6 +588,14 @@ func (m *Module) register(s *session, r *mmoproto.Register) {
 		m.fail(s.client.ID, r.RequestID, code, fmt.Sprintf("at least %d iterations", m.cfg.MinIterations))
 		return
 	}
+	if m.regs != nil {
+		if wait, ok := m.regs.Allow(s.addr, m.h.Now()); !ok {
+			m.h.AddMetric(metricRegistrationsRefused, 1)
+			m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.RegistrationLimited,
+				RetryAfterMS: uint32(min(wait.Milliseconds(), 1<<31)), Detail: "too many registrations from your address"})
+			return
+		}
+	}
 	sv := store.Verifier{Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey[:], ServerKey: v.ServerKey[:]}
 	name, id := r.Account, r.RequestID
 	m.async(s, func(ctx context.Context) func() {
@@ -612,7 +638,7 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 	}
 	if wait, ok := m.gate.Check(key, s.addr, m.h.Now()); !ok {
 		m.h.AddMetric(metricThrottled, 1)
-		m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.Throttled, RetryAfterMS: uint32(wait.Milliseconds())})
+		m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.Throttled, RetryAfterMS: uint32(min(wait.Milliseconds(), 1<<31))})
 		return
 	}
 	id := r.RequestID
@@ -623,13 +649,19 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 				return
 			}
 			var v scram.Verifier
+			iters := 0
 			switch {
 			case err == nil:
 				v = scram.Verifier{Salt: acct.Verifier.Salt, Iterations: acct.Verifier.Iterations}
 				copy(v.StoredKey[:], acct.Verifier.StoredKey)
 				copy(v.ServerKey[:], acct.Verifier.ServerKey)
+				iters = v.Iterations
 			case errors.Is(err, store.ErrNoAccount):
-				v = scram.MockVerifier(m.secret, key, scram.DefaultIterations)
+				// A salt keyed by the server's secret and the name (stable
+				// across attempts and restarts) and today's count: the
+				// challenge of a name that does not exist looks like that
+				// of one registered now.
+				v = scram.MockVerifier(m.secret, key, m.cfg.Iterations)
 			default:
 				m.storeError(s, id, err)
 				return
@@ -639,7 +671,7 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 				m.fail(s.client.ID, id, mmoproto.Internal, "")
 				return
 			}
-			s.state, s.login, s.pending = challenged, srv, key
+			s.state, s.login, s.pending, s.iters = challenged, srv, key, iters
 			m.send(s.client.ID, &mmoproto.LoginChallenge{RequestID: id, ServerFirst: sf})
 		}
 	})
@@ -650,8 +682,8 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 		m.fail(s.client.ID, r.RequestID, mmoproto.OutOfOrder, "send LoginStart first")
 		return
 	}
-	key, srv := s.pending, s.login
-	s.state, s.login, s.pending = anonymous, nil, ""
+	key, srv, iters := s.pending, s.login, s.iters
+	s.state, s.login, s.pending, s.iters = anonymous, nil, "", 0
 	final, err := srv.ReadClientFinal(r.ClientFinal)
 	if err != nil {
 		now := m.h.Now()
@@ -671,7 +703,14 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 	id, server := r.RequestID, m.pres.id
 	m.pendingLogins[key]++
 	m.async(s, func(ctx context.Context) func() {
-		l, err := m.db.ClaimLogin(ctx, server, key)
+		// A banned account's right password is told so (only the
+		// password's holder learns the account is banned); the ban is
+		// read here, after the proof, so a ban made during the login holds.
+		ban, banned, err := m.db.BanOf(ctx, key)
+		var l store.Login
+		if err == nil && !banned {
+			l, err = m.db.ClaimLogin(ctx, server, key)
+		}
 		return func() {
 			newer := m.noticed[key]
 			if m.pendingLogins[key]--; m.pendingLogins[key] <= 0 {
@@ -679,13 +718,19 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 				delete(m.noticed, key)
 			}
 			if !m.alive(s) || s.state != anonymous {
-				if err == nil {
+				if err == nil && !banned {
 					m.releaseLogin(key, l.Token)
 				}
 				return
 			}
 			if err != nil {
 				m.storeError(s, id, err)
+				return
+			}
+			if banned {
+				m.h.AddMetric(metricBannedLogins, 1)
+				m.h.Log().Info("login of a banned account refused", "account", key, "client", s.client.ID, "addr", s.addr)
+				m.fail(s.client.ID, id, mmoproto.AccountBanned, banDetail(ban))
 				return
 			}
 			if old := m.online[key]; old != nil && old != s {
@@ -696,6 +741,12 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 			m.h.AddMetric(metricLogins, 1)
 			m.h.Log().Info("logged in", "account", key, "client", s.client.ID, "took_over_from", l.Previous)
 			m.send(s.client.ID, &mmoproto.LoginResult{RequestID: id, Account: key, ServerFinal: final})
+			if iters != m.cfg.Iterations {
+				// Counts converge on today's: the client, which has just
+				// proved the password, computes the new verifier.
+				s.upgrade = m.cfg.Iterations
+				m.send(s.client.ID, &mmoproto.VerifierUpgrade{Iterations: uint32(m.cfg.Iterations)})
+			}
 			if newer > l.Token {
 				// Another server's login of this account committed after
 				// this one while it was on its way here.
@@ -741,6 +792,7 @@ func (m *Module) logout(s *session) {
 		}
 	}
 	s.state, s.account, s.token, s.login, s.pending, s.key = anonymous, "", 0, nil, "", nil
+	s.iters, s.upgrade = 0, 0
 }
 
 func (m *Module) listCharacters(s *session, id uint32) {
@@ -930,9 +982,25 @@ func (m *Module) greet(s *session, r *mmoproto.Greet) {
 	m.ok(s.client.ID, r.RequestID)
 	msg := &mmoproto.Greeting{FromID: uint32(g.From), ToID: uint32(g.To), FromName: g.FromName, ToName: g.ToName}
 	for _, id := range aud {
-		if p := m.players[id]; p != nil {
-			m.send(p.client.ID, msg)
+		p := m.players[id]
+		if p == nil {
+			continue
 		}
+		// An observer sees the greeter (and the greeted) appear before the
+		// greeting: one that was not told of them yet (they came near since
+		// the last replication step) is sent their Appear first, on the
+		// same ordered channel.
+		if m.revealed = m.w.Reveal(id, m.revealed[:0], g.From, g.To); len(m.revealed) > 0 {
+			ap := &m.repl.appear
+			ap.Tick, ap.Entries = uint32(m.w.Tick()), ap.Entries[:0]
+			for _, a := range m.revealed {
+				ap.Entries = append(ap.Entries, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
+			}
+			m.send(p.client.ID, ap)
+			clear(ap.Entries)
+			clear(m.revealed)
+		}
+		m.send(p.client.ID, msg)
 	}
 }
 
@@ -1052,6 +1120,12 @@ func (m *Module) Command(name string, args []string) (string, error) {
 		fmt.Fprintf(&b, "\n  server %s, database %s %s, lease %v", m.pres.id, m.db.Backend(), m.db.Where(), m.pres.lease)
 		b.WriteString(m.areaLine())
 		return b.String(), nil
+	case "mmo_ban":
+		return m.banCommand(args)
+	case "mmo_unban":
+		return m.unbanCommand(args)
+	case "mmo_bans":
+		return m.bansCommand()
 	case "mmo_kick_account":
 		if len(args) != 1 {
 			return "", errors.New("usage: mmo_kick_account NAME")

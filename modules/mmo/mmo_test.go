@@ -46,6 +46,7 @@ func startServer(t testing.TB, dataDir string, mod func(*config.Config)) *server
 	if bin == "" {
 		bin = testplugin.Build(t, "./modules/mmo/cmd/mmo")
 	}
+	testModuleConfig(t, dataDir)
 	cfg := config.Default()
 	port := 0
 	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Modules: []string{"mmo"}}, func(string) string { return "" })
@@ -131,7 +132,7 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 		p.times = append(p.times, time.Now())
 		p.mu.Unlock()
 	})
-	p.s.Iterations = 4096
+	p.s.Iterations = testIterations
 	p.s.Sent = func(_ wire.MessageType, payload []byte) {
 		p.mu.Lock()
 		p.sent.Write(payload)
@@ -360,27 +361,6 @@ func TestSessionRules(t *testing.T) {
 		t.Fatalf("mmo_kick_account: %q", out)
 	}
 	a2.waitEvent(t, "mmo logged out: Kicked")
-}
-
-func TestLoginThrottle(t *testing.T) {
-	srv := startServer(t, t.TempDir(), nil)
-	p := dial(t, srv, "alice")
-	_, err := p.s.Register(bg, "alice", "pw-alice")
-	must(t, err)
-	for i := range 5 {
-		if _, err := p.s.Login(bg, "alice", "wrong"); code(err) != mmoproto.AuthFailed {
-			t.Fatalf("attempt %d: %v", i+1, err)
-		}
-	}
-	_, err = p.s.Login(bg, "alice", "pw-alice")
-	var e *mmoproto.Error
-	if !errors.As(err, &e) || e.Code != mmoproto.Throttled {
-		t.Fatalf("after 5 failures: %v, want Throttled", err)
-	}
-	// The source address is locked too, so an unknown name answers the same.
-	if _, err := p.s.Login(bg, "nosuchuser", "x"); code(err) != mmoproto.Throttled {
-		t.Fatalf("unknown name from a locked address: %v", err)
-	}
 }
 
 func TestUnknownAccountLooksLikeWrongPassword(t *testing.T) {

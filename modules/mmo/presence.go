@@ -205,15 +205,40 @@ func (m *Module) syncLogins() {
 	}
 	m.pres.syncing = true
 	id := m.pres.id
+	online := make([]string, 0, len(m.online))
+	for account := range m.online {
+		online = append(online, account)
+	}
 	m.lane.push(func(ctx context.Context) func() {
 		held, err := m.db.ServerLogins(ctx, id)
+		var bans map[string]store.Ban
+		if err == nil {
+			bans, err = m.db.HeldBans(ctx, id)
+		}
+		// A login taken away may have been taken by a ban (on any server).
+		for _, account := range online {
+			if _, ok := held[account]; ok || err != nil {
+				continue
+			}
+			var b store.Ban
+			var banned bool
+			if b, banned, err = m.db.BanOf(ctx, account); banned {
+				bans[account] = b
+			}
+		}
 		return func() {
 			m.pres.syncing = false
 			if err != nil {
 				return // the lease goroutine reports the database's state
 			}
 			for account, s := range m.online {
-				if held[account] != s.token {
+				tok, ok := held[account]
+				if b, banned := bans[account]; banned {
+					if ok && tok == s.token {
+						m.releaseLogin(account, s.token)
+					}
+					m.endLogin(s, mmoproto.LoggedOutBanned, "an administrator banned your account: "+banDetail(b), false)
+				} else if tok != s.token {
 					m.endLogin(s, mmoproto.LoggedOutElsewhere, "your account logged in on another server", false)
 				}
 			}

@@ -70,7 +70,22 @@ type Session struct {
 	selfNm  string
 	known   map[uint32]*Character
 	buf     []byte
+	// up is the login in progress or just made, for the server's
+	// VerifierUpgrade, which follows LoginResult at once when it comes.
+	up *loginUpgrade
 }
+
+// loginUpgrade keeps a login's password for a VerifierUpgrade until by;
+// ok is closed once the server proved it holds the account's verifier.
+type loginUpgrade struct {
+	password string
+	ok       chan struct{}
+	by       time.Time
+}
+
+// upgradeWindow is how long after a login the session keeps the password
+// for a VerifierUpgrade.
+const upgradeWindow = 10 * time.Second
 
 // waiter is a request waiting for its answer.
 type waiter struct {
@@ -185,8 +200,20 @@ func (s *Session) Handle(m netstack.Message) bool {
 		}
 	case *mmoproto.Greeting:
 		s.emit("mmo greeting: %s greets %s", r.FromName, r.ToName)
+	case *mmoproto.VerifierUpgrade:
+		u := s.up
+		s.up = nil
+		if u == nil || now.After(u.by) {
+			break // not right after this session's login: ignored
+		}
+		n := int(r.Iterations)
+		if n < scram.DefaultMinIterations || n > scram.MaxIterations {
+			s.emit("mmo verifier upgrade refused: %d iterations is outside %d..%d", n, scram.DefaultMinIterations, scram.MaxIterations)
+			break
+		}
+		go s.upgradeVerifier(u, n)
 	case *mmoproto.LoggedOut:
-		s.account, s.self, s.selfNm = "", 0, ""
+		s.account, s.self, s.selfNm, s.up = "", 0, "", nil
 		clear(s.known)
 		s.emit("mmo logged out: %s (%s)", r.Reason, r.Detail)
 	case *mmoproto.Handoff:
@@ -355,6 +382,23 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 	if err != nil {
 		return "", err
 	}
+	// Kept from before LoginFinish: the VerifierUpgrade right behind
+	// LoginResult may be handled before this goroutine runs again.
+	u := &loginUpgrade{password: password, ok: make(chan struct{}), by: time.Now().Add(upgradeWindow)}
+	s.mu.Lock()
+	s.up = u
+	s.mu.Unlock()
+	proven := false
+	defer func() {
+		if proven {
+			return // kept until u.by: the upgrade may still be on its way
+		}
+		s.mu.Lock()
+		if s.up == u {
+			s.up = nil
+		}
+		s.mu.Unlock()
+	}()
 	r, err = s.request(ctx, func(id uint32) mmoproto.Message {
 		return &mmoproto.LoginFinish{RequestID: id, ClientFinal: final}
 	})
@@ -371,8 +415,38 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 	s.mu.Lock()
 	s.account = lr.Account
 	s.mu.Unlock()
+	proven = true
+	close(u.ok)
 	s.sendHandoffKey()
 	return lr.Account, nil
+}
+
+// upgradeVerifier answers a VerifierUpgrade: a verifier of the password
+// just proved, with a fresh salt and n iterations, sent in SetVerifier.
+// It reports the outcome as an event line.
+func (s *Session) upgradeVerifier(u *loginUpgrade, n int) {
+	select {
+	case <-u.ok:
+	case <-time.After(time.Until(u.by)):
+		return // the login failed (the server was not proven): no upgrade
+	}
+	v, err := scram.GenerateVerifier(u.password, n, nil)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = s.simple(ctx, func(id uint32) mmoproto.Message {
+			m := &mmoproto.SetVerifier{RequestID: id, Iterations: uint32(n), StoredKey: v.StoredKey, ServerKey: v.ServerKey}
+			copy(m.Salt[:], v.Salt)
+			return m
+		})
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.emit("mmo verifier upgrade failed: %v", err)
+		return
+	}
+	s.emit("mmo verifier upgraded to %d iterations", n)
 }
 
 // sendHandoffKey registers the session's handoff key with the server,
@@ -410,7 +484,7 @@ func (s *Session) Logout(ctx context.Context) error {
 	err := s.simple(ctx, func(id uint32) mmoproto.Message { return &mmoproto.Logout{RequestID: id} })
 	if err == nil {
 		s.mu.Lock()
-		s.account, s.self, s.selfNm = "", 0, ""
+		s.account, s.self, s.selfNm, s.up = "", 0, "", nil
 		clear(s.known)
 		s.mu.Unlock()
 	}

@@ -36,6 +36,8 @@ const (
 	TicketReplayed        Code = 25 // gateway ticket: already used (single use, recorded in the database)
 	CharacterElsewhere    Code = 26 // gateway ticket: the character is in the world on another server
 	TicketsNotAccepted    Code = 27 // gateway ticket: this server is not an area server of a world
+	AccountBanned         Code = 28 // login: the password is right but the account is banned; detail is the reason
+	RegistrationLimited   Code = 29 // registration: too many from this address; retry after RetryAfterMS
 )
 
 var codeNames = [...]string{
@@ -48,7 +50,7 @@ var codeNames = [...]string{
 	GreetSelf: "GreetSelf", TooFar: "TooFar", PositionUploadRefused: "PositionUploadRefused",
 	TicketInvalid: "TicketInvalid", TicketSignature: "TicketSignature", TicketExpired: "TicketExpired",
 	TicketWrongServer: "TicketWrongServer", TicketReplayed: "TicketReplayed", CharacterElsewhere: "CharacterElsewhere",
-	TicketsNotAccepted: "TicketsNotAccepted",
+	TicketsNotAccepted: "TicketsNotAccepted", AccountBanned: "AccountBanned", RegistrationLimited: "RegistrationLimited",
 }
 
 // String returns the code's name, or "Code(n)" for a code this version does
@@ -89,6 +91,8 @@ var codeText = [...]string{
 	TicketReplayed:        "the gateway ticket was used already; log in with your password",
 	CharacterElsewhere:    "the character is in the world on another server",
 	TicketsNotAccepted:    "this server takes no gateway tickets; log in with your password",
+	AccountBanned:         "this account is banned",
+	RegistrationLimited:   "too many registrations from your address; wait and try again",
 }
 
 // Text returns a one-line English explanation of c for users.
@@ -108,9 +112,10 @@ const (
 	LoggedOutElsewhere       LoggedOutReason = 1 // the account logged in on another connection
 	LoggedOutModuleRestarted LoggedOutReason = 2 // the module restarted and lost the session: log in again
 	LoggedOutKicked          LoggedOutReason = 3 // an administrator ended the session
+	LoggedOutBanned          LoggedOutReason = 4 // an administrator banned the account
 )
 
-var reasonNames = [...]string{"Unknown", "LoggedInElsewhere", "ModuleRestarted", "Kicked"}
+var reasonNames = [...]string{"Unknown", "LoggedInElsewhere", "ModuleRestarted", "Kicked", "Banned"}
 
 // String returns the reason's name, or "LoggedOutReason(n)".
 func (r LoggedOutReason) String() string {

@@ -96,5 +96,7 @@ func samples() []sample {
 		{"handoff", &mp.Handoff{Area: fill('a', mp.MaxAreaField), Addr: fill('1', mp.MaxAddrField), Pin: fill('p', mp.MaxPinField), Ticket: []byte(fill(9, mp.MaxTicketField))}, "max"},
 		{"ticket result", &mp.TicketResult{Code: mp.TicketReplayed}, "min"},
 		{"ticket result", &mp.TicketResult{Code: mp.OK, Account: name64, Detail: detail}, "max"},
+		{"verifier upgrade", &mp.VerifierUpgrade{Iterations: 600000}, "max"},
+		{"set verifier", &mp.SetVerifier{RequestID: 25, Salt: [16]byte{9}, Iterations: 600000, StoredKey: key, ServerKey: key}, "max"},
 	}
 }

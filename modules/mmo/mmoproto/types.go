@@ -40,10 +40,12 @@ const (
 	TypeHandoffKey                                          // C
 	TypeHandoff                                             // S, unsolicited
 	TypeTicketResult                                        // S, unsolicited
+	TypeVerifierUpgrade                                     // S, unsolicited
+	TypeSetVerifier                                         // C
 
 	// FirstType and LastType bound the module's ids.
 	FirstType = TypeRegister
-	LastType  = TypeTicketResult
+	LastType  = TypeSetVerifier
 )
 
 // Field bounds, in bytes unless stated.
@@ -74,6 +76,7 @@ const (
 	listHeader        = 4 + 2 // tick u32, count u16
 	characterEntryMin = strMin + 4 + 4
 	registerFixed     = 4 + strMin + SaltLen + 4 + KeyLen + KeyLen
+	setVerifierLen    = 4 + SaltLen + 4 + KeyLen + KeyLen
 	enteredFixed      = 9 * 4
 )
 
@@ -113,6 +116,8 @@ var schemas = [...]wire.Schema{
 	sc(TypeHandoffKey, "HandoffKey", c2s, 4+KeyLen, 4+KeyLen, wire.NoStringFields),
 	sc(TypeHandoff, "Handoff", s2c, 3*strMin+2, 3*strMin+MaxAreaField+MaxAddrField+MaxPinField+2+MaxTicketField, 0),
 	sc(TypeTicketResult, "TicketResult", s2c, 2+2*strMin, 2+2*strMin+MaxNameField+MaxDetailField, 2),
+	sc(TypeVerifierUpgrade, "VerifierUpgrade", s2c, 4, 4, wire.NoStringFields),
+	sc(TypeSetVerifier, "SetVerifier", c2s, setVerifierLen, setVerifierLen, wire.NoStringFields),
 }
 
 func sc(t wire.MessageType, name string, dir wire.Direction, minLen, maxLen int, strOff uint32) wire.Schema {
@@ -209,4 +214,5 @@ var parsers = [...]func([]byte) (Message, error){
 	boxed[Stop], boxed[Where], boxed[WhereResult], boxed[PositionUpload], boxed[Appear],
 	boxed[Disappear], boxed[Positions], boxed[Greet], boxed[Greeting], boxed[Result],
 	boxed[HandoffKey], boxed[Handoff], boxed[TicketResult],
+	boxed[VerifierUpgrade], boxed[SetVerifier],
 }

@@ -134,3 +134,31 @@ func cloneVerifier(v Verifier) Verifier {
 	v.ServerKey = append([]byte(nil), v.ServerKey...)
 	return v
 }
+
+// SetVerifier replaces the verifier of the account named name
+// (ErrAccountNameInvalid, ErrNoAccount, ErrBadVerifier): the module's
+// upgrade of an account's iteration count after a successful login, with
+// a verifier the client computed from the password it just proved.
+func (s *Store) SetVerifier(ctx context.Context, name string, v Verifier) error {
+	key, err := AccountKey(name)
+	if err != nil {
+		return err
+	}
+	if !v.valid() {
+		return ErrBadVerifier
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE accounts SET salt = $1, iterations = $2, stored_key = $3, server_key = $4 WHERE name = $5`,
+			v.Salt, v.Iterations, v.StoredKey, v.ServerKey, key)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNoAccount
+		}
+		return nil
+	})
+}

@@ -32,13 +32,14 @@ type dialect struct {
 
 // SchemaVersion is the schema version this build writes: the number of
 // migrations (the same for both backends).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // danglingQueries find rows that refer to missing rows; the schema's foreign
 // keys forbid them, so any row found is damage.
 var danglingQueries = []struct{ problem, query string }{
 	{"a character refers to a missing account", `SELECT count(*) FROM characters c WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = c.account_id)`},
 	{"a login refers to a missing account", `SELECT count(*) FROM logins l WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = l.account_id)`},
+	{"a ban refers to a missing account", `SELECT count(*) FROM bans b WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id)`},
 	{"a claim refers to a missing character", `SELECT count(*) FROM in_world w WHERE NOT EXISTS (SELECT 1 FROM characters c WHERE c.id = w.character_id)`},
 }
 

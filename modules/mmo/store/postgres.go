@@ -197,6 +197,15 @@ var postgresDialect = &dialect{
 				public_key bytea   NOT NULL CHECK (length(public_key) = 32)
 			)`,
 		},
+		// 4: bans by account (issue 16).
+		{
+			`CREATE TABLE bans (
+				id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				account_id bigint NOT NULL UNIQUE REFERENCES accounts(id) ON DELETE CASCADE,
+				reason     text   NOT NULL CHECK (length(reason) <= 200),
+				since      bigint NOT NULL -- Unix milliseconds
+			)`,
+		},
 	},
 	lockSchema: func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLockKey))

@@ -156,6 +156,15 @@ var sqliteDialect = &dialect{
 				public_key BLOB    NOT NULL CHECK (length(public_key) = 32)
 			) STRICT`,
 		},
+		// 4: bans by account (issue 16).
+		{
+			`CREATE TABLE bans (
+				id         INTEGER PRIMARY KEY,
+				account_id INTEGER NOT NULL UNIQUE REFERENCES accounts(id) ON DELETE CASCADE,
+				reason     TEXT    NOT NULL CHECK (length(reason) <= 200),
+				since      INTEGER NOT NULL -- Unix milliseconds
+			) STRICT`,
+		},
 	},
 	lockSchema: func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE holds the write lock
 	readVersion: func(ctx context.Context, tx *sql.Tx) (int, error) {

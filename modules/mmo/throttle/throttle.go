@@ -1,13 +1,19 @@
-// Package throttle limits failed logins: a key (an account name, a source
-// address) that fails MaxFailures times within Window is locked out for
-// Lockout. Time is always passed in by the caller, so the game thread's clock
-// (or a test's) drives it, and memory is bounded: at most MaxKeys keys are
-// tracked, and the one whose last failure is oldest is forgotten first.
+// Package throttle limits failed logins and other events per key. Time is
+// always passed in by the caller, so the game thread's clock (or a test's)
+// drives it, and memory is bounded: at most MaxKeys keys are tracked, and
+// the one touched longest ago is forgotten first.
 //
-// The package never decides what a key is; LoginGate applies one Limiter to
-// account names and another to source addresses, which is what the mmo module
-// needs. Its answers say only "locked, retry after d", the same for a name
-// that exists and one that does not.
+//   - Limiter: a key (an account name) that fails MaxFailures times within
+//     Window is locked out for Lockout.
+//   - Backoff: a key's failures beyond Free make it wait Base, 2·Base, …
+//     up to Max before its next attempt; never a hard lock.
+//   - Rate: a token bucket of Burst events per Per (registrations per
+//     address).
+//
+// The package never decides what a key is; LoginGate combines a Backoff
+// per (account, address), a Backoff per address and a loose Limiter per
+// account, which is what the mmo module needs. Its answers say only "wait
+// d", the same for a name that exists and one that does not.
 package throttle
 
 import (

@@ -135,3 +135,30 @@ func (w *World) Greet(from ID, target string, audience []ID) (Greeting, []ID, er
 	w.releaseSeen()
 	return Greeting{From: g.id, To: t.id, FromName: g.name, ToName: t.name}, audience, nil
 }
+
+// Reveal makes sure observer has been told of each of ids before anything
+// that names them (a Greeting): it appends to dst the snapshot of every
+// one of ids that observer was not told it sees (itself, characters not
+// in the world and duplicates skipped) and records them as told, so the
+// caller must send them (as an Appear) before what names them. A revealed
+// character outside the observer's interest circle is told as gone at the
+// next Replicate, like any character that left it.
+func (w *World) Reveal(observer ID, dst []Snapshot, ids ...ID) []Snapshot {
+	o := w.byID[observer]
+	if o == nil {
+		return dst
+	}
+	for _, id := range ids {
+		c := w.byID[id]
+		if c == nil || c == o {
+			continue
+		}
+		i, found := slices.BinarySearch(o.known, id)
+		if found {
+			continue
+		}
+		o.known = slices.Insert(o.known, i, id)
+		dst = append(dst, c.snapshot())
+	}
+	return dst
+}

@@ -471,3 +471,38 @@ func TestPlace(t *testing.T) {
 		t.Fatal("Place accepted a bad position or character")
 	}
 }
+
+// TestRevealKeepsViewsConsistent: characters revealed to an observer
+// between replication steps (for a greeting) are never told twice, and one
+// outside the observer's circle is told gone at the next step, so a view
+// built from Deltas and the revealed snapshots stays exact.
+func TestRevealKeepsViewsConsistent(t *testing.T) {
+	w := newWorld(t, world.Config{InterestRadius: 50, GreetRadius: 20})
+	a := enter(t, w, "Ann", 100, 100)
+	views := map[world.ID]view{}
+	w.Replicate(func(d *world.Delta) { apply(t, views, d) })
+	b := enter(t, w, "Bob", 110, 100) // not replicated yet
+	far := enter(t, w, "Far", 300, 300)
+
+	got := w.Reveal(a, nil, b, a, b, 9999)
+	if len(got) != 1 || got[0].ID != b || got[0].Name != "Bob" {
+		t.Fatalf("Reveal: %+v", got)
+	}
+	views[a][b] = got[0]
+	if again := w.Reveal(a, nil, b); len(again) != 0 {
+		t.Fatalf("revealed twice: %+v", again)
+	}
+	// Far is outside Ann's circle: revealed, then gone at the next step.
+	fr := w.Reveal(a, nil, far)
+	if len(fr) != 1 {
+		t.Fatalf("Reveal far: %+v", fr)
+	}
+	views[a][far] = fr[0]
+	w.Replicate(func(d *world.Delta) {
+		if d.Observer == a && (len(d.Disappear) != 1 || d.Disappear[0] != far || len(d.Appear) != 0) {
+			t.Fatalf("Ann's delta after the reveals: %+v", d)
+		}
+		apply(t, views, d)
+	})
+	check(t, w, views)
+}
