@@ -798,7 +798,6 @@ type clientValidator struct {
 	announced atomic.Pointer[wire.Registry]
 }
 
-//
 // A module type neither knows yet is "not loaded" for the session, which
 // holds a reliable message of it (held.go) until an announcement names the
 // type or DefaultHoldUnannounced passes: the announcement and the module
