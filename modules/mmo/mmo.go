@@ -417,9 +417,9 @@ func (m *Module) OnTick(t module.Tick) {
 	if m.areas != nil {
 		m.crossBorders(start)
 	}
-	if m.ticks%m.replEvery == 0 {
-		m.w.Replicate(m.replicate)
-	}
+	// Every character is replicated at the replication rate, a share of
+	// them each tick (by id), so that no tick carries everyone's updates.
+	m.w.ReplicatePart(int(m.ticks%m.replEvery), int(m.replEvery), m.replicate)
 	if m.ticks%m.saveEvery == 0 {
 		m.saveAll()
 	}

@@ -119,11 +119,14 @@ type character struct {
 	key    string // lower-case name
 	x, y   float64
 	dx, dy float64
-	moved  bool // position changed since the last Replicate
-	index  int
-	cell   int
-	slot   int
-	known  []ID // what this observer was last told it sees
+	// movedAt is the replication pass after which the position last
+	// changed (World.pass+1 when it moved); seenAt the pass that last
+	// told this observer what it sees.
+	movedAt, seenAt uint64
+	index           int
+	cell            int
+	slot            int
+	known           []ID // what this observer was last told it sees
 }
 
 func (c *character) snapshot() Snapshot {
@@ -136,6 +139,7 @@ type World struct {
 	dt     float64 // seconds per step
 	tick   uint64
 	nextID ID
+	pass   uint64 // replication passes so far (ReplicatePart)
 	chars  []*character
 	byID   map[ID]*character
 	byKey  map[string]*character
@@ -277,7 +281,7 @@ func (w *World) Step() {
 		if x == c.x && y == c.y {
 			continue // pressed against a wall
 		}
-		c.x, c.y, c.moved = x, y, true
+		c.x, c.y, c.movedAt = x, y, w.pass+1
 		w.grid.move(c)
 	}
 }
@@ -301,7 +305,7 @@ func (w *World) Place(id ID, x, y float64) error {
 	if x == c.x && y == c.y {
 		return nil
 	}
-	c.x, c.y, c.moved = x, y, true
+	c.x, c.y, c.movedAt = x, y, w.pass+1
 	w.grid.move(c)
 	return nil
 }

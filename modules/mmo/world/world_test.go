@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -504,5 +505,49 @@ func TestRevealKeepsViewsConsistent(t *testing.T) {
 		}
 		apply(t, views, d)
 	})
+	check(t, w, views)
+}
+
+// TestReplicationInPartsLosesNothing: observers replicated a third at a
+// time, one third every Step while characters enter, leave and move, end
+// up with exactly the world once everyone stops and each part has had its
+// turn: a move between two passes of another part is never lost.
+func TestReplicationInPartsLosesNothing(t *testing.T) {
+	cfg := world.Config{Width: 400, Height: 300, Speed: 40, InterestRadius: 60, TickRate: 20}
+	w := newWorld(t, cfg)
+	rng := rand.New(rand.NewPCG(3, 4))
+	views := map[world.ID]view{}
+	var in []world.ID
+	const parts = 3
+	apply1 := func(d *world.Delta) { apply(t, views, d) }
+	for step := range 600 {
+		switch op := rng.IntN(10); {
+		case op == 0 || len(in) < 8:
+			id := enter(t, w, fmt.Sprintf("p%d", step), rng.Float64()*cfg.Width, rng.Float64()*cfg.Height)
+			in = append(in, id)
+		case op == 1 && len(in) > 8:
+			k := rng.IntN(len(in))
+			if _, err := w.Leave(in[k]); err != nil {
+				t.Fatal(err)
+			}
+			delete(views, in[k])
+			in = slices.Delete(in, k, k+1)
+		default:
+			if err := w.SetIntent(in[rng.IntN(len(in))], rng.Float64()*2-1, rng.Float64()*2-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Step()
+		w.ReplicatePart(step%parts, parts, apply1)
+	}
+	for _, id := range in {
+		if err := w.SetIntent(id, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := range parts {
+		w.Step()
+		w.ReplicatePart(p, parts, apply1)
+	}
 	check(t, w, views)
 }
