@@ -368,6 +368,7 @@ func (sh *shared) Shutdown(context.Context, *pluginv1.ShutdownRequest) (*pluginv
 		return &pluginv1.ShutdownResponse{}, nil
 	}
 	sh.loaded = false
+	defer stopProfile() // the server kills the process next
 	return &pluginv1.ShutdownResponse{Actions: sh.call(func() { sh.each(func(r *runtime) { r.mod.Unload() }) })}, nil
 }
 

@@ -53,6 +53,8 @@ func serve(man module.Manifest, build func(*slog.Logger) (pluginv1.ModuleServer,
 		return 1
 	}
 	watchParent(os.Getppid(), time.Second/4)
+	startProfile(man.Name)
+	defer stopProfile()
 	os.Stdout = realStdout // the handshake line; go-plugin then takes stdout over
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  pluginwire.Handshake(),

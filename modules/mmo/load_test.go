@@ -83,6 +83,9 @@ func BenchmarkLoad1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(after.Net.Retransmissions-before.Net.Retransmissions)/elapsed, "retx/s")
 	b.Logf("%s; %d ticks in %.1f s; clients on their own core: %v", firstLine(in), ticks, elapsed, split)
+	if info, err := srv.Exec("module info mmo"); err == nil {
+		b.Logf("module info mmo:\n%s", info)
+	}
 }
 
 // loadChildEnv carries, to the clients' process, "ADDR PIN N MOVING".
