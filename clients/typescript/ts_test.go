@@ -42,18 +42,6 @@ var (
 	buildSkip string
 )
 
-// everyKindLua is a typed Lua module declaring every field kind, and every
-// kind as an array element, for the export → tsgen → tsc path.
-const everyKindLua = `spark.module{name = "everykind", version = "1"}
-spark.message{id = 1500, name = "every_kind", direction = "both", channel = "ordered", fields = {
-  {"flags", "u8"}, {"hp", "u16"}, {"score", "u32"}, {"delta", "i32"}, {"speed", "f32"}, {"pos", "vec3"},
-  {"name", "str", 16}, {"blob", "bytes", 8},
-  {"a_u8", "array", 4, "u8"}, {"a_u16", "array", 4, "u16"}, {"a_u32", "array", 4, "u32"}, {"a_i32", "array", 4, "i32"},
-  {"a_f32", "array", 4, "f32"}, {"a_vec3", "array", 2, "vec3"}, {"a_str", "array", 3, "str", 5}, {"a_bytes", "array", 3, "bytes", 4},
-}}
-spark.message{id = 1501, name = "opaque", direction = "s2c", channel = "unreliable", max = 64}
-`
-
 // exportModules returns what `sparkhost schema export --module` writes for
 // the module files: the modules are loaded as sparkhost check loads them
 // (host.CheckModuleSchemas, the function the command calls) and their
@@ -81,23 +69,13 @@ func exportModules(files ...string) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// everyKindExport writes everyKindLua to a temporary file and exports it.
-func everyKindExport() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "tseverykind")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	lua := filepath.Join(dir, "everykind.lua")
-	if err := os.WriteFile(lua, []byte(everyKindLua), 0o644); err != nil {
-		return nil, err
-	}
-	return exportModules(lua)
-}
+// everyKindExport exports test/everykind.lua, a typed module declaring every
+// field kind and every kind as an array element.
+func everyKindExport() ([]byte, error) { return exportModules("test/everykind.lua") }
 
 // compiled copies the runtime, tests and example into a temporary directory,
 // generates generated/hello.ts from the export of scripts/hello.lua,
-// generated/everykind.ts from the export of everyKindLua and
+// generated/everykind.ts from the export of test/everykind.lua and
 // generated/alltypes.ts from its fixture, compiles everything with tsc and
 // returns the directory. It skips the test
 // when tsc or node is not installed (.ci/run installs Debian's node-typescript).
