@@ -1,12 +1,15 @@
 // Package typescript_test compiles the TypeScript client runtime and the code
 // tsgen generates with tsc, and runs them with node: against the protocol's
 // test vectors, on their own (codecs), and against a live sparkhost server
-// running scripts/hello.lua.
+// running scripts/hello.lua. The hello codecs are generated from the real
+// schema export of scripts/hello.lua (what `sparkhost schema export
+// --module` writes), not from a fixture.
 package typescript_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +28,8 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/runtimes"
+	"github.com/sparkhost/sparkhost/module/schemajson"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // The server runs Lua modules: link the module runtimes as sparkhost does.
@@ -37,9 +42,42 @@ var (
 	buildSkip string
 )
 
+// exportModules returns what `sparkhost schema export --module` writes for
+// the module files: the modules are loaded as sparkhost check loads them
+// (host.CheckModuleSchemas, the function the command calls) and their
+// schemas written with schemajson.Write.
+func exportModules(files ...string) ([]byte, error) {
+	cfg, err := config.Parse(config.DefaultTOML, "config.toml (built-in)")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Modules.Load = nil
+	tmp, err := os.MkdirTemp("", "tsexport")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	cfg.Apply(config.Overrides{DataDir: &tmp}, func(string) string { return "" })
+	checks, schemas := host.CheckModuleSchemas(cfg, host.Options{}, files)
+	for _, c := range checks {
+		if c.Err != nil {
+			return nil, c.Err
+		}
+	}
+	var b bytes.Buffer
+	err = schemajson.Write(&b, schemas)
+	return b.Bytes(), err
+}
+
+// everyKindExport exports test/everykind.lua, a typed module declaring every
+// field kind and every kind as an array element.
+func everyKindExport() ([]byte, error) { return exportModules("test/everykind.lua") }
+
 // compiled copies the runtime, tests and example into a temporary directory,
-// generates generated/hello.ts and generated/alltypes.ts from the fixtures,
-// compiles everything with tsc and returns the directory. It skips the test
+// generates generated/hello.ts from the export of scripts/hello.lua,
+// generated/everykind.ts from the export of test/everykind.lua and
+// generated/alltypes.ts from its fixture, compiles everything with tsc and
+// returns the directory. It skips the test
 // when tsc or node is not installed (.ci/run installs Debian's node-typescript).
 func compiled(t *testing.T) string {
 	t.Helper()
@@ -67,10 +105,19 @@ func compiled(t *testing.T) string {
 			return
 		}
 		os.MkdirAll(filepath.Join(dir, "generated"), 0o755)
-		for _, name := range []string{"hello", "alltypes"} {
-			in, err := os.ReadFile(filepath.Join("tsgen", "testdata", name+".json"))
+		for _, name := range []string{"hello", "everykind", "alltypes"} {
+			var in []byte
+			var err error
+			switch name {
+			case "hello":
+				in, err = exportModules("../../scripts/hello.lua")
+			case "everykind":
+				in, err = everyKindExport()
+			default:
+				in, err = os.ReadFile(filepath.Join("tsgen", "testdata", name+".json"))
+			}
 			if err != nil {
-				buildErr = err.Error()
+				buildErr = "schemas of " + name + ": " + err.Error()
 				return
 			}
 			code, err := tsgen.GenerateWith(in, tsgen.Options{RuntimeImport: "../src/index"})
@@ -152,11 +199,148 @@ func TestRuntimeMatchesProtocolVectors(t *testing.T) {
 	}
 }
 
+func TestTSHoldQueue(t *testing.T) {
+	dir := compiled(t)
+	if out := runNode(t, dir, "test/hold.js"); !strings.Contains(out, "hold ok") {
+		t.Fatalf("hold:\n%s", out)
+	}
+}
+
 func TestGeneratedCodecs(t *testing.T) {
 	dir := compiled(t)
 	if out := runNode(t, dir, "test/codec.js"); !strings.Contains(out, "codecs ok") {
 		t.Fatalf("codecs:\n%s", out)
 	}
+}
+
+// TestTSHelloFixtureIsTheExport: tsgen/testdata/hello.json (used by the
+// generator's unit tests and the gen-ts command test) is byte for byte what
+// the export of scripts/hello.lua writes, so it cannot drift from the module.
+func TestTSHelloFixtureIsTheExport(t *testing.T) {
+	got, err := exportModules("../../scripts/hello.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("tsgen/testdata/hello.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("tsgen/testdata/hello.json is not the export of scripts/hello.lua; the export:\n%s", got)
+	}
+}
+
+// TestGenTSAcceptsEveryKindExport: the export of a Lua module declaring
+// every kind (and every kind as an array element) generates code whose
+// schema carries each field as the export has it.
+func TestGenTSAcceptsEveryKindExport(t *testing.T) {
+	in, err := everyKindExport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := tsgen.Generate(in)
+	if err != nil {
+		t.Fatalf("tsgen refuses the export:\n%s\n%v", in, err)
+	}
+	for _, want := range []string{
+		`{ name: "flags", kind: Kind.U8 }`, `{ name: "speed", kind: Kind.F32 }`, `{ name: "pos", kind: Kind.Vec3 }`,
+		`{ name: "name", kind: Kind.Str, max: 16 }`, `{ name: "blob", kind: Kind.Bytes, max: 8 }`,
+		`{ name: "a_u8", kind: Kind.Array, elem: Kind.U8, maxCount: 4 }`,
+		`{ name: "a_str", kind: Kind.Array, elem: Kind.Str, elemMax: 5, maxCount: 3 }`,
+		`{ name: "a_bytes", kind: Kind.Array, elem: Kind.Bytes, elemMax: 4, maxCount: 3 }`,
+		"  stringOffset: 27,", "export type Opaque = Uint8Array;",
+	} {
+		if !strings.Contains(string(code), want) {
+			t.Errorf("generated code lacks %s", want)
+		}
+	}
+}
+
+// TestTSCodecAgreesWithServer: payloads the Go reference encodes
+// (wire.AppendFields) for every_kind, and mutations of them, are accepted
+// or refused by the generated decoder and the runtime's layout check
+// exactly as wire.CheckFields (what the server runs) judges them; an
+// accepted payload re-encodes to the same bytes.
+func TestTSCodecAgreesWithServer(t *testing.T) {
+	dir := compiled(t)
+	in, err := everyKindExport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas, err := schemajson.DecodeBytes(in)
+	if err != nil || len(schemas) != 2 {
+		t.Fatalf("export: %v %d", err, len(schemas))
+	}
+	fields := schemas[0].Fields
+	vals := [][]any{
+		{uint8(7), uint16(65535), uint32(4000000000), int32(-5), float32(1.5), wire.Vec3{X: 1, Y: -2, Z: 0.25}, "zoë", []byte{1, 2, 3},
+			[]any{uint8(1), uint8(255)}, []any{uint16(9)}, []any{uint32(1), uint32(2), uint32(3), uint32(4)}, []any{int32(-1)},
+			[]any{float32(0.5)}, []any{wire.Vec3{X: 3}, wire.Vec3{Z: -3}}, []any{"a", "bé", ""}, []any{[]byte{}, []byte{9, 9, 9, 9}}},
+		{uint8(0), uint16(0), uint32(0), int32(0), float32(0), wire.Vec3{}, "", []byte{},
+			[]any{}, []any{}, []any{}, []any{}, []any{}, []any{}, []any{}, []any{}},
+	}
+	var cases [][]byte
+	for _, v := range vals {
+		p, err := wire.AppendFields(nil, fields, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, p)
+		// Mutations: every truncation, a trailing byte, and every byte set to 0xff and to 0x00.
+		for n := 0; n < len(p); n++ {
+			cases = append(cases, p[:n])
+		}
+		cases = append(cases, append(append([]byte{}, p...), 0))
+		for i := range p {
+			for _, b := range []byte{0xff, 0x00, 0x7f} {
+				m := append([]byte{}, p...)
+				m[i] = b
+				cases = append(cases, m)
+			}
+		}
+	}
+	var lines []string
+	want := map[string]bool{}
+	for _, c := range cases {
+		h := hex.EncodeToString(c)
+		lines = append(lines, h)
+		s := schemas[0].Schema
+		want[h] = len(c) >= int(s.MinLen) && len(c) <= int(s.MaxLen) && wire.CheckFields(fields, c) == nil
+	}
+	file := filepath.Join(dir, "everykind-cases.txt")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runNode(t, dir, "test/everykind.js", file)
+	accepted := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("node output: %q", line)
+		}
+		h, verdict := f[1], f[2]
+		if h == "-" {
+			h = ""
+		}
+		switch verdict {
+		case "mismatch":
+			t.Errorf("payload %s: the generated decoder and the runtime's receive check disagree", h)
+			continue
+		case "reencoded":
+			t.Errorf("payload %s: decoded, but encodes back to other bytes", h)
+			continue
+		}
+		if (verdict == "ok") != want[h] {
+			t.Errorf("payload %s: TypeScript says %s, the server's check says ok=%v", h, verdict, want[h])
+		}
+		if verdict == "ok" {
+			accepted++
+		}
+	}
+	if accepted < 2 {
+		t.Errorf("only %d payloads accepted:\n%s", accepted, out)
+	}
+	t.Logf("%d payloads judged alike, %d accepted", len(cases), accepted)
 }
 
 // startHello runs a real server on 127.0.0.1 with scripts/hello.lua and a
@@ -240,15 +424,16 @@ func TestTypeScriptClientGreetsLiveServer(t *testing.T) {
 }
 
 // TestTypeScriptClientUsesModuleSchemas: the client parses the server's
-// ModuleSchemas announcement (§10.2), and with no schemas of its own accepts
-// hello_reply on the strength of the announcement alone.
+// ModuleSchemas announcement (§10.2), typed entries and their fields
+// included, and with no schemas of its own accepts hello_reply on the
+// strength of the announcement alone (its whole layout checked, §10.1).
 func TestTypeScriptClientUsesModuleSchemas(t *testing.T) {
 	dir := compiled(t)
 	srv := startHello(t)
 	out := helloClient(t, dir, srv, "cy", "--announced-only")
 	for _, want := range []string{
-		"hello/hello_greet 1000 c2s reliable 2..34 str@0 admitted=true\n",
-		"hello/hello_reply 1001 s2c reliable 2..130 str@0 admitted=true\n",
+		"hello/hello_greet 1000 c2s reliable 2..34 str@0 admitted=true fields=name:Str(32)\n",
+		"hello/hello_reply 1001 s2c reliable 2..130 str@0 admitted=true fields=text:Str(128)\n",
 		"reply: Hello, cy! You are greeting number 1.\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 )
 
 const genTSUsage = `usage: sparkhost gen-ts [--runtime IMPORT] [-o FILE] [SCHEMAS.json]
+       sparkhost schema gen-ts ...   (the same command)
 
 Generates TypeScript codecs for a server's module messages from its schema
 export (format sparkhost-schemas/1; SCHEMAS.json, or standard input when it
@@ -19,13 +21,19 @@ client runtime of clients/typescript/src from IMPORT (default ./sparkhost).
 See clients/typescript/README.md.
 `
 
-// genTSCommand is `sparkhost gen-ts`.
-func genTSCommand(args []string) int {
+// genTSCommand is `sparkhost gen-ts`, also `sparkhost schema gen-ts`.
+func genTSCommand(args []string) int { return genTSMain(args, os.Stdin, os.Stdout, os.Stderr) }
+
+func genTSMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen-ts", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, genTSUsage) }
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, genTSUsage) }
 	runtime := fs.String("runtime", tsgen.DefaultRuntimeImport, "import path of the client runtime")
 	out := fs.String("o", "", "output file (default standard output)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 1 {
@@ -35,26 +43,26 @@ func genTSCommand(args []string) int {
 	var in []byte
 	var err error
 	if fs.NArg() == 0 || fs.Arg(0) == "-" {
-		in, err = io.ReadAll(os.Stdin)
+		in, err = io.ReadAll(stdin)
 	} else {
 		in, err = os.ReadFile(fs.Arg(0))
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost gen-ts:", err)
+		fmt.Fprintln(stderr, "sparkhost gen-ts:", err)
 		return 1
 	}
 	code, err := tsgen.GenerateWith(in, tsgen.Options{RuntimeImport: *runtime})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost gen-ts:", err)
+		fmt.Fprintln(stderr, "sparkhost gen-ts:", err)
 		return 1
 	}
 	if *out == "" {
-		_, err = os.Stdout.Write(code)
+		_, err = stdout.Write(code)
 	} else {
 		err = os.WriteFile(*out, code, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sparkhost gen-ts:", err)
+		fmt.Fprintln(stderr, "sparkhost gen-ts:", err)
 		return 1
 	}
 	return 0

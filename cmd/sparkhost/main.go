@@ -24,10 +24,10 @@ commands:
   plugin     start a Go plugin of your own, in its own module (sparkhost plugin --help)
   bots       run headless deathmatch bots against a server (sparkhost bots --help)
   check      validate the config and load every module without serving (sparkhost check --help)
-  schema     export the module message schemas as JSON (sparkhost schema --help)
+  schema     export the module message schemas as JSON; schema gen-ts = gen-ts (sparkhost schema --help)
   health     probe a running server's /healthz (sparkhost health --help)
   mmo        mmo world tools: world-key FILE creates an area world's key (sparkhost mmo --help)
-  gen-ts     generate TypeScript client codecs from a schema export (sparkhost gen-ts --help)
+  gen-ts     generate TypeScript client codecs from a schema export (also: sparkhost schema gen-ts)
   version    print the version, VCS revision and Go version
 `
 

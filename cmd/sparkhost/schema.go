@@ -19,6 +19,7 @@ import (
 
 const schemaUsage = `usage: sparkhost schema export [--module NAME|PATH]... [--config FILE] [--data-dir DIR] [--out FILE]
        sparkhost schema export --server HOST:PORT [--pin PIN] [--data-dir DIR] [--name NAME] [--timeout D] [--out FILE]
+       sparkhost schema gen-ts [--runtime IMPORT] [-o FILE] [SCHEMAS.json]
 
 Writes the module message schemas as JSON (format sparkhost-schemas/1,
 docs/schemas.md) to standard output or --out FILE, for client code
@@ -30,12 +31,18 @@ started and asked — without serving. With --server, the export connects to
 a running server as a player (protocol v4; trust as in sparkhost client:
 --pin, else known_hosts in --data-dir) and writes the ModuleSchemas table
 the server announces (docs/protocol.md §10.2), then leaves.
+
+gen-ts is sparkhost gen-ts: TypeScript codecs from an export
+(sparkhost schema gen-ts --help; clients/typescript/README.md).
 `
 
 // schemaCommand runs `sparkhost schema`.
 func schemaCommand(args []string) int { return schemaMain(args, os.Stdout, os.Stderr) }
 
 func schemaMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "gen-ts" {
+		return genTSMain(args[1:], os.Stdin, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "export" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, schemaUsage)

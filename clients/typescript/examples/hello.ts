@@ -8,7 +8,7 @@
 // accepts hello_reply on the strength of the server's ModuleSchemas
 // announcement alone.
 
-import { Client, Direction } from "../src/index";
+import { Client, Direction, Kind } from "../src/index";
 import { SCHEMAS, HELLO_REPLY_ID, decode, sendHelloGreet } from "../generated/hello";
 
 const dirName: { [d: number]: string } = { [Direction.ClientToServer]: "c2s", [Direction.ServerToClient]: "s2c", [Direction.Both]: "both" };
@@ -37,7 +37,8 @@ async function main(): Promise<void> {
   const ann = client.moduleSchemas!;
   for (const s of ann.schemas) {
     const so = s.stringOffset === 0xffffffff ? "-" : String(s.stringOffset);
-    console.log(`schema rev ${ann.revision} ${s.owner}/${s.name} ${s.id} ${dirName[s.direction]} ${chanName[s.channel]} ${s.minLen}..${s.maxLen} str@${so} admitted=${s.requiresAdmitted}`);
+    const fields = s.fields === undefined ? "untyped" : s.fields.map((f) => `${f.name}:${Kind[f.kind]}${f.max !== undefined ? `(${f.max})` : ""}`).join(",");
+    console.log(`schema rev ${ann.revision} ${s.owner}/${s.name} ${s.id} ${dirName[s.direction]} ${chanName[s.channel]} ${s.minLen}..${s.maxLen} str@${so} admitted=${s.requiresAdmitted} fields=${fields}`);
   }
 
   const reply = client.waitFor((m) => m.type === HELLO_REPLY_ID, 10000);

@@ -2,7 +2,7 @@
 // the handshake (§3.10), sealed frames (§4), packed bodies (§5.1),
 // reliability with acknowledgements, ordering and fragmentation (§5.3, §5.4),
 // refusals (§5.6), heartbeats and close (§6), and the ModuleSchemas table
-// (§10.2). Everything received is checked before it is used; whatever does
+// (§10.2) with the hold of module messages that overtook it. Everything received is checked before it is used; whatever does
 // not parse is dropped and counted, never thrown out of the receive loop.
 
 import { Reader, Writer, WireError, MAX_PAYLOAD, uvarintLen, utf8Bytes } from "./wire";
@@ -12,7 +12,8 @@ import {
 } from "./handshake";
 import { Sealer, Opener, SEAL_OVERHEAD } from "./seal";
 import { Channel, Record, parseBody, recordHeaderLen, writeRecord } from "./body";
-import { MessageSchema, ModuleSchemas, RefuseReason, checkFromServer, parseModuleSchemas, BUILTIN_CLIENT_TYPES } from "./schemas";
+import { MessageSchema, ModuleSchemas, RefuseReason, checkFromServer, fieldLayout, parseModuleSchemas, BUILTIN_CLIENT_TYPES } from "./schemas";
+import { HoldQueue } from "./hold";
 import { GameStateSync, parseGameStateSync } from "./gamestate";
 
 const dgram = require("dgram");
@@ -102,6 +103,10 @@ export interface ClientStats {
   refusedByPeer: number;
   noticesSent: number;
   retransmissions: number;
+  /** Reliable module messages held for an announcement of their type (§10.2). */
+  heldUnannounced: number;
+  /** Held messages delivered once an announcement named their type. */
+  heldDelivered: number;
   /** Round-trip time of the last answered heartbeat, ms (-1 until one is answered). */
   pingMs: number;
 }
@@ -163,7 +168,7 @@ export class Client {
   readonly stats: ClientStats = {
     datagramsSent: 0, datagramsReceived: 0, messagesSent: 0, messagesReceived: 0,
     malformedDropped: 0, securityDrops: 0, ignored: 0, messagesRefused: 0, refusedByPeer: 0,
-    noticesSent: 0, retransmissions: 0, pingMs: -1,
+    noticesSent: 0, retransmissions: 0, heldUnannounced: 0, heldDelivered: 0, pingMs: -1,
   };
 
   private readonly sealer: Sealer;
@@ -204,6 +209,7 @@ export class Client {
   private readonly held = new Map<number, Held>();
   private readonly reassembly = new Map<number, Reassembly>();
   private reassemblyBytes = 0;
+  private readonly unannounced = new HoldQueue();
 
   // Liveness.
   private lastHeard = now();
@@ -222,6 +228,23 @@ export class Client {
     this.opener = new Opener(session.ks2c, now);
     this.datagramSize = opts.datagramSize ?? 1200;
     for (const s of opts.schemas ?? []) this.known.set(s.id, s);
+  }
+
+  /** Checks the schemas given in ClientOptions (generated code's, or hand-written ones). */
+  private static checkOwnSchemas(schemas: MessageSchema[]): void {
+    const ids = new Set<number>();
+    for (const s of schemas) {
+      const what = `ClientOptions.schemas: ${s.name} (${s.id})`;
+      if (!Number.isInteger(s.id) || s.id < 1000 || s.id > 0xffff || ids.has(s.id)) throw new Error(`${what}: module ids are 1000..65535, each once`);
+      ids.add(s.id);
+      if (![1, 2, 3].includes(s.direction) || ![0, 1, 2].includes(s.channel)) throw new Error(`${what}: bad direction or channel`);
+      if (!Number.isInteger(s.minLen) || !Number.isInteger(s.maxLen) || s.minLen < 0 || s.minLen > s.maxLen || s.maxLen > MAX_PAYLOAD) throw new Error(`${what}: bad lengths`);
+      if (s.stringOffset !== 0xffffffff && (!Number.isInteger(s.stringOffset) || s.stringOffset < 0 || s.stringOffset + 2 > s.maxLen)) throw new Error(`${what}: bad stringOffset`);
+      if (s.fields !== undefined) {
+        const l = fieldLayout(s.fields);
+        if (l.minLen !== s.minLen || l.maxLen !== s.maxLen || l.stringOffset !== s.stringOffset) throw new Error(`${what}: sizes are not the ones its fields imply (${l.minLen}..${l.maxLen})`);
+      }
+    }
   }
 
   /**
@@ -246,6 +269,11 @@ export class Client {
       trusts = (id) => verify(pinOf(id));
     } else {
       return Promise.reject(new Error("a pin or a verifyIdentity function is required (docs/protocol.md §8)"));
+    }
+    try {
+      Client.checkOwnSchemas(opts.schemas ?? []);
+    } catch (e) {
+      return Promise.reject(e);
     }
     const nameBytes = utf8Bytes(opts.name);
     if (nameBytes.length > 64) return Promise.reject(new Error("name longer than 64 bytes"));
@@ -414,6 +442,8 @@ export class Client {
       this.heartbeatSentAt = t;
       this.queueUnreliable(T_HEARTBEAT, new Writer().u32(this.heartbeatToken).u32(0).bytesOut());
     }
+    this.releaseHeld(t);
+    if (this.closedInfo) return;
     for (const [first, m] of this.reassembly) {
       if (t - m.lastAt >= REASSEMBLY_TIMEOUT_MS) {
         this.dropReassembly(first, m);
@@ -768,10 +798,17 @@ export class Client {
   /** Applies the type's rule, then handles or hands over the message. */
   private deliver(type: number, channel: Channel, sequence: number, payload: Uint8Array): void {
     const reason = checkFromServer(type, channel, payload, (t) => this.schemaOf(t));
+    if (reason === RefuseReason.UnknownType && type >= 1000 && channel !== Channel.Unreliable) {
+      // It may have overtaken the announcement of its type (§10.2): held, already acknowledged.
+      if (this.unannounced.hold({ type, channel, sequence, payload, at: now() })) this.stats.heldUnannounced++;
+      else this.refuse(type, channel, sequence, RefuseReason.NotLoaded);
+      return;
+    }
     if (reason !== undefined) {
       this.refuse(type, channel, sequence, reason);
       return;
     }
+    let adopted = false;
     try {
       switch (type) {
         case T_ACK:
@@ -787,8 +824,8 @@ export class Client {
           this.onMessageRefused(payload);
           return;
         case T_MODULE_SCHEMAS:
-          this.onModuleSchemas(payload);
-          return;
+          adopted = this.onModuleSchemas(payload);
+          break;
         case T_GAME_STATE_SYNC:
           this.gameState = parseGameStateSync(payload);
           if (!this.admitted) {
@@ -802,6 +839,10 @@ export class Client {
     } catch (e) {
       if (!(e instanceof WireError)) throw e;
       this.refuse(type, channel, sequence, RefuseReason.Malformed);
+      return;
+    }
+    if (type === T_MODULE_SCHEMAS) {
+      if (adopted) this.releaseHeld(now()); // what waited for this table, after it
       return;
     }
     if (this.onMessage) this.onMessage({ type, channel, payload });
@@ -873,12 +914,29 @@ export class Client {
     if (this.onRefused) this.onRefused(type, channel, reason);
   }
 
-  private onModuleSchemas(payload: Uint8Array): void {
+  /** Adopts an announcement newer than the table kept; reports whether it did. */
+  private onModuleSchemas(payload: Uint8Array): boolean {
     const s = parseModuleSchemas(payload);
-    if (this.moduleSchemas && s.revision <= this.moduleSchemas.revision) return; // keep the highest revision
+    if (this.moduleSchemas && s.revision <= this.moduleSchemas.revision) return false; // keep the highest revision
     this.moduleSchemas = s;
     this.announced = new Map(s.schemas.map((x) => [x.id, x]));
     if (this.onSchemas) this.onSchemas(s);
+    return true;
+  }
+
+  /** Delivers the held messages whose type is named now; refuses those that waited 3 s (§10.2). */
+  private releaseHeld(t: number): void {
+    if (this.unannounced.length === 0 || this.closedInfo) return;
+    this.unannounced.release(
+      t,
+      (type) => this.schemaOf(type) !== undefined,
+      (m) => {
+        if (this.closedInfo) return;
+        if (checkFromServer(m.type, m.channel, m.payload, (x) => this.schemaOf(x)) === undefined) this.stats.heldDelivered++;
+        this.deliver(m.type, m.channel, m.sequence, m.payload); // refuses it if it breaks the announced rule
+      },
+      (m) => this.refuse(m.type, m.channel, m.sequence, RefuseReason.NotLoaded),
+    );
   }
 
   // ---- ending ----
@@ -896,6 +954,7 @@ export class Client {
   private shutdown(info: CloseInfo): void {
     if (this.closedInfo) return;
     this.closedInfo = info;
+    this.unannounced.clear();
     clearInterval(this.service);
     if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
     // dgram sends are asynchronous: closing now would discard the Disconnect.

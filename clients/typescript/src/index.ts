@@ -1,7 +1,11 @@
 // The sparkhost TypeScript client runtime (protocol v4, docs/protocol.md).
 export * from "./wire";
 export { Channel, Record, parseBody, buildBody } from "./body";
-export { Direction, MessageSchema, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleSchemas } from "./schemas";
+export {
+  Direction, MessageSchema, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleSchemas,
+  Kind, FieldSchema, Layout, MAX_FIELDS, MAX_FIELD_NAME, fieldLayout, checkFields, validFieldName,
+} from "./schemas";
+export { HoldQueue, HeldMessage, HOLD_MAX_MESSAGES, HOLD_MAX_BYTES, HOLD_UNANNOUNCED_MS } from "./hold";
 export { GameStateSync, EntityType, EntityField, parseGameStateSync } from "./gamestate";
 export { pinOf, parsePin, RejectReason } from "./handshake";
 export { Client, ClientOptions, ClientError, ClientStats, CloseInfo, DisconnectReason, Message } from "./client";

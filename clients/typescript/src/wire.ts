@@ -29,6 +29,24 @@ export function utf8Bytes(s: string): Uint8Array {
   return utf8enc.encode(s);
 }
 
+/**
+ * Whether s holds a UTF-16 surrogate without its pair: TextEncoder would
+ * silently send U+FFFD for it, so the Writer refuses it instead.
+ */
+export function hasLoneSurrogate(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (d < 0xdc00 || d > 0xdfff) return true;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /** Decodes strict UTF-8 (no replacement characters), or throws WireError. */
 export function utf8Text(b: Uint8Array): string {
   try {
@@ -40,8 +58,9 @@ export function utf8Text(b: Uint8Array): string {
 
 /**
  * Length prefix of a `bytes` field and count prefix of an `array` field in a
- * typed module message: a u16, like str's byte length. This is the one place
- * to change should the schema documentation settle on another prefix.
+ * typed module message: a u16 LE, like str's byte length (docs/protocol.md
+ * §10.1, kinds 8 and 9). The generator's sequencePrefix (tsgen/tsgen.go)
+ * is the same constant.
  */
 export const SEQUENCE_PREFIX_BYTES = 2;
 export function writeSequencePrefix(w: Writer, n: number): void {
@@ -236,7 +255,8 @@ export class Writer {
   }
 
   f32(v: number): this {
-    if (typeof v !== "number" || !Number.isFinite(v)) throw new WireError(`f32 not a finite number: ${v}`);
+    // A finite double beyond binary32's range (|v| > 3.4028234663852886e38) rounds to ±Inf: refused too.
+    if (typeof v !== "number" || !Number.isFinite(Math.fround(v))) throw new WireError(`f32 not a finite binary32 number: ${v}`);
     this.grow(4);
     this.view.setFloat32(this.len, v, true);
     this.len += 4;
@@ -258,6 +278,7 @@ export class Writer {
   /** A str of at most max bytes of UTF-8, without NUL. */
   str(s: string, max: number): this {
     if (typeof s !== "string") throw new WireError("str is not a string");
+    if (hasLoneSurrogate(s)) throw new WireError("str has a lone UTF-16 surrogate (not encodable as UTF-8)");
     const b = utf8Bytes(s);
     if (b.length > max) throw new WireError(`string of ${b.length} bytes, at most ${max} allowed`);
     if (b.includes(0)) throw new WireError("NUL in string");

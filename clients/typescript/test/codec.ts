@@ -69,7 +69,7 @@ refused("below min_len", () => decodeKitchenSink(new Uint8Array(10)));
 
 check("untyped round trip", hex(decodeRawBlob(encodeRawBlob(Uint8Array.of(9, 8)))) === "0908");
 refused("untyped over max_len", () => encodeRawBlob(new Uint8Array(513)));
-check("empty message", encodePing({}).length === 0 && JSON.stringify(decodePing(new Uint8Array(0))) === "{}");
+check("empty message", encodePing(new Uint8Array(0)).length === 0 && decodePing(new Uint8Array(0)).length === 0);
 refused("empty message with a byte", () => decodePing(Uint8Array.of(1)));
 
 const d = decode(KITCHEN_SINK_ID, enc);

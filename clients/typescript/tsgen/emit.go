@@ -6,6 +6,9 @@ import (
 	"strings"
 )
 
+var kindTS = map[string]string{"u8": "Kind.U8", "u16": "Kind.U16", "u32": "Kind.U32", "i32": "Kind.I32", "f32": "Kind.F32",
+	"vec3": "Kind.Vec3", "str": "Kind.Str", "bytes": "Kind.Bytes", "array": "Kind.Array"}
+
 var directionTS = map[string]string{"c2s": "Direction.ClientToServer", "s2c": "Direction.ServerToClient", "both": "Direction.Both"}
 
 // tsType is the TypeScript type of a field or array element.
@@ -61,8 +64,8 @@ func emit(msgs []checked, opt Options) []byte {
 
 	imports := map[string]bool{"Reader": true, "WireError": true, "Channel": true, "Direction": true, "MessageSchema": true, "NO_STRING_FIELD": true}
 	for _, m := range msgs {
-		if len(m.fields) > 0 {
-			imports["Writer"] = true
+		if m.typed {
+			imports["Writer"], imports["Kind"] = true, true
 		}
 		for _, f := range m.fields {
 			if f.Type == "vec3" || (f.Of != nil && f.Of.Type == "vec3") {
@@ -92,12 +95,13 @@ func emit(msgs []checked, opt Options) []byte {
 	p("function at<T>(where: string, fn: () => T): T {\n")
 	p("  try {\n    return fn();\n  } catch (e) {\n")
 	p("    throw new WireError(`${where}: ${e instanceof Error ? e.message : String(e)}`);\n  }\n}\n\n")
-	p("/** The size rule and the checked string of a message (docs/protocol.md §10.1). */\n")
+	p("/** The size rule, and an untyped message's checked string (docs/protocol.md §10.1). */\n")
 	p("function checkSize(s: MessageSchema, payload: Uint8Array): void {\n")
 	p("  if (!(payload instanceof Uint8Array)) throw new WireError(`${s.name}: payload is not a Uint8Array`);\n")
 	p("  if (payload.length < s.minLen || payload.length > s.maxLen) {\n")
 	p("    throw new WireError(`${s.name}: ${payload.length} bytes, ${s.minLen}..${s.maxLen} allowed`);\n  }\n")
-	p("  if (s.stringOffset !== NO_STRING_FIELD) at(`${s.name} string at ${s.stringOffset}`, () => new Reader(payload.subarray(s.stringOffset)).str(s.maxLen));\n}\n")
+	p("  // A typed message's decoder walks every field, its str included, and names the field.\n")
+	p("  if (s.fields === undefined && s.stringOffset !== NO_STRING_FIELD) at(`${s.name} string at ${s.stringOffset}`, () => new Reader(payload.subarray(s.stringOffset)).str(s.maxLen));\n}\n")
 	if imports["readSequencePrefix"] {
 		p("\nfunction checkArray<T>(v: T[], max: number): T[] {\n")
 		p("  if (!Array.isArray(v)) throw new WireError(\"not an array\");\n")
@@ -148,7 +152,27 @@ func emitMessage(b *strings.Builder, m checked) {
 	p("export const %s = %d;\n\n", m.constName, m.id)
 	p("export const %sSchema: MessageSchema = {\n", m.typeName)
 	p("  id: %d,\n  name: %s,\n  owner: %s,\n  direction: %s,\n  channel: %s,\n", m.id, lit(m.Name), lit(m.Owner), directionTS[m.Direction], channels[m.Channel])
-	p("  minLen: %d,\n  maxLen: %d,\n  stringOffset: %s,\n  requiresAdmitted: %v,\n};\n\n", m.minLen, m.maxLen, so, *m.RequiresAdmitted)
+	p("  minLen: %d,\n  maxLen: %d,\n  stringOffset: %s,\n  requiresAdmitted: %v,\n", m.minLen, m.maxLen, so, *m.RequiresAdmitted)
+	if m.typed {
+		// The runtime checks the whole layout of a received message against these (§10.1).
+		p("  fields: [\n")
+		for _, f := range m.fields {
+			p("    { name: %s, kind: %s", lit(f.Name), kindTS[f.Type])
+			switch f.Type {
+			case "str", "bytes":
+				p(", max: %d", *f.Max)
+			case "array":
+				p(", elem: %s", kindTS[f.Of.Type])
+				if f.Of.Max != nil {
+					p(", elemMax: %d", *f.Of.Max)
+				}
+				p(", maxCount: %d", *f.MaxCount)
+			}
+			p(" },\n")
+		}
+		p("  ],\n")
+	}
+	p("};\n\n")
 	where := func(f field) string { return lit(m.Name + "." + f.Name) }
 
 	if !m.typed {

@@ -14,7 +14,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/sparkhost/sparkhost/module/schemajson"
 )
 
 // Format is the schema export format this generator reads.
@@ -22,6 +25,13 @@ const Format = "sparkhost-schemas/1"
 
 // maxPayload is the protocol's largest payload (docs/protocol.md §2).
 const maxPayload = 65453
+
+// Bounds of a typed declaration (docs/protocol.md §10.1).
+const (
+	maxFields    = 32
+	maxFieldName = 32
+	noString     = 0xFFFFFFFF
+)
 
 // sequencePrefix is the length prefix of a bytes field and the count prefix
 // of an array field, in bytes: a u16 like str's (the runtime's
@@ -71,7 +81,7 @@ type elem struct {
 
 // reserved are the identifiers a generated file declares or imports besides
 // the per-message ones.
-var reserved = []string{"Reader", "Writer", "WireError", "Channel", "Direction", "MessageSchema", "Vec3",
+var reserved = []string{"Reader", "Writer", "WireError", "Channel", "Direction", "MessageSchema", "Vec3", "Kind",
 	"NO_STRING_FIELD", "readSequencePrefix", "writeSequencePrefix", "Decoded", "Sender", "SCHEMAS", "decode",
 	"checkSize", "checkArray", "at", "M"}
 
@@ -108,6 +118,7 @@ type checked struct {
 	typeName, constName string
 	typed               bool
 	fields              []field
+	stringOffset        int64 // noString when there is none
 }
 
 func parse(data []byte) ([]checked, error) {
@@ -152,6 +163,12 @@ func parse(data []byte) ([]checked, error) {
 		}
 		out = append(out, c)
 	}
+	// The server's own reader of the format is the last word: whatever the
+	// registry would refuse is refused here too, so generated code never
+	// describes a message the server does not accept.
+	if _, err := schemajson.DecodeBytes(data); err != nil {
+		return nil, fmt.Errorf("schema export: %w", err)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
 }
@@ -168,8 +185,9 @@ func check(m message) (checked, error) {
 	if !identifier.MatchString(m.Name) || len(m.Name) > 64 {
 		return c, fmt.Errorf("name %q: the generator needs an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes)", m.Name)
 	}
-	if m.Owner == "" || len(m.Owner) > 64 || !utf8.ValidString(m.Owner) || strings.ContainsFunc(m.Owner, isControl) {
-		return c, fmt.Errorf("owner %q: a module name of 1..64 bytes of UTF-8 without control characters", m.Owner)
+	if m.Owner == "" || len(m.Owner) > 64 || !utf8.ValidString(m.Owner) || strings.ContainsFunc(m.Owner, isControl) ||
+		strings.TrimFunc(m.Owner, isWhiteSpace) == "" || m.Owner == "builtin" {
+		return c, fmt.Errorf("owner %q: a module name of 1..64 bytes of UTF-8 without control characters, not only white space, not \"builtin\"", m.Owner)
 	}
 	if _, ok := directions[m.Direction]; !ok {
 		return c, fmt.Errorf("direction %q: one of c2s, s2c, both", m.Direction)
@@ -190,16 +208,24 @@ func check(m message) (checked, error) {
 	if m.StringOffset != nil && (*m.StringOffset < 0 || *m.StringOffset+2 > c.maxLen) {
 		return c, fmt.Errorf("string_offset %d: its 2-byte length must fit max_len %d", *m.StringOffset, c.maxLen)
 	}
+	c.stringOffset = noString
+	if m.StringOffset != nil {
+		c.stringOffset = int64(*m.StringOffset)
+	}
 	c.typeName, c.constName = pascal(m.Name), upperSnake(m.Name)
 	if m.Fields == nil {
 		return c, nil
 	}
 	c.typed, c.fields = true, *m.Fields
+	if len(c.fields) < 1 || len(c.fields) > maxFields {
+		return c, fmt.Errorf("%d fields: a typed message declares 1..%d (leave \"fields\" out for an untyped one)", len(c.fields), maxFields)
+	}
 	seen := map[string]bool{}
 	lo, hi := 0, 0
+	strOff, fixed := int64(noString), true
 	for _, f := range c.fields {
-		if !identifier.MatchString(f.Name) || len(f.Name) > 64 {
-			return c, fmt.Errorf("field name %q: an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes)", f.Name)
+		if !identifier.MatchString(f.Name) || len(f.Name) > maxFieldName {
+			return c, fmt.Errorf("field name %q: an identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", f.Name, maxFieldName)
 		}
 		if seen[f.Name] {
 			return c, fmt.Errorf("field %q appears twice", f.Name)
@@ -209,10 +235,25 @@ func check(m message) (checked, error) {
 		if err != nil {
 			return c, fmt.Errorf("field %q: %w", f.Name, err)
 		}
+		if f.Type == "str" && fixed && strOff == noString {
+			strOff = int64(lo)
+		}
+		fixed = fixed && flo == fhi
 		lo, hi = lo+flo, hi+fhi
 	}
-	if lo > c.maxLen || hi < c.minLen {
-		return c, fmt.Errorf("fields take %d..%d bytes: no payload fits both them and min_len..max_len %d..%d", lo, hi, c.minLen, c.maxLen)
+	// A typed message's size rules are derived from its fields (§10.1): the
+	// export must carry exactly those, as the server's registry requires.
+	switch {
+	case hi > maxPayload:
+		return c, fmt.Errorf("fields take up to %d bytes, above %d", hi, maxPayload)
+	case lo != c.minLen || hi != c.maxLen:
+		return c, fmt.Errorf("fields take %d..%d bytes, but min_len..max_len is %d..%d (a typed message's sizes are its fields')", lo, hi, c.minLen, c.maxLen)
+	case strOff != c.stringOffset:
+		want := "absent"
+		if strOff != noString {
+			want = fmt.Sprint(strOff)
+		}
+		return c, fmt.Errorf("string_offset must be %s: the offset of the first str when every field before it has a fixed size", want)
 	}
 	return c, nil
 }
@@ -253,8 +294,8 @@ func sized(typ string, max *int) (lo, hi int, err error) {
 	}
 	switch typ {
 	case "str", "bytes":
-		if max == nil || *max < 1 || *max > maxPayload {
-			return 0, 0, fmt.Errorf("%s needs max 1..%d", typ, maxPayload)
+		if max == nil || *max < 1 || *max > 65535 {
+			return 0, 0, fmt.Errorf("%s needs max 1..65535", typ)
 		}
 		return 2, 2 + *max, nil
 	}
@@ -262,6 +303,8 @@ func sized(typ string, max *int) (lo, hi int, err error) {
 }
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
+func isWhiteSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
 
 // pascal turns hello_greet into HelloGreet.
 func pascal(name string) string {

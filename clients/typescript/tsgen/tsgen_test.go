@@ -2,6 +2,7 @@ package tsgen
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ func TestGenerateHello(t *testing.T) {
 	}
 	code := string(out)
 	for _, want := range []string{
-		`import { Channel, Direction, MessageSchema, NO_STRING_FIELD, Reader, WireError, Writer } from "./sparkhost";`,
+		`import { Channel, Direction, Kind, MessageSchema, NO_STRING_FIELD, Reader, WireError, Writer } from "./sparkhost";`,
+		"  requiresAdmitted: true,\n  fields: [\n    { name: \"name\", kind: Kind.Str, max: 32 },\n  ],\n};",
 		"export const HELLO_GREET_ID = 1000;",
 		"export const HELLO_REPLY_ID = 1001;",
 		"export interface HelloGreet {\n  /** str ≤ 32 bytes */\n  name: string;\n}",
@@ -77,7 +79,17 @@ func TestGenerateRefusesBadExports(t *testing.T) {
 		{"element str without max", msg(`,"fields":[{"name":"x","type":"array","of":{"type":"str"},"max_count":2}]`), "element: str needs max"},
 		{"of on a scalar", msg(`,"fields":[{"name":"x","type":"u8","of":{"type":"u8"}}]`), "belong to arrays"},
 		{"fields above max_len", msg(`,"fields":[{"name":"p0","type":"vec3"},{"name":"p1","type":"vec3"},{"name":"p2","type":"vec3"},{"name":"p3","type":"vec3"},{"name":"p4","type":"vec3"},{"name":"p5","type":"vec3"},{"name":"p6","type":"vec3"},{"name":"p7","type":"vec3"},{"name":"p8","type":"vec3"}]`), "fields take 108..108 bytes"},
-		{"fields below min_len", strings.Replace(msg(`,"fields":[{"name":"x","type":"array","of":{"type":"u8"},"max_count":2}]`), `"min_len":0`, `"min_len":50`, 1), "no payload fits"},
+		{"sizes not the derived ones", strings.Replace(msg(`,"fields":[{"name":"x","type":"array","of":{"type":"u8"},"max_count":2}]`), `"min_len":0`, `"min_len":50`, 1), "min_len..max_len is 50..100"},
+		{"typed with derived sizes but a string_offset", typed(`"min_len":2,"max_len":6,"string_offset":0`, `{"name":"x","type":"bytes","max":4}`), "string_offset must be absent"},
+		{"typed without its string_offset", typed(`"min_len":3,"max_len":7`, `{"name":"a","type":"u8"},{"name":"x","type":"str","max":4}`), "string_offset must be 1"},
+		{"str after a variable field", typed(`"min_len":4,"max_len":12,"string_offset":2`, `{"name":"b","type":"bytes","max":4},{"name":"x","type":"str","max":4}`), "string_offset must be absent"},
+		{"no fields", typed(`"min_len":0,"max_len":0`, ``), "0 fields"},
+		{"33 fields", typed(`"min_len":33,"max_len":33`, manyU8(33)), "33 fields"},
+		{"field name of 33 bytes", typed(`"min_len":1,"max_len":1`, `{"name":"`+strings.Repeat("f", 33)+`","type":"u8"}`), "at most 32 bytes"},
+		{"str max 65536", typed(`"min_len":2,"max_len":65453`, `{"name":"x","type":"bytes","max":65536}`), "bytes needs max 1..65535"},
+		{"fields above MAX_PAYLOAD", typed(`"min_len":4,"max_len":65453`, `{"name":"x","type":"bytes","max":65000},{"name":"y","type":"bytes","max":1000}`), "above 65453"},
+		{"owner builtin", strings.Replace(msg(""), `"owner":"m"`, `"owner":"builtin"`, 1), "owner"},
+		{"owner blank", strings.Replace(msg(""), `"owner":"m"`, `"owner":"\u00a0 "`, 1), "owner"},
 		{"duplicate id", `{"format":"sparkhost-schemas/1","messages":[` +
 			`{"id":1000,"name":"a","owner":"m","direction":"c2s","channel":"reliable","min_len":0,"max_len":1,"requires_admitted":true},` +
 			`{"id":1000,"name":"b","owner":"m","direction":"c2s","channel":"reliable","min_len":0,"max_len":1,"requires_admitted":true}]}`, `id 1000 is also "a"`},
@@ -96,6 +108,43 @@ func TestGenerateRefusesBadExports(t *testing.T) {
 			t.Errorf("%s: error %q does not say %q", c.name, err, c.want)
 		}
 	}
+}
+
+// typed is an export of one typed message with the given sizes and fields.
+func typed(sizes, fields string) string {
+	return `{"format":"sparkhost-schemas/1","messages":[{"id":1000,"name":"t","owner":"m","direction":"c2s","channel":"reliable",` +
+		sizes + `,"requires_admitted":true,"fields":[` + fields + `]}]}`
+}
+
+func manyU8(n int) string {
+	var parts []string
+	for i := range n {
+		parts = append(parts, fmt.Sprintf(`{"name":"f%d","type":"u8"}`, i))
+	}
+	return strings.Join(parts, ",")
+}
+
+// TestGenerateAcceptsWhatTheServerDerives: every kind with the sizes the
+// registry derives is accepted, and 32 fields (the most) too.
+func TestGenerateAcceptsWhatTheServerDerives(t *testing.T) {
+	for name, in := range map[string]string{
+		"alltypes":  mustRead(t, "testdata/alltypes.json"),
+		"32 fields": typed(`"min_len":32,"max_len":32`, manyU8(32)),
+		"str first": typed(`"min_len":3,"max_len":7,"string_offset":1`, `{"name":"a","type":"u8"},{"name":"x","type":"str","max":4}`),
+	} {
+		if _, err := Generate([]byte(in)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestGenerateEmptyExport(t *testing.T) {
