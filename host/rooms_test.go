@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/hosttest"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -41,20 +42,7 @@ func startLobby(t *testing.T, modes []string, plugins map[string]string, set fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
-		}
-	})
+	hosttest.Run(t, srv)
 	return srv
 }
 

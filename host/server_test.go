@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/internal/hosttest"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -51,20 +52,7 @@ func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra .
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
-		}
-	})
+	hosttest.Run(t, srv)
 	return srv, dataDir
 }
 

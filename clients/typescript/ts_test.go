@@ -27,6 +27,7 @@ import (
 	"github.com/sparkhost/sparkhost/clients/typescript/tsgen"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/hosttest"
 	"github.com/sparkhost/sparkhost/internal/runtimes"
 	"github.com/sparkhost/sparkhost/module/schemajson"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -360,20 +361,7 @@ func startHello(t *testing.T) *host.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
-		}
-	})
+	hosttest.Run(t, srv)
 	return srv
 }
 

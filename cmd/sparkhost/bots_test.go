@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/hosttest"
 )
 
 func TestBotsFlags(t *testing.T) {
@@ -65,20 +66,7 @@ func startBotsHost(t *testing.T) *host.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
-		}
-	})
+	hosttest.Run(t, srv)
 	return srv
 }
 

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/hosttest"
 	"github.com/sparkhost/sparkhost/internal/testplugin"
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
@@ -59,20 +59,7 @@ func startServer(tb testing.TB, dmConf string, mod func(*config.Config)) *host.S
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				tb.Errorf("Run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			tb.Error("server did not stop within 20 s")
-		}
-	})
+	hosttest.Run(tb, srv)
 	return srv
 }
 
