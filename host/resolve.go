@@ -66,6 +66,7 @@ func (s *Server) spec(kind string, src module.Source) (modules.Spec, error) {
 		Plugin: module.PluginLimits{
 			HangTimeout: s.cfg.PluginHangTimeout(), MemoryLimit: s.cfg.PluginMemoryLimit(),
 			LogLinesPerSecond: s.cfg.Modules.PluginLogLinesPerSecond, LogBurst: s.cfg.Modules.PluginLogBurst,
+			AnswerNextTick: s.cfg.Modules.PluginAnswers == "next_tick",
 		},
 	}
 	return modules.Spec{

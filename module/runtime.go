@@ -57,6 +57,10 @@ type PluginLimits struct {
 	// counted and summarised in one line a second.
 	LogLinesPerSecond float64
 	LogBurst          int
+	// AnswerNextTick: the server never waits for the plugin's answer to a
+	// tick; it applies it at the start of the next tick ([modules]
+	// plugin_answers = "next_tick").
+	AnswerNextTick bool
 }
 
 // Factory makes an unstarted module of its kind; the manager calls it

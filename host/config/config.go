@@ -200,6 +200,12 @@ type ModulesSection struct {
 	// PluginLogBurst is how many lines a Go plugin may log at once;
 	// 1..100000.
 	PluginLogBurst int `toml:"plugin_log_burst"`
+	// PluginAnswers is when a Go plugin's answer to a tick is applied:
+	// "same_tick" (the server waits for it up to the module budget) or
+	// "next_tick" (the server never waits: the plugin works while the
+	// server sleeps between ticks, and its actions apply at the start of
+	// the next tick — one tick more of latency, a shorter tick).
+	PluginAnswers string `toml:"plugin_answers"`
 	// SHA256 maps a Go plugin's path, exactly as written in Load or a
 	// --module flag, to the SHA-256 its executable must have, in lowercase
 	// hex (64 digits). The [modules.sha256] sub-table; empty by default.
@@ -281,6 +287,7 @@ func Default() Config {
 			PluginMemoryMiB:         512,
 			PluginLogLinesPerSecond: 100,
 			PluginLogBurst:          200,
+			PluginAnswers:           "same_tick",
 			RestartBackoff:          1,
 			RestartBackoffMax:       30,
 			MaxRestarts:             5,

@@ -247,7 +247,7 @@ func TestBadFiles(t *testing.T) {
 		{"no tick budget", "[modules]\ntick_budget_fraction = 0.0\n",
 			`config.toml:2: modules.tick_budget_fraction = 0: must be above 0 and at most 1`, 2, "modules.tick_budget_fraction"},
 		{"unknown key in [modules]", "[modules]\ncolour = 1\n",
-			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, restart_backoff, restart_backoff_max, max_restarts, restart_window, plugin_hang_timeout, plugin_memory_mib, plugin_log_lines_per_second, plugin_log_burst, sha256)`,
+			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, restart_backoff, restart_backoff_max, max_restarts, restart_window, plugin_hang_timeout, plugin_memory_mib, plugin_log_lines_per_second, plugin_log_burst, plugin_answers, sha256)`,
 			2, "modules.colour"},
 		{"removed tick_deadline", "[modules]\ntick_deadline = 0.25\n",
 			`config.toml:2: modules.tick_deadline was removed: the server no longer kills a Go plugin for one slow tick. ` +

@@ -252,6 +252,9 @@ func (c *Config) checkModules() *Error {
 	if e := c.intIn("modules.plugin_log_burst", m.PluginLogBurst, 1, 100_000, " lines"); e != nil {
 		return e
 	}
+	if m.PluginAnswers != "same_tick" && m.PluginAnswers != "next_tick" {
+		return c.refuse("modules.plugin_answers", m.PluginAnswers, `must be "same_tick" or "next_tick"`)
+	}
 	if e := c.floatIn("modules.restart_backoff", m.RestartBackoff, 0.01, 3600, " seconds"); e != nil {
 		return e
 	}

@@ -263,3 +263,33 @@ func TestPanicApplyingAnActionIsAFault(t *testing.T) {
 		t.Fatalf("after the panic the plugin answered %q", h.sends)
 	}
 }
+
+// TestNextTickAnswersApplyAtTheNextStep: with AnswerNextTick a Step sends
+// its call and returns without waiting for it; the answer is applied at
+// the start of the next Step, before that tick's call goes out, in order,
+// and is not counted late.
+func TestNextTickAnswersApplyAtTheNextStep(t *testing.T) {
+	m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = true })
+	if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
+		t.Fatal(err)
+	}
+	const ticks = 30
+	for n := 2; n < 2+ticks; n++ {
+		if err := m.Step(tick(uint64(n)), []module.Event{poke(n)}); err != nil {
+			t.Fatalf("tick %d: %v", n, err)
+		}
+		// Answered so far: the pokes of the ticks before this one.
+		if got, want := len(h.sends), n-2; got != want {
+			t.Fatalf("after tick %d: %d answers applied, want %d (each tick's at the next): %q", n, got, want, h.sends)
+		}
+		time.Sleep(time.Second / 60)
+	}
+	for i, s := range h.sends {
+		if want := `1:1301:"` + strconv.Itoa(i+2) + `"`; s != want {
+			t.Fatalf("answer %d is %s, want %s", i, s, want)
+		}
+	}
+	if rs := m.RuntimeStats(); rs.LateAnswers != 0 {
+		t.Errorf("%d answers counted late: an answer at the next tick is this mode's rule", rs.LateAnswers)
+	}
+}

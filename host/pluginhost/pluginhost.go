@@ -89,6 +89,10 @@ type Config struct {
 	// second, bursts of 200).
 	LogLinesPerSecond float64
 	LogBurst          int
+	// AnswerNextTick: Step never waits for the tick's answer; it is
+	// applied at the start of the next Step (waiting for it there up to
+	// that tick's deadline), so the plugin works between ticks.
+	AnswerNextTick bool
 	// Log is the server's logger; plugin records go to it with the
 	// module's name and their level.
 	Log *slog.Logger

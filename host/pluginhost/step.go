@@ -36,6 +36,12 @@ import (
 //     is reported, it does not fail a module. One slow tick is no fault.
 //   - A call unanswered for HangTimeout (10 s) is a hang: the plugin is
 //     killed with its process group and restarted like a crash.
+//   - With AnswerNextTick ([modules] plugin_answers = "next_tick") the
+//     tick never waits after sending: the plugin works while the server
+//     sleeps between ticks, and its answer is taken (waited for, within
+//     the deadline) at the start of the next Step and applied before that
+//     tick's call goes out. Actions take one tick longer; the tick does
+//     not contain the plugin's time. Not counted as late answers.
 
 // minWait is the least the game thread waits for an answer, even when the
 // tick's deadline is (nearly) past: a late tick is the server's lateness,
@@ -140,6 +146,15 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 		}
 	}
 	s := &m.steps
+	if s.inFlight && m.cfg.AnswerNextTick {
+		// The previous tick's answer, due by now: it is waited for here,
+		// within this tick's deadline, and applied first.
+		if a, ok := s.answered(waitFor(t)); ok {
+			if err := m.finish(a); err != nil {
+				return err
+			}
+		}
+	}
 	if s.inFlight {
 		select {
 		case a := <-s.answers:
@@ -152,6 +167,9 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	}
 	m.account(t, false)
 	m.send(t, events)
+	if m.cfg.AnswerNextTick {
+		return nil // applied at the start of the next Step
+	}
 	s.wait.Reset(waitFor(t))
 	select {
 	case a := <-s.answers:

@@ -63,6 +63,9 @@ func BenchmarkLoad1000(b *testing.B) {
 		if f, err := strconv.ParseFloat(os.Getenv("SPARK_MMO_BUDGET"), 64); err == nil {
 			c.Modules.TickBudgetFraction = f // how long a tick waits for the plugin's answer
 		}
+		if a := os.Getenv("SPARK_MMO_ANSWERS"); a != "" {
+			c.Modules.PluginAnswers = a // same_tick or next_tick
+		}
 	})
 	ctl := startLoadClients(b, srv, n, moving, split)
 	<-ctl.ready
