@@ -52,7 +52,11 @@ func BenchmarkLoad1000(b *testing.B) {
 		// threads running goroutines, which the kernel then time-slices
 		// on the one core, stalling the game thread a slice at a time.
 		// (The plugin, started after the pin, sees one CPU by itself.)
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		procs := 1
+		if n, err := strconv.Atoi(os.Getenv("SPARK_MMO_PROCS")); err == nil && n > 0 {
+			procs = n
+		}
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	}
 	srv := startServer(b, mmoDataDir(b, "speed = 100.0\n"), func(c *config.Config) {
 		c.Server.MaxClients = n + 24
