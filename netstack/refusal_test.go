@@ -2,6 +2,7 @@ package netstack_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -244,8 +245,8 @@ func TestV3SessionsSendOneMessagePerDatagram(t *testing.T) {
 		if cli.Protocol() != 3 || srv.ClientProtocol(cli.ID()) != 3 {
 			t.Fatalf("protocol: client v%d, server sees v%d", cli.Protocol(), srv.ClientProtocol(cli.ID()))
 		}
-		got := 0
-		srv.Handle(soakReliable, func(uint32, *wire.Header, []byte) { got++ })
+		var got atomic.Int32 // the server's receive goroutine counts
+		srv.Handle(soakReliable, func(uint32, *wire.Header, []byte) { got.Add(1) })
 		for i := range 20 {
 			if err := srv.Send(cli.ID(), soakOrdered, wire.ReliableOrdered, []byte{byte(i)}); err != nil {
 				t.Fatal(err)
@@ -263,8 +264,8 @@ func TestV3SessionsSendOneMessagePerDatagram(t *testing.T) {
 				t.Fatalf("message %d carried %d", i, m.Payload[0])
 			}
 		}
-		if got != 20 {
-			t.Fatalf("server got %d of 20", got)
+		if n := got.Load(); n != 20 {
+			t.Fatalf("server got %d of 20", n)
 		}
 		peer, _ := srv.ClientStats(cli.ID()) // the session's own counters, without the handshake's plain datagrams
 		for name, st := range map[string]netstack.Stats{"client": cli.Stats(), "server": peer} {
