@@ -220,6 +220,16 @@ func (s *Server) modulesRunning() bool {
 	return true
 }
 
+// opsMode is the mode the status page and metrics show: the configured
+// one, or "custom" for a server whose module is not a match (its map is
+// then MODULE/AREA).
+func (s *Server) opsMode(v *serverView) string {
+	if v.status.Mode == gamemsg.ModeCustom && s.cfg.GameMode() != gamemsg.ModeCustom {
+		return "custom"
+	}
+	return s.cfg.Match.GameMode
+}
+
 // Snapshot is the server as the ops layer sees it (ops.Source): published
 // views, atomics and the transport's counters; safe from any goroutine and
 // never waits for the game thread.
@@ -227,7 +237,7 @@ func (s *Server) Snapshot() ops.Snapshot {
 	v := s.view.Load()
 	ts := s.loop.Stats()
 	snap := ops.Snapshot{
-		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.cfg.Match.GameMode, MatchState: v.status.State.String(),
+		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.opsMode(v), MatchState: v.status.State.String(),
 		Round: v.status.Round, Started: s.start, Version: s.opts.Version,
 		TickRate: ts.Rate, Ticks: ts.Ticks, LateTicks: ts.LateTicks, SkippedTicks: ts.Skipped, Serving: s.ops.serving.Load(),
 		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,

@@ -38,9 +38,10 @@ func dialFrom(t testing.TB, srv *server, from, name string) *player {
 	return dialWith(t, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin(), Conn: uc})
 }
 
-// metric returns the module's metric name.
+// metric returns the module's metric name, as the server last published
+// it (Snapshot: safe off the game thread, as the metrics endpoint reads it).
 func metric(srv *server, name string) float64 {
-	for _, st := range srv.Modules().Modules() {
+	for _, st := range srv.Snapshot().Modules {
 		if st.Name != "mmo" {
 			continue
 		}
