@@ -36,6 +36,14 @@ type Manifest struct {
 	// module's name and area (Host.SetArea) where a match announces its
 	// map. Match-based modes leave it false and keep the match.
 	NoMatch bool
+	// AnswersNextTick: the module's answer to a tick may apply at the
+	// start of the next one, so the server never waits for it within the
+	// tick (a module in its own process: a Go plugin; the same as
+	// [modules] plugin_answers = "next_tick" for this module alone). For a
+	// world that replicates at a fraction of the tick rate (the MMO) one
+	// tick of latency goes unnoticed, and the server's tick no longer
+	// contains the plugin's round trip. In-process runtimes ignore it.
+	AnswersNextTick bool
 }
 
 // CommandSpec declares one admin console command of a module.

@@ -534,5 +534,6 @@ func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 	pm.Metrics = metricsToPB(m.Metrics)
 	pm.Rooms = m.Rooms
 	pm.NoMatch = m.NoMatch
+	pm.AnswersNextTick = m.AnswersNextTick
 	return pm
 }

@@ -85,6 +85,7 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 	man.Inputs = p.GetInputs()
 	man.Rooms = p.GetRooms()
 	man.NoMatch = p.GetNoMatch()
+	man.AnswersNextTick = p.GetAnswersNextTick()
 	return man, nil
 }
 

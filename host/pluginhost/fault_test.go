@@ -269,7 +269,18 @@ func TestPanicApplyingAnActionIsAFault(t *testing.T) {
 // the start of the next Step, before that tick's call goes out, in order,
 // and is not counted late.
 func TestNextTickAnswersApplyAtTheNextStep(t *testing.T) {
-	m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = true })
+	t.Run("config", func(t *testing.T) {
+		m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = true })
+		checkNextTick(t, m, h)
+	})
+	t.Run("manifest", func(t *testing.T) {
+		t.Setenv("HOSTILE_NEXT_TICK", "1") // the plugin's manifest asks for it
+		m, h, _ := start(t, hostilePkg, nil)
+		checkNextTick(t, m, h)
+	})
+}
+
+func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 	if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,9 @@ type Config struct {
 type Module struct {
 	cfg  Config
 	hash string
+	// nextTick: the manifest asks for its answers at the next tick
+	// (module.Manifest.AnswersNextTick; set by launch, before Load returns).
+	nextTick bool
 
 	client *goplugin.Client
 	cmd    *exec.Cmd
@@ -215,6 +218,10 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 	m.apply(actions)
 	return man, nil
 }
+
+// answerNextTick reports whether Step leaves this tick's answer for the
+// next: the operator's plugin_answers or the module's manifest says so.
+func (m *Module) answerNextTick() bool { return m.cfg.AnswerNextTick || m.nextTick }
 
 var _ module.Preparer = (*Module)(nil)
 
@@ -332,6 +339,7 @@ func (m *Module) start(info module.StartInfo) (module.Manifest, []*pluginv1.Acti
 	if err != nil {
 		return fail(err)
 	}
+	m.nextTick = man.AnswersNextTick
 	if m.metrics, err = metricsFromPB(resp.GetManifest()); err != nil {
 		return fail(err)
 	}

@@ -146,7 +146,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 		}
 	}
 	s := &m.steps
-	if s.inFlight && m.cfg.AnswerNextTick {
+	if s.inFlight && m.answerNextTick() {
 		// The previous tick's answer, due by now: it is waited for here,
 		// within this tick's deadline, and applied first.
 		if a, ok := s.answered(waitFor(t)); ok {
@@ -167,7 +167,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	}
 	m.account(t, false)
 	m.send(t, events)
-	if m.cfg.AnswerNextTick {
+	if m.answerNextTick() {
 		return nil // applied at the start of the next Step
 	}
 	s.wait.Reset(waitFor(t))

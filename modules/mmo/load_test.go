@@ -73,6 +73,8 @@ func BenchmarkLoad1000(b *testing.B) {
 	})
 	ctl := startLoadClients(b, srv, n, moving, split)
 	<-ctl.ready
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	before, t0 := srv.Stats(), time.Now()
 	b.ResetTimer()
 	stop := t0.Add(moving)
@@ -94,6 +96,9 @@ func BenchmarkLoad1000(b *testing.B) {
 	<-ctl.done
 	b.StopTimer()
 	after, elapsed := srv.Stats(), time.Since(t0).Seconds()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/elapsed/(1<<20), "server-alloc-MiB/s")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "server-GCs")
 	ticks := after.Ticks - before.Ticks
 	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	in, _ := srv.Exec("mmo_online")

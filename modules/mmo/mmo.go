@@ -159,6 +159,9 @@ func (m *Module) Manifest() module.Manifest {
 		// A world, not a match: no match timer, no scoreboard; discovery
 		// announces "mmo" and the area this server owns.
 		NoMatch: true,
+		// Replicating at 10 Hz, the world does not notice its answers
+		// applying one tick later: the server's tick never waits for it.
+		AnswersNextTick: true,
 		Commands: []module.CommandSpec{
 			{Name: "mmo_accounts", Usage: "", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "", Help: "logged-in accounts, their characters and positions"},

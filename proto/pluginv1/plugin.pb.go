@@ -719,9 +719,13 @@ type Manifest struct {
 	// The module is not a match (an MMO gate, a hub): the server keeps no
 	// match state for its room and announces the module's name and area
 	// (ACTION_SET_AREA) where a match announces its map.
-	NoMatch       bool `protobuf:"varint,9,opt,name=no_match,json=noMatch,proto3" json:"no_match,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NoMatch bool `protobuf:"varint,9,opt,name=no_match,json=noMatch,proto3" json:"no_match,omitempty"`
+	// The module's answer to a tick may apply at the start of the next: the
+	// server never waits for it within the tick (plugin_answers = next_tick
+	// for this module).
+	AnswersNextTick bool `protobuf:"varint,10,opt,name=answers_next_tick,json=answersNextTick,proto3" json:"answers_next_tick,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
@@ -813,6 +817,13 @@ func (x *Manifest) GetRooms() bool {
 func (x *Manifest) GetNoMatch() bool {
 	if x != nil {
 		return x.NoMatch
+	}
+	return false
+}
+
+func (x *Manifest) GetAnswersNextTick() bool {
+	if x != nil {
+		return x.AnswersNextTick
 	}
 	return false
 }
@@ -2194,7 +2205,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
 	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
 	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
-	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xf7\x02\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xa3\x03\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
@@ -2204,7 +2215,9 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06inputs\x18\x06 \x01(\bR\x06inputs\x129\n" +
 	"\ametrics\x18\a \x03(\v2\x1f.sparkhost.plugin.v1.MetricSpecR\ametrics\x12\x14\n" +
 	"\x05rooms\x18\b \x01(\bR\x05rooms\x12\x19\n" +
-	"\bno_match\x18\t \x01(\bR\anoMatch\"i\n" +
+	"\bno_match\x18\t \x01(\bR\anoMatch\x12*\n" +
+	"\x11answers_next_tick\x18\n" +
+	" \x01(\bR\x0fanswersNextTick\"i\n" +
 	"\n" +
 	"MetricSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +

@@ -55,6 +55,9 @@ func (m *hostile) Manifest() module.Manifest {
 			cmd("hostile_print", "N"), cmd("hostile_score", ""), cmd("hostile_ticks", ""),
 			cmd("hostile_stall", "MS"), cmd("hostile_memlimit", ""), cmd("hostile_exit", ""),
 		},
+		// HOSTILE_NEXT_TICK=1: the manifest asks for its answers at the
+		// next tick (pluginhost's TestNextTickAnswersApplyAtTheNextStep).
+		AnswersNextTick: os.Getenv("HOSTILE_NEXT_TICK") == "1",
 	}
 }
 
