@@ -231,6 +231,29 @@ func check(t *testing.T, w *world.World, views map[world.ID]view) {
 	}
 }
 
+// randomChange makes one random change to w: a character named name enters
+// (always while fewer than least are in), one leaves (its view goes), or
+// one changes its intent. It returns the characters in.
+func randomChange(t *testing.T, w *world.World, cfg world.Config, rng *rand.Rand, in []world.ID, views map[world.ID]view, least int, name string) []world.ID {
+	t.Helper()
+	switch op := rng.IntN(10); {
+	case op == 0 || len(in) < least:
+		return append(in, enter(t, w, name, rng.Float64()*cfg.Width, rng.Float64()*cfg.Height))
+	case op == 1 && len(in) > least:
+		k := rng.IntN(len(in))
+		if _, err := w.Leave(in[k]); err != nil {
+			t.Fatal(err)
+		}
+		delete(views, in[k])
+		return slices.Delete(in, k, k+1)
+	default:
+		if err := w.SetIntent(in[rng.IntN(len(in))], rng.Float64()*2-1, rng.Float64()*2-1); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+}
+
 func TestReplicationMatchesBruteForce(t *testing.T) {
 	for _, cfg := range []world.Config{
 		{Width: 400, Height: 300, Speed: 40, InterestRadius: 60, TickRate: 20},
@@ -244,24 +267,8 @@ func TestReplicationMatchesBruteForce(t *testing.T) {
 		var in []world.ID
 		names := 0
 		for step := range 400 {
-			switch op := rng.IntN(10); {
-			case op == 0 || len(in) < 5:
-				names++
-				id := enter(t, w, "c"+string(rune('a'+names%26))+string(rune('a'+names/26%26))+string(rune('a'+names/676)), rng.Float64()*cfg.Width, rng.Float64()*cfg.Height)
-				in = append(in, id)
-			case op == 1 && len(in) > 5:
-				k := rng.IntN(len(in))
-				if _, err := w.Leave(in[k]); err != nil {
-					t.Fatal(err)
-				}
-				delete(views, in[k])
-				in = slices.Delete(in, k, k+1)
-			default:
-				id := in[rng.IntN(len(in))]
-				if err := w.SetIntent(id, rng.Float64()*2-1, rng.Float64()*2-1); err != nil {
-					t.Fatal(err)
-				}
-			}
+			names++
+			in = randomChange(t, w, cfg, rng, in, views, 5, "c"+string(rune('a'+names%26))+string(rune('a'+names/26%26))+string(rune('a'+names/676)))
 			w.Step()
 			if step%3 == 0 {
 				w.Replicate(func(d *world.Delta) { apply(t, views, d) })
@@ -521,22 +528,7 @@ func TestReplicationInPartsLosesNothing(t *testing.T) {
 	const parts = 3
 	apply1 := func(d *world.Delta) { apply(t, views, d) }
 	for step := range 600 {
-		switch op := rng.IntN(10); {
-		case op == 0 || len(in) < 8:
-			id := enter(t, w, fmt.Sprintf("p%d", step), rng.Float64()*cfg.Width, rng.Float64()*cfg.Height)
-			in = append(in, id)
-		case op == 1 && len(in) > 8:
-			k := rng.IntN(len(in))
-			if _, err := w.Leave(in[k]); err != nil {
-				t.Fatal(err)
-			}
-			delete(views, in[k])
-			in = slices.Delete(in, k, k+1)
-		default:
-			if err := w.SetIntent(in[rng.IntN(len(in))], rng.Float64()*2-1, rng.Float64()*2-1); err != nil {
-				t.Fatal(err)
-			}
-		}
+		in = randomChange(t, w, cfg, rng, in, views, 8, fmt.Sprintf("p%d", step))
 		w.Step()
 		w.ReplicatePart(step%parts, parts, apply1)
 	}
