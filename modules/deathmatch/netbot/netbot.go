@@ -90,7 +90,11 @@ type Stats struct {
 	// MaxCorrection is the largest prediction correction, in units, while
 	// the bot was alive (from its PlayerRespawn to its death or the end of
 	// a round): a respawn is a teleport, not a misprediction, and the
-	// server holds a dead player still while its inputs go on.
+	// server holds a dead player still while its inputs go on. A
+	// correction counts a second after it was seen unless a message that
+	// explains a jump (PlayerRespawn, MatchStart, MatchEnd, the map, the
+	// bot's Frag) arrives meanwhile: the unreliable InputAck may overtake
+	// it.
 	MaxCorrection float32
 	// Body is the entity id of the bot's body as its last PlayerRespawn
 	// said (0 before the first).
@@ -130,7 +134,18 @@ type Bot struct {
 
 	mu sync.Mutex
 	st Stats
+	// A correction is final a second after it was seen (settleAfter): an
+	// InputAck is unreliable and may overtake the ordered message that
+	// explains a jump of the bot's body (its PlayerRespawn, a MatchStart,
+	// its Frag), so a correction seen just before such a message is the
+	// teleport seen early and is dropped. pending is the largest
+	// correction not yet final, since pendingAt (zero: none).
+	pending   float32
+	pendingAt time.Time
 }
+
+// settleAfter is how long a correction waits before it counts.
+const settleAfter = time.Second
 
 // Dial connects a bot to the server and sets it up on the server's map.
 func Dial(ctx context.Context, cfg Config) (*Bot, error) {
@@ -220,7 +235,25 @@ func (b *Bot) World() *client.World { return b.world }
 func (b *Bot) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.settleLocked(time.Now())
 	return b.st
+}
+
+// settleLocked makes the pending correction final once it has waited
+// settleAfter (under b.mu).
+func (b *Bot) settleLocked(now time.Time) {
+	if !b.pendingAt.IsZero() && now.Sub(b.pendingAt) >= settleAfter {
+		b.st.MaxCorrection = max(b.st.MaxCorrection, b.pending)
+		b.pending, b.pendingAt = 0, time.Time{}
+	}
+}
+
+// teleported drops the pending correction: the message just received
+// explains it (under b.mu or on the receive path before Stats can see it).
+func (b *Bot) teleported() {
+	b.mu.Lock()
+	b.pending, b.pendingAt = 0, time.Time{}
+	b.mu.Unlock()
 }
 
 // Close leaves the server (ClientQuit); Run returns nil after it.
@@ -367,8 +400,14 @@ func (b *Bot) handle(m netstack.Message) {
 		if ok, _ := b.pred.Reconcile(ack); ok {
 			b.mu.Lock()
 			b.st.Acks++
-			if b.alive {
-				b.st.MaxCorrection = max(b.st.MaxCorrection, b.pred.LastCorrection())
+			if now := time.Now(); b.alive {
+				b.settleLocked(now)
+				if c := b.pred.LastCorrection(); c > 0 {
+					b.pending = max(b.pending, c)
+					if b.pendingAt.IsZero() {
+						b.pendingAt = now
+					}
+				}
 			}
 			b.mu.Unlock()
 		}
@@ -377,6 +416,7 @@ func (b *Bot) handle(m netstack.Message) {
 		if err == nil && r.Client == b.c.ID() {
 			_ = b.pred.Reset(movement.State{Position: r.Position, Yaw: r.Yaw}) // finite: the parser checked
 			b.alive = true
+			b.teleported()
 			b.mu.Lock()
 			b.st.Respawns++
 			b.st.Body = r.EntityID
@@ -384,11 +424,13 @@ func (b *Bot) handle(m netstack.Message) {
 		}
 	case gamemsg.TypeMatchStart:
 		b.alive = false // every round starts with a respawn
+		b.teleported()
 		if ms, err := gamemsg.ParseMatchStart(p); err == nil && ms.Map != b.mapName {
 			_ = b.setMap(ms.Map)
 		}
 	case gamemsg.TypeMatchEnd:
 		b.alive = false // the next map starts with a respawn
+		b.teleported()
 	case gamemsg.TypeGameStateSync:
 		if g, err := gamemsg.ParseGameStateSync(p); err == nil && g.Map != b.mapName {
 			_ = b.setMap(g.Map)
@@ -396,6 +438,7 @@ func (b *Bot) handle(m netstack.Message) {
 	case deathmatch.TypeMap:
 		if name, err := deathmatch.ParseMap(p); err == nil && name != b.mapName {
 			b.alive = false // a respawn on the new map follows
+			b.teleported()
 			_ = b.setMap(name)
 		}
 	case deathmatch.TypeTeam:
@@ -416,6 +459,7 @@ func (b *Bot) handle(m netstack.Message) {
 		case f.Victim == b.c.ID():
 			b.st.Deaths++
 			b.alive = false
+			b.pending, b.pendingAt = 0, time.Time{} // held still from its death on
 		case f.Killer == b.c.ID() && f.Flags == 0:
 			b.st.Kills++
 		}
