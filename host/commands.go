@@ -245,30 +245,23 @@ func (s *Server) cmdEndMatch(args []string) (string, error) {
 // argument, else the server's one room; a room whose module is not a
 // match has no map or match to change.
 func (s *Server) matchRoom(args []string) (*room, []string, error) {
-	r, rest, err := s.commandRoom(args)
-	if err == nil && r.noMatch != "" {
-		return nil, nil, fmt.Errorf("%s is not a match: it has no map rotation or match to end", r.noMatch)
-	}
-	return r, rest, err
-}
-
-// commandRoom is @ROOM as the first argument, else the server's one room.
-func (s *Server) commandRoom(args []string) (*room, []string, error) {
+	r := s.fixed
 	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
 		id, err := strconv.ParseUint(args[0][1:], 10, 32)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%q is not a room; write @ROOM, e.g. @3 (see rooms)", args[0])
 		}
-		r := s.rooms[uint32(id)]
-		if r == nil {
+		if r = s.rooms[uint32(id)]; r == nil {
 			return nil, nil, fmt.Errorf("no room %d; see rooms", id)
 		}
-		return r, args[1:], nil
-	}
-	if s.fixed == nil {
+		args = args[1:]
+	} else if r == nil {
 		return nil, nil, errors.New("this server runs rooms: name one first, e.g. endmatch @3 (see rooms)")
 	}
-	return s.fixed, args, nil
+	if r.noMatch != "" {
+		return nil, nil, fmt.Errorf("%s is not a match: it has no map rotation or match to end", r.noMatch)
+	}
+	return r, args, nil
 }
 
 // suffix names a room in an answer (nothing for the server's one room).

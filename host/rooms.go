@@ -44,7 +44,9 @@ type room struct {
 	// noMatch names the room's module that is not a match
 	// (module.Manifest.NoMatch; "" for a match), area the area it set
 	// (Host.SetArea): such a room keeps no match state (phase).
-	noMatch, area string
+	// worldMap is what it announces for a map, worldLabel(noMatch, area),
+	// kept so that phase, called every tick, allocates nothing.
+	noMatch, area, worldMap string
 	buf           []byte
 }
 
@@ -74,7 +76,7 @@ func (r *room) phase() match.Status {
 		return r.match.Phase(r.now())
 	}
 	return match.Status{State: gamemsg.MatchInProgress, Mode: gamemsg.ModeCustom,
-		Map: worldLabel(r.noMatch, r.area), Players: len(r.info.Members)}
+		Map: r.worldMap, Players: len(r.info.Members)}
 }
 
 // worldLabel is what a world that is not a match announces for a map: its
@@ -110,6 +112,7 @@ func (r *room) syncNoMatch() {
 		r.s.log.Info("the room's module is not a match: no match timer, scores or map rotation", "room", r.info.ID, "module", name)
 	}
 	r.noMatch, r.scoresDirty, r.changed = name, false, true
+	r.worldMap = worldLabel(r.noMatch, r.area)
 }
 
 // now is the room's time as of the current tick.
@@ -169,6 +172,7 @@ func (s *Server) openRoom(r *room, specs []modules.Spec) error {
 		SetArea: func(name string) {
 			if name != r.area {
 				r.area, r.changed = name, true
+				r.worldMap = worldLabel(r.noMatch, r.area)
 			}
 		},
 		Everyone: r.info.Fixed,

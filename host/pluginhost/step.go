@@ -113,25 +113,38 @@ func (s *stepper) stop() {
 	}
 }
 
-// answered takes the answer of the call in flight if it comes within d.
+// answered takes the answer of the call in flight if it comes within d,
+// or, for d ≤ 0, if it is in already. It waits on the stepper's one timer:
+// nothing is allocated per tick.
 func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 	if !s.inFlight {
 		return stepAnswer{}, false
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if d <= 0 {
+		select {
+		case a := <-s.answers:
+			s.inFlight = false
+			return a, true
+		default:
+			return stepAnswer{}, false
+		}
+	}
+	s.wait.Reset(d)
 	select {
 	case a := <-s.answers:
+		s.wait.Stop()
 		s.inFlight = false
 		return a, true
-	case <-t.C:
+	case <-s.wait.C:
 		return stepAnswer{}, false
 	}
 }
 
-// Step runs one tick: it takes a late answer that has arrived, then sends
+// Step runs one tick: it takes the previous call's answer if it is in (with
+// AnswerNextTick: waiting for it up to the tick's deadline), then sends
 // this tick's events (with any held ones) and waits for the answer up to the
-// tick's deadline — or, if the previous call is still out, holds them.
+// tick's deadline (with AnswerNextTick: not at all) — or, if the previous
+// call is still out, holds them.
 func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if err := m.check(); err != nil {
 		return err
@@ -146,23 +159,17 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 		}
 	}
 	s := &m.steps
-	if s.inFlight && m.answerNextTick() {
-		// The previous tick's answer, due by now: it is waited for here,
-		// within this tick's deadline, and applied first.
-		if a, ok := s.answered(waitFor(t)); ok {
-			if err := m.finish(a); err != nil {
-				return err
-			}
-		}
-	}
 	if s.inFlight {
-		select {
-		case a := <-s.answers:
-			if err := m.finish(a); err != nil {
-				return err
-			}
-		default:
+		var due time.Duration // a late answer: taken only if it is in
+		if m.answerNextTick() {
+			due = waitFor(t) // the previous tick's answer, due by now
+		}
+		a, ok := s.answered(due)
+		if !ok {
 			return m.behind(t, events)
+		}
+		if err := m.finish(a); err != nil {
+			return err
 		}
 	}
 	m.account(t, false)
@@ -170,15 +177,12 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if m.answerNextTick() {
 		return nil // applied at the start of the next Step
 	}
-	s.wait.Reset(waitFor(t))
-	select {
-	case a := <-s.answers:
-		s.wait.Stop()
-		return m.finish(a)
-	case <-s.wait.C:
+	a, ok := s.answered(waitFor(t))
+	if !ok {
 		s.lateAnswers.Add(1)
 		return nil
 	}
+	return m.finish(a)
 }
 
 // waitFor is how long this tick waits for its answer.

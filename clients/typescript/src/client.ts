@@ -147,7 +147,7 @@ export class ClientError extends Error {
 export class Client {
   /** The id the server assigned. */
   readonly id: number;
-  /** The session's transcript hash (its channel binding, §3.13, §14.7). */
+  /** The session's transcript hash (its channel binding, §3.13, §13.7). */
   readonly th: Uint8Array;
   /** The server's identity pin. */
   readonly serverPin: string;

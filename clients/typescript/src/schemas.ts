@@ -341,7 +341,7 @@ export enum RefuseReason {
   Inconsistent = 8,
 }
 
-/** What a client accepts from the server of each built-in type: channel and size (§9, §14.2). */
+/** What a client accepts from the server of each built-in type: channel and size (§9, §13.2). */
 interface BuiltinRule {
   channel: Channel;
   min: number;

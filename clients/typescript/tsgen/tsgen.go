@@ -14,10 +14,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sparkhost/sparkhost/module/schemajson"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // Format is the schema export format this generator reads.
@@ -185,8 +184,7 @@ func check(m message) (checked, error) {
 	if !identifier.MatchString(m.Name) || len(m.Name) > 64 {
 		return c, fmt.Errorf("name %q: the generator needs an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes)", m.Name)
 	}
-	if m.Owner == "" || len(m.Owner) > 64 || !utf8.ValidString(m.Owner) || strings.ContainsFunc(m.Owner, isControl) ||
-		strings.TrimFunc(m.Owner, isWhiteSpace) == "" || m.Owner == "builtin" {
+	if !wire.ValidName([]byte(m.Owner), 64) || m.Owner == wire.BuiltinOwner { // the §1 name rule, as the registry applies it
 		return c, fmt.Errorf("owner %q: a module name of 1..64 bytes of UTF-8 without control characters, not only white space, not \"builtin\"", m.Owner)
 	}
 	if _, ok := directions[m.Direction]; !ok {
@@ -301,10 +299,6 @@ func sized(typ string, max *int) (lo, hi int, err error) {
 	}
 	return 0, 0, fmt.Errorf("unknown type %q (u8 u16 u32 i32 f32 vec3 str bytes array)", typ)
 }
-
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
-
-func isWhiteSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
 
 // pascal turns hello_greet into HelloGreet.
 func pascal(name string) string {

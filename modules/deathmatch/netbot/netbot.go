@@ -244,17 +244,20 @@ func (b *Bot) Stats() Stats {
 func (b *Bot) settleLocked(now time.Time) {
 	if !b.pendingAt.IsZero() && now.Sub(b.pendingAt) >= settleAfter {
 		b.st.MaxCorrection = max(b.st.MaxCorrection, b.pending)
-		b.pending, b.pendingAt = 0, time.Time{}
+		b.dropPendingLocked()
 	}
 }
 
 // teleported drops the pending correction: the message just received
-// explains it (under b.mu or on the receive path before Stats can see it).
+// explains it.
 func (b *Bot) teleported() {
 	b.mu.Lock()
-	b.pending, b.pendingAt = 0, time.Time{}
+	b.dropPendingLocked()
 	b.mu.Unlock()
 }
+
+// dropPendingLocked forgets the correction not yet final (under b.mu).
+func (b *Bot) dropPendingLocked() { b.pending, b.pendingAt = 0, time.Time{} }
 
 // Close leaves the server (ClientQuit); Run returns nil after it.
 func (b *Bot) Close() error { return b.c.Close() }
@@ -459,7 +462,7 @@ func (b *Bot) handle(m netstack.Message) {
 		case f.Victim == b.c.ID():
 			b.st.Deaths++
 			b.alive = false
-			b.pending, b.pendingAt = 0, time.Time{} // held still from its death on
+			b.dropPendingLocked() // held still from its death on
 		case f.Killer == b.c.ID() && f.Flags == 0:
 			b.st.Kills++
 		}

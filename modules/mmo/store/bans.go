@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,13 +33,8 @@ type Ban struct {
 
 // CheckBanReason reports ErrBanReason unless reason may be stored.
 func CheckBanReason(reason string) error {
-	if len(reason) > MaxBanReason || !utf8.ValidString(reason) {
+	if len(reason) > MaxBanReason || !utf8.ValidString(reason) || strings.ContainsFunc(reason, unicode.IsControl) {
 		return ErrBanReason
-	}
-	for _, r := range reason {
-		if r < 0x20 || r == 0x7F || r >= 0x80 && r < 0xA0 {
-			return ErrBanReason
-		}
 	}
 	return nil
 }
