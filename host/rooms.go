@@ -47,7 +47,7 @@ type room struct {
 	// worldMap is what it announces for a map, worldLabel(noMatch, area),
 	// kept so that phase, called every tick, allocates nothing.
 	noMatch, area, worldMap string
-	buf           []byte
+	buf                     []byte
 }
 
 // roomClock is a room's match time: the tick's time less the time the room
