@@ -38,6 +38,10 @@ const (
 	// MaxAckDelay is the longest a receiver may wait before acknowledging a
 	// reliable arrival ("within 33 ms").
 	MaxAckDelay = 33 * time.Millisecond
+	// MaxProbes is how many expired packets are resent per round to a peer
+	// that has acknowledged nothing sent since them (see runTimers): a
+	// slow peer gets a probe, not its whole window again.
+	MaxProbes = 2
 	// AckBits is the width of an Ack's bitfield: an Ack also covers the 32
 	// sequences below its ack field.
 	AckBits = 32

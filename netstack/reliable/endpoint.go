@@ -50,6 +50,15 @@ type Endpoint struct {
 	timerDue time.Duration
 	// sendDue is when the oldest untransmitted packet became sendable.
 	sendDue time.Duration
+	// Probing a silent peer (runTimers): transmissions are numbered in
+	// the order they leave (txCount is the last number given), ackedTx is
+	// the latest transmission the peer has acknowledged (0: none yet);
+	// silentRounds counts the probe rounds since, the next allowed at
+	// probeDue; deferred is set while expired packets wait for one.
+	txCount, ackedTx uint64
+	silentRounds     int
+	probeDue         time.Duration
+	deferred         bool
 
 	// Receiving half.
 	recv      seqWindow

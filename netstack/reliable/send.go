@@ -24,6 +24,7 @@ type outPacket struct {
 	hdr       wire.Header
 	buf       *[]byte
 	firstSent time.Duration
+	lastTx    uint64        // number of its latest transmission (Endpoint.txCount)
 	due       time.Duration // next retransmission, or failure after the last
 	retx      int           // retransmissions so far; Karn samples only at 0
 	state     outState
@@ -171,6 +172,8 @@ func (e *Endpoint) transmitNew(t time.Duration, emit func(*wire.Header, []byte))
 		p := e.slot(e.firstUnsent)
 		p.state = outSent
 		p.firstSent = t
+		e.txCount++
+		p.lastTx = e.txCount
 		p.due = t + e.rtt.rto
 		e.timerDue = min(e.timerDue, p.due, t+e.cfg.ConnectionTimeout)
 		e.st.sent++
@@ -184,12 +187,29 @@ func (e *Endpoint) emitPacket(p *outPacket, emit func(*wire.Header, []byte)) {
 	emit(&e.emitHdr, *p.buf)
 }
 
-// runTimers retransmits every sent packet whose wait expired and detects
+// runTimers retransmits the sent packets whose wait expired and detects
 // delivery failure. The k-th retransmission waits RTO·min(2^k, 8), with the
 // RTO current when it is sent. It scans the whole window (≤ 256 slots), which
 // is cheaper than keeping a timer heap in order under acks.
+//
+// An expired packet is resent at once when the peer has acknowledged a
+// transmission made after it: the peer is alive and this one was lost. When
+// the peer has acknowledged nothing sent since, it may be lost too — or the
+// peer is slow (a client starved of CPU, a stalled path) and every packet in
+// flight is still on its way. Resending the whole window then only adds to
+// what a slow peer must get through, and a server with many slow peers
+// melts down in its own retransmissions. So such packets are probes: at most
+// MaxProbes of them (the oldest) go per silent round, and the rounds back
+// off like a retransmission, RTO·min(2^r, 8) after the r-th; the others wait
+// for the next round or for an Ack, which either acknowledges them or, by
+// acknowledging the probes, shows them lost (then they go at once). Every
+// packet keeps its own retransmission count and connection deadline, so a
+// dead peer is detected as before: the oldest packet is always probed
+// first.
 func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) error {
 	next := never
+	probes, deferred := 0, false
+	probing := t >= e.probeDue
 	for s := e.oldest; s != e.firstUnsent; s++ {
 		p := e.slot(s)
 		if p.state != outSent {
@@ -201,16 +221,34 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 				ErrDeliveryFailed, s, t-p.firstSent, p.retx))
 		}
 		if t >= p.due {
+			if p.lastTx > e.ackedTx { // nothing sent after it has been acknowledged
+				if !probing || probes >= MaxProbes {
+					deferred = true
+					next = min(next, deadline)
+					continue
+				}
+				probes++
+			}
 			if p.retx >= e.cfg.MaxRetransmissions {
 				return e.fail(fmt.Errorf("%w: sequence %d unacknowledged after %d retransmissions",
 					ErrDeliveryFailed, s, p.retx))
 			}
 			p.retx++
+			e.txCount++
+			p.lastTx = e.txCount
 			p.due = t + backoff(e.rtt.rto, p.retx)
 			e.st.retransmissions++
 			e.emitPacket(p, emit)
 		}
 		next = min(next, p.due, deadline)
+	}
+	if probes > 0 {
+		e.silentRounds++
+		e.probeDue = t + backoff(e.rtt.rto, e.silentRounds)
+	}
+	e.deferred = deferred
+	if deferred {
+		next = min(next, e.probeDue)
 	}
 	e.timerDue = next
 	return nil
@@ -237,7 +275,7 @@ func (e *Endpoint) OnAck(a Ack, now time.Time) {
 		if p.retx == 0 {
 			e.rtt.sample(t-p.firstSent, time.Duration(a.DelayMS)*time.Millisecond)
 		}
-		e.markAcked(p)
+		e.markAcked(p, t)
 	}
 	for b := a.Bits; b != 0; b &= b - 1 {
 		i := uint32(bits.TrailingZeros32(b))
@@ -245,7 +283,7 @@ func (e *Endpoint) OnAck(a Ack, now time.Time) {
 			break // a.Ack−1−i would be 0 or wrap: never a sequence
 		}
 		if p := e.sentSlot(a.Ack - 1 - i); p != nil {
-			e.markAcked(p)
+			e.markAcked(p, t)
 		}
 	}
 	e.slide(t)
@@ -271,7 +309,18 @@ func (e *Endpoint) sentSlot(s uint32) *outPacket {
 	return nil
 }
 
-func (e *Endpoint) markAcked(p *outPacket) {
+// markAcked records p's acknowledgement at t. An acknowledged transmission
+// newer than any before ends a silent period (runTimers): probing starts
+// over, and packets held back as probes that were sent before it are resent
+// at the next Poll if their wait is over.
+func (e *Endpoint) markAcked(p *outPacket, t time.Duration) {
+	if p.lastTx > e.ackedTx {
+		e.ackedTx = p.lastTx
+		e.silentRounds, e.probeDue = 0, 0
+		if e.deferred {
+			e.timerDue = min(e.timerDue, t)
+		}
+	}
 	p.state = outAcked
 	releaseBuf(p.buf)
 	p.buf = nil

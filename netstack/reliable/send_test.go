@@ -279,3 +279,77 @@ func TestSequenceExhaustion(t *testing.T) {
 	}
 	mustSend(t, e, wire.Reliable, "still fine", 0)
 }
+
+// TestSilentPeerGetsProbesNotItsWindow: 50 packets to a peer that
+// acknowledges nothing. Each timeout round resends only the MaxProbes
+// oldest, the rounds back off, and the endpoint still fails on the oldest
+// packet as it would without probing.
+func TestSilentPeerGetsProbesNotItsWindow(t *testing.T) {
+	e := New(Config{ConnectionTimeout: time.Hour}, t0)
+	for range 50 {
+		mustSend(t, e, wire.Reliable, "m", 0)
+	}
+	if got := poll(t, e, 0); len(got) != 50 {
+		t.Fatalf("first Poll sent %d, want 50", len(got))
+	}
+	rto := InitialRTO
+	now := time.Duration(0)
+	for k, wait := range []time.Duration{rto, 2 * rto, 4 * rto, 8 * rto, 8 * rto} {
+		now += wait
+		if d := e.NextDeadline(); !d.Equal(at(now)) {
+			t.Fatalf("round %d: NextDeadline %v, want %v", k+1, d.Sub(t0), now)
+		}
+		if got := seqs(poll(t, e, now)); !equalU32(got, []uint32{1, 2}) {
+			t.Fatalf("round %d at %v resent %v, want the two oldest", k+1, now, got)
+		}
+	}
+	if r := e.Stats().Retransmissions; r != 10 {
+		t.Fatalf("%d retransmissions after 5 rounds, want 10", r)
+	}
+	for e.Stats().Retransmissions < 2*DefaultMaxRetransmissions {
+		now += 8 * rto
+		poll(t, e, now)
+	}
+	now += 8 * rto // the 10th retransmission's wait
+	if err := e.Poll(at(now), (&recorder{}).emit); !errors.Is(err, ErrDeliveryFailed) {
+		t.Fatalf("Poll after the oldest's 10th retransmission: %v, want ErrDeliveryFailed", err)
+	}
+}
+
+// TestProbeAckShowsTheRestLost: once the peer acknowledges a probe, every
+// expired packet sent before it is known lost and goes at once; a peer that
+// was only slow and acknowledges everything gets nothing more.
+func TestProbeAckShowsTheRestLost(t *testing.T) {
+	e := New(Config{}, t0)
+	for range 10 {
+		mustSend(t, e, wire.Reliable, "m", 0)
+	}
+	poll(t, e, 0)
+	rto := InitialRTO
+	if got := seqs(poll(t, e, rto)); !equalU32(got, []uint32{1, 2}) {
+		t.Fatalf("probes %v, want 1 2", got)
+	}
+	// The probes arrive; 3..10 were lost.
+	e.OnAck(Ack{Ack: 2, Bits: 1}, at(rto+10*ms))
+	if d := e.NextDeadline(); d.After(at(rto + 10*ms)) {
+		t.Fatalf("NextDeadline %v after the probes' ack, want now", d.Sub(t0))
+	}
+	if got := seqs(poll(t, e, rto+10*ms)); !equalU32(got, []uint32{3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Fatalf("after the probes' ack resent %v, want 3..10", got)
+	}
+
+	slow := New(Config{}, t0)
+	for range 10 {
+		mustSend(t, slow, wire.Reliable, "m", 0)
+	}
+	poll(t, slow, 0)
+	poll(t, slow, rto) // two probes
+	// The peer was slow, not lossy: it acknowledges all ten originals.
+	slow.OnAck(Ack{Ack: 10, Bits: 0x1ff}, at(rto+10*ms))
+	if got := poll(t, slow, 10*rto); len(got) != 0 {
+		t.Fatalf("a peer that acknowledged everything got %v", seqs(got))
+	}
+	if r := slow.Stats().Retransmissions; r != 2 {
+		t.Errorf("%d retransmissions to a slow peer, want the 2 probes", r)
+	}
+}
