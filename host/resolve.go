@@ -67,6 +67,7 @@ func (s *Server) spec(kind string, src module.Source) (modules.Spec, error) {
 			HangTimeout: s.cfg.PluginHangTimeout(), MemoryLimit: s.cfg.PluginMemoryLimit(),
 			LogLinesPerSecond: s.cfg.Modules.PluginLogLinesPerSecond, LogBurst: s.cfg.Modules.PluginLogBurst,
 			AnswerNextTick: s.cfg.Modules.PluginAnswers == "next_tick",
+			Nice:           s.cfg.Modules.PluginNice,
 		},
 	}
 	return modules.Spec{

@@ -61,6 +61,10 @@ type PluginLimits struct {
 	// tick; it applies it at the start of the next tick ([modules]
 	// plugin_answers = "next_tick").
 	AnswerNextTick bool
+	// Nice is how much lower than the server's the plugin's CPU priority
+	// is (a Unix nice increment, 0..19; [modules] plugin_nice): on a busy
+	// machine the server's tick runs before the plugin's work.
+	Nice int
 }
 
 // Factory makes an unstarted module of its kind; the manager calls it

@@ -108,6 +108,12 @@ type NetworkSection struct {
 	DatagramSize int `toml:"datagram_size"`
 }
 
+// DefaultPluginNice is modules.plugin_nice's default: a plugin busy on a
+// full core leaves the server's tick about three quarters of it (CFS
+// weights 1024 against 335), and the tick's wake-up preempts the plugin
+// instead of waiting for its time slice to end.
+const DefaultPluginNice = 5
+
 // Exposure values of network.exposure.
 const (
 	ExposurePrivate  = "private"
@@ -206,6 +212,10 @@ type ModulesSection struct {
 	// server sleeps between ticks, and its actions apply at the start of
 	// the next tick — one tick more of latency, a shorter tick).
 	PluginAnswers string `toml:"plugin_answers"`
+	// PluginNice is how far below the server's a Go plugin's CPU priority
+	// is, as a Unix nice increment: under CPU contention the server's tick
+	// runs first. 0..19; 0 leaves them equal. Linux only.
+	PluginNice int `toml:"plugin_nice"`
 	// SHA256 maps a Go plugin's path, exactly as written in Load or a
 	// --module flag, to the SHA-256 its executable must have, in lowercase
 	// hex (64 digits). The [modules.sha256] sub-table; empty by default.
@@ -288,6 +298,7 @@ func Default() Config {
 			PluginLogLinesPerSecond: 100,
 			PluginLogBurst:          200,
 			PluginAnswers:           "same_tick",
+			PluginNice:              DefaultPluginNice,
 			RestartBackoff:          1,
 			RestartBackoffMax:       30,
 			MaxRestarts:             5,

@@ -247,7 +247,7 @@ func TestBadFiles(t *testing.T) {
 		{"no tick budget", "[modules]\ntick_budget_fraction = 0.0\n",
 			`config.toml:2: modules.tick_budget_fraction = 0: must be above 0 and at most 1`, 2, "modules.tick_budget_fraction"},
 		{"unknown key in [modules]", "[modules]\ncolour = 1\n",
-			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, restart_backoff, restart_backoff_max, max_restarts, restart_window, plugin_hang_timeout, plugin_memory_mib, plugin_log_lines_per_second, plugin_log_burst, plugin_answers, sha256)`,
+			`config.toml:2: unknown key "modules.colour" (known keys in [modules]: load, inbox_capacity, tick_budget_fraction, restart_backoff, restart_backoff_max, max_restarts, restart_window, plugin_hang_timeout, plugin_memory_mib, plugin_log_lines_per_second, plugin_log_burst, plugin_answers, plugin_nice, sha256)`,
 			2, "modules.colour"},
 		{"removed tick_deadline", "[modules]\ntick_deadline = 0.25\n",
 			`config.toml:2: modules.tick_deadline was removed: the server no longer kills a Go plugin for one slow tick. ` +
@@ -262,6 +262,8 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:2: modules.plugin_log_lines_per_second = 0: must be 0.1..100000 lines per second`, 2, "modules.plugin_log_lines_per_second"},
 		{"no log burst", "[modules]\nplugin_log_burst = 0\n",
 			`config.toml:2: modules.plugin_log_burst = 0: must be 1..100000 lines`, 2, "modules.plugin_log_burst"},
+		{"plugin nice past 19", "[modules]\nplugin_nice = 20\n",
+			`config.toml:2: modules.plugin_nice = 20: must be 0..19`, 2, "modules.plugin_nice"},
 		{"no restart backoff", "[modules]\nrestart_backoff = 0\n",
 			`config.toml:2: modules.restart_backoff = 0: must be 0.01..3600 seconds`, 2, "modules.restart_backoff"},
 		{"restart backoff above an hour", "[modules]\nrestart_backoff = 3601.0\n",

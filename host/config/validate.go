@@ -255,6 +255,9 @@ func (c *Config) checkModules() *Error {
 	if m.PluginAnswers != "same_tick" && m.PluginAnswers != "next_tick" {
 		return c.refuse("modules.plugin_answers", m.PluginAnswers, `must be "same_tick" or "next_tick"`)
 	}
+	if e := c.intIn("modules.plugin_nice", m.PluginNice, 0, 19, ""); e != nil {
+		return e
+	}
 	if e := c.floatIn("modules.restart_backoff", m.RestartBackoff, 0.01, 3600, " seconds"); e != nil {
 		return e
 	}

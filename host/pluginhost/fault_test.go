@@ -3,6 +3,7 @@ package pluginhost_test
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,6 +285,7 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 	if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(50 * time.Millisecond) // as between any two ticks below
 	const ticks = 30
 	for n := 2; n < 2+ticks; n++ {
 		if err := m.Step(tick(uint64(n)), []module.Event{poke(n)}); err != nil {
@@ -293,7 +295,10 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 		if got, want := len(h.sends), n-2; got != want {
 			t.Fatalf("after tick %d: %d answers applied, want %d (each tick's at the next): %q", n, got, want, h.sends)
 		}
-		time.Sleep(time.Second / 60)
+		// Longer than a tick: the next Step waits at most 1 ms for the
+		// answer, and a busy machine (or -race) may take more than the
+		// 16.7 ms of a tick to carry it.
+		time.Sleep(50 * time.Millisecond)
 	}
 	for i, s := range h.sends {
 		if want := `1:1301:"` + strconv.Itoa(i+2) + `"`; s != want {
@@ -302,5 +307,52 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 	}
 	if rs := m.RuntimeStats(); rs.LateAnswers != 0 {
 		t.Errorf("%d answers counted late: an answer at the next tick is this mode's rule", rs.LateAnswers)
+	}
+}
+
+// TestNextTickNeverWaitsForASlowPlugin: with AnswerNextTick a Step never
+// waits for the plugin — not for this tick's answer, and for the previous
+// tick's at most 1 ms — even when the tick's deadline would allow 10 s: a
+// plugin that sleeps 30 ms a tick costs held ticks and late actions, not a
+// long tick.
+func TestNextTickNeverWaitsForASlowPlugin(t *testing.T) {
+	m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = true })
+	if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, "hostile_sleep", "30")
+	const ticks = 40
+	took := make([]time.Duration, 0, ticks)
+	for n := 2; n < 2+ticks; n++ {
+		begin := time.Now()
+		if err := m.Step(tick(uint64(n)), []module.Event{poke(n)}); err != nil { // a 10 s deadline
+			t.Fatalf("tick %d: %v", n, err)
+		}
+		took = append(took, time.Since(begin))
+		time.Sleep(time.Second / 60)
+	}
+	slices.Sort(took)
+	rs := m.RuntimeStats()
+	t.Logf("Step took %v (median), %v (slowest); %d ticks held, answer time %v", took[ticks/2], took[ticks-1], rs.HeldTicks, rs.AnswerTime)
+	if took[ticks/2] > 10*time.Millisecond {
+		t.Errorf("the median Step took %v: it waited for a plugin that takes 30 ms", took[ticks/2])
+	}
+	if rs.HeldTicks == 0 {
+		t.Errorf("no tick held: the plugin's lateness is not shown")
+	}
+	mustCommand(t, m, "hostile_sleep", "0")
+	for n, deadline := 2+ticks, time.Now().Add(10*time.Second); len(h.sends) < ticks && time.Now().Before(deadline); n++ {
+		if err := m.Step(tick(uint64(n)), nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second / 60)
+	}
+	for i, s := range h.sends {
+		if want := `1:1301:"` + strconv.Itoa(i+2) + `"`; s != want {
+			t.Fatalf("answer %d is %s, want %s: held events lost their order", i, s, want)
+		}
+	}
+	if len(h.sends) != ticks {
+		t.Fatalf("%d of %d pokes answered", len(h.sends), ticks)
 	}
 }

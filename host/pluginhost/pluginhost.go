@@ -90,9 +90,16 @@ type Config struct {
 	LogLinesPerSecond float64
 	LogBurst          int
 	// AnswerNextTick: Step never waits for the tick's answer; it is
-	// applied at the start of the next Step (waiting for it there up to
-	// that tick's deadline), so the plugin works between ticks.
+	// applied at the start of the next Step if it is in by then (waiting
+	// at most minWait for it), so the plugin works between ticks.
 	AnswerNextTick bool
+	// Nice lowers the plugin's CPU priority below the server's by this
+	// Unix nice increment (0..19; 0 leaves it equal): every thread of the
+	// process gets it once the process is up, and the threads and
+	// processes it starts later inherit it. Under CPU contention the
+	// scheduler then runs the server's tick first, instead of slicing the
+	// core between the two (Linux only; elsewhere it has no effect).
+	Nice int
 	// Log is the server's logger; plugin records go to it with the
 	// module's name and their level.
 	Log *slog.Logger
@@ -281,6 +288,11 @@ func (m *Module) launch(info module.StartInfo) (module.Manifest, []*pluginv1.Act
 	if err != nil {
 		m.kill()
 		return fail(err)
+	}
+	if m.cfg.Nice > 0 {
+		if err := lowerPriority(m.cmd.Process.Pid, m.cfg.Nice); err != nil {
+			m.cfg.Log.Warn(fmt.Sprintf("module %s: could not lower its CPU priority by %d (%v): it competes with the server's tick as an equal", man.Name, m.cfg.Nice, err))
+		}
 	}
 	m.logs.setName(man.Name)
 	m.steps.start(m.ctx, m.rpc)

@@ -14,6 +14,6 @@ func NewRuntime(src module.Source, env module.Env) (module.Module, error) {
 		Path: src.Path, Args: src.Args, Source: src.Name, Log: env.Log,
 		SHA256: env.SHA256, HangTimeout: env.Plugin.HangTimeout, MemoryLimit: env.Plugin.MemoryLimit,
 		LogLinesPerSecond: env.Plugin.LogLinesPerSecond, LogBurst: env.Plugin.LogBurst,
-		AnswerNextTick: env.Plugin.AnswerNextTick,
+		AnswerNextTick: env.Plugin.AnswerNextTick, Nice: env.Plugin.Nice,
 	})
 }

@@ -37,11 +37,13 @@ import (
 //   - A call unanswered for HangTimeout (10 s) is a hang: the plugin is
 //     killed with its process group and restarted like a crash.
 //   - With AnswerNextTick ([modules] plugin_answers = "next_tick") the
-//     tick never waits after sending: the plugin works while the server
-//     sleeps between ticks, and its answer is taken (waited for, within
-//     the deadline) at the start of the next Step and applied before that
-//     tick's call goes out. Actions take one tick longer; the tick does
-//     not contain the plugin's time. Not counted as late answers.
+//     tick never waits for the plugin: the plugin works while the server
+//     sleeps between ticks, and its answer is taken at the start of the
+//     next Step (if it is not in yet, after at most minWait) and applied
+//     before that tick's call goes out. Actions take one tick longer; the
+//     tick does not contain the plugin's time. An answer that misses the
+//     next tick too makes that tick a held tick, as above, and is applied
+//     at the first tick after it arrived. Not counted as late answers.
 
 // minWait is the least the game thread waits for an answer, even when the
 // tick's deadline is (nearly) past: a late tick is the server's lateness,
@@ -141,7 +143,7 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 }
 
 // Step runs one tick: it takes the previous call's answer if it is in (with
-// AnswerNextTick: waiting for it up to the tick's deadline), then sends
+// AnswerNextTick: waiting for it up to minWait), then sends
 // this tick's events (with any held ones) and waits for the answer up to the
 // tick's deadline (with AnswerNextTick: not at all) — or, if the previous
 // call is still out, holds them.
@@ -162,7 +164,7 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if s.inFlight {
 		var due time.Duration // a late answer: taken only if it is in
 		if m.answerNextTick() {
-			due = waitFor(t) // the previous tick's answer, due by now
+			due = minWait // the previous tick's answer, due by now
 		}
 		a, ok := s.answered(due)
 		if !ok {
