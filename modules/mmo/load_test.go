@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,14 @@ func BenchmarkLoad1000(b *testing.B) {
 			}
 		}
 	}
+	if path := os.Getenv("SPARK_MMO_TRACE"); path != "" { // the moving phase's execution trace
+		if f, err := os.Create(path); err == nil {
+			if trace.Start(f) == nil {
+				defer f.Close()
+				defer trace.Stop()
+			}
+		}
+	}
 	var peak float64
 	time.Sleep(1500 * time.Millisecond) // the first full second of moving
 	for time.Now().Before(stop.Add(-time.Second)) {
@@ -111,13 +120,16 @@ func BenchmarkLoad1000(b *testing.B) {
 		b.ReportMetric(float64(after.Net.MessagesSent-before.Net.MessagesSent)/float64(d), "msgs/datagram")
 	}
 	b.ReportMetric(float64(after.Net.Retransmissions-before.Net.Retransmissions)/elapsed, "retx/s")
+	b.ReportMetric(float64(after.Net.PacketsSent-before.Net.PacketsSent)/float64(n)/elapsed, "sent-datagrams/session/s")
+	b.ReportMetric(float64(after.Net.PacketsReceived-before.Net.PacketsReceived)/float64(n)/elapsed, "recv-datagrams/session/s")
+	b.ReportMetric(float64(after.Net.MessagesSent-before.Net.MessagesSent)/float64(n)/elapsed, "msgs/session/s")
 	b.Logf("%s; %d ticks in %.1f s; clients on their own core: %v", firstLine(in), ticks, elapsed, split)
 	if info, err := srv.Exec("module info mmo"); err == nil {
 		b.Logf("module info mmo:\n%s", info)
 	}
 }
 
-// loadChildEnv carries, to the clients' process, "ADDR PIN N MOVING".
+// loadChildEnv carries, to the clients' process, "ADDR PIN N MOVING CPU".
 const loadChildEnv = "SPARK_MMO_LOAD_CLIENTS"
 
 // loadControl drives the clients wherever they run: ready once every
@@ -143,7 +155,9 @@ func startLoadClients(b *testing.B, srv *server, n int, moving time.Duration, sp
 		return ctl
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadClients$", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %s", loadChildEnv, srv.Addr(), srv.Pin(), n, moving))
+	// The child is told its CPU: started from this process, pinned to
+	// CPU 0, its runtime.NumCPU would be 1.
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %s %d", loadChildEnv, srv.Addr(), srv.Pin(), n, moving, runtime.NumCPU()-1))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -189,15 +203,15 @@ func TestLoadClients(t *testing.T) {
 		t.Skip("run by BenchmarkLoad1000")
 	}
 	var addr, pinText, movingText string
-	var n int
-	if _, err := fmt.Sscan(spec, &addr, &pinText, &n, &movingText); err != nil {
+	var n, cpu int
+	if _, err := fmt.Sscan(spec, &addr, &pinText, &n, &movingText, &cpu); err != nil {
 		t.Fatal(err)
 	}
 	moving, err := time.ParseDuration(movingText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin(t, runtime.NumCPU()-1)
+	pin(t, cpu)
 	goCh := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
@@ -212,12 +226,30 @@ func TestLoadClients(t *testing.T) {
 	fmt.Println("load: done")
 }
 
-// pin binds this process (and the processes it starts) to one CPU.
+// pin binds this process — every thread it has, and so every thread and
+// process those start later — to one CPU. (sched_setaffinity with pid 0
+// binds only the calling thread: the Go runtime's other threads, started
+// before, would keep running anywhere.) A second pass catches a thread
+// started by one not yet bound.
 func pin(tb testing.TB, cpu int) {
 	var set unix.CPUSet
 	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		tb.Logf("cannot pin to CPU %d (%v): the figures share the cores", cpu, err)
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			tb.Logf("cannot list this process's threads (%v): the figures share the cores", err)
+			return
+		}
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				tb.Logf("cannot pin thread %d to CPU %d (%v): the figures share the cores", tid, cpu, err)
+				return
+			}
+		}
 	}
 }
 
