@@ -114,14 +114,10 @@ type Module struct {
 	saveEvery      uint64
 	ticks          uint64
 	refusedUploads uint64
-	repl           struct { // replicate's reusable messages
-		appear    mmoproto.Appear
-		positions mmoproto.Positions
-		disappear mmoproto.Disappear
-	}
-	buf      []byte
-	audience []world.ID
-	revealed []world.Snapshot // greet's reusable Reveal buffer
+	repl           mmoproto.WorldUpdate // replicate's reusable message
+	buf            []byte
+	audience       []world.ID
+	revealed       []world.Snapshot // greet's reusable Reveal buffer
 }
 
 // request is one client request waiting for its turn.
@@ -991,64 +987,61 @@ func (m *Module) greet(s *session, r *mmoproto.Greet) {
 		}
 		// An observer sees the greeter (and the greeted) appear before the
 		// greeting: one that was not told of them yet (they came near since
-		// the last replication step) is sent their Appear first, on the
+		// the last replication step) is sent their appearance first, on the
 		// same ordered channel.
 		if m.revealed = m.w.Reveal(id, m.revealed[:0], g.From, g.To); len(m.revealed) > 0 {
-			ap := &m.repl.appear
-			ap.Tick, ap.Entries = uint32(m.w.Tick()), ap.Entries[:0]
-			for _, a := range m.revealed {
-				ap.Entries = append(ap.Entries, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
-			}
-			m.send(p.client.ID, ap)
-			clear(ap.Entries)
+			m.replicate(&world.Delta{Observer: id, Appear: m.revealed})
 			clear(m.revealed)
 		}
 		m.send(p.client.ID, msg)
 	}
 }
 
-// replicate sends one observer its Appear, Positions and Disappear lists,
-// each split to stay under mmoproto.RecommendedMaxPayload.
+// replicate sends one observer a replication step as WorldUpdate.
 func (m *Module) replicate(d *world.Delta) {
 	s := m.players[d.Observer]
 	if s == nil {
 		return
 	}
-	tick := uint32(m.w.Tick())
-	to := s.client.ID
-	const room = mmoproto.RecommendedMaxPayload - 6
-	// The three messages are reused for every observer (send encodes at once).
-	ap, ps, dis := &m.repl.appear, &m.repl.positions, &m.repl.disappear
-	for rest := d.Appear; len(rest) > 0; {
-		ap.Tick, ap.Entries = tick, ap.Entries[:0]
-		size := 0
-		for len(rest) > 0 && (len(ap.Entries) == 0 || size+14+len(rest[0].Name) <= room) {
-			a := rest[0]
-			ap.Entries = append(ap.Entries, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
-			size += 14 + len(a.Name)
-			rest = rest[1:]
+	u := &m.repl // reused for every observer: send encodes at once
+	u.Tick = uint32(m.w.Tick())
+	splitUpdate(u, d, func() { m.send(s.client.ID, u) })
+	clear(u.Appear[:cap(u.Appear)]) // drop the names
+}
+
+// splitUpdate fills u with d's lists — in the common case all of them, one
+// message — calling send for each message as it is full and for the last:
+// a step that would pass mmoproto.RecommendedMaxPayload goes in several
+// messages, in list order (appearances, positions, departures), each
+// entry whole. A message always takes at least one entry; an empty step
+// sends nothing.
+func splitUpdate(u *mmoproto.WorldUpdate, d *world.Delta, send func()) {
+	reset := func() { u.Appear, u.Positions, u.Disappear = u.Appear[:0], u.Positions[:0], u.Disappear[:0] }
+	reset()
+	size := mmoproto.WorldUpdateHeader
+	room := func(n int) { // makes room for an entry of n bytes
+		if size+n > mmoproto.RecommendedMaxPayload && size > mmoproto.WorldUpdateHeader {
+			send()
+			reset()
+			size = mmoproto.WorldUpdateHeader
 		}
-		m.send(to, ap)
+		size += n
 	}
-	for rest := d.Update; len(rest) > 0; {
-		n := min(len(rest), room/12)
-		ps.Tick, ps.Entries = tick, ps.Entries[:0]
-		for _, u := range rest[:n] {
-			ps.Entries = append(ps.Entries, mmoproto.Position{ID: uint32(u.ID), X: float32(u.X), Y: float32(u.Y)})
-		}
-		m.send(to, ps)
-		rest = rest[n:]
+	for _, a := range d.Appear {
+		room(mmoproto.AppearanceSize(a.Name))
+		u.Appear = append(u.Appear, mmoproto.Appearance{ID: uint32(a.ID), X: float32(a.X), Y: float32(a.Y), Name: a.Name})
 	}
-	for rest := d.Disappear; len(rest) > 0; {
-		n := min(len(rest), room/4)
-		dis.Tick, dis.IDs = tick, dis.IDs[:0]
-		for _, id := range rest[:n] {
-			dis.IDs = append(dis.IDs, uint32(id))
-		}
-		m.send(to, dis)
-		rest = rest[n:]
+	for _, p := range d.Update {
+		room(mmoproto.PositionEntrySize)
+		u.Positions = append(u.Positions, mmoproto.Position{ID: uint32(p.ID), X: float32(p.X), Y: float32(p.Y)})
 	}
-	clear(ap.Entries[:cap(ap.Entries)]) // drop the names
+	for _, id := range d.Disappear {
+		room(mmoproto.DisappearEntrySize)
+		u.Disappear = append(u.Disappear, uint32(id))
+	}
+	if size > mmoproto.WorldUpdateHeader {
+		send()
+	}
 }
 
 // positions returns every character's position in the world.

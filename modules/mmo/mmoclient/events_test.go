@@ -264,3 +264,32 @@ func TestLeaveAndLogoutForget(t *testing.T) {
 		t.Fatalf("Where after Logout = %v", err)
 	}
 }
+
+// TestWorldUpdateAppliesItsListsInOrder: one WorldUpdate carries a step's
+// three lists and applies them as Appear, Positions, Disappear would, in
+// that order: a character can appear and move in the same update, and one
+// can move and leave.
+func TestWorldUpdateAppliesItsListsInOrder(t *testing.T) {
+	p := enteredSession(t)
+	s := p.s
+	deliver(t, s, &mmoproto.WorldUpdate{Tick: 1, Appear: []mmoproto.Appearance{
+		{ID: 7, X: 500, Y: 500, Name: "Alice"},
+		{ID: 9, X: 510, Y: 500, Name: "Bob"},
+		{ID: 3, X: 540, Y: 500, Name: "Carol"},
+	}, Positions: []mmoproto.Position{{ID: 9, X: 511, Y: 500}, {ID: 42, X: 1, Y: 1}}})
+	wantLines(t, p.events, "mmo Bob appeared at 510.0,500.0", "mmo Carol appeared at 540.0,500.0", "mmo Bob moving from 510.0,500.0")
+	if got := names(s.Nearby()); !slices.Equal(got, []string{"Bob", "Carol"}) {
+		t.Fatalf("Nearby = %q", got)
+	}
+	if n := s.Status().Known; n != 3 {
+		t.Fatalf("%d known, want 3 (an unknown id is not invented)", n)
+	}
+	deliver(t, s, &mmoproto.WorldUpdate{Tick: 2, Positions: []mmoproto.Position{{ID: 3, X: 505, Y: 500}}, Disappear: []uint32{3}})
+	wantLines(t, p.events, "mmo Carol moving from 540.0,500.0", "mmo Carol disappeared")
+	if got := names(s.Nearby()); !slices.Equal(got, []string{"Bob"}) {
+		t.Fatalf("Nearby after the second update = %q", got)
+	}
+	if self, ok := s.Self(); !ok || self.ID != 7 {
+		t.Fatalf("Self = %+v %v", self, ok)
+	}
+}

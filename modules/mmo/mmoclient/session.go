@@ -1,7 +1,7 @@
 // Package mmoclient is the client side of the mmo module: a Session speaks
 // docs/mmo.md over one sealed connection (requests with ids, the SCRAM
-// login bound to the session, the character map kept from Appear,
-// Positions and Disappear), and Register adds the `mmo_session_*` commands
+// login bound to the session, the character map kept from WorldUpdate),
+// and Register adds the `mmo_session_*` commands
 // to the player console. The load test drives Sessions directly.
 package mmoclient
 
@@ -170,34 +170,18 @@ func (s *Session) Handle(m netstack.Message) bool {
 	defer s.mu.Unlock()
 	now := time.Now()
 	switch r := msg.(type) {
+	case *mmoproto.WorldUpdate:
+		s.appearLocked(r.Appear, now)
+		s.movedLocked(r.Positions, now)
+		s.disappearedLocked(r.Disappear)
+	// The three lists one message each, as servers before WorldUpdate
+	// sent them.
 	case *mmoproto.Appear:
-		for _, a := range r.Entries {
-			s.known[a.ID] = &Character{ID: a.ID, Name: a.Name, X: a.X, Y: a.Y, moved: now}
-			if a.ID != s.self {
-				s.emit("mmo %s appeared at %.1f,%.1f", a.Name, a.X, a.Y)
-			}
-		}
+		s.appearLocked(r.Entries, now)
 	case *mmoproto.Positions:
-		for _, p := range r.Entries {
-			c := s.known[p.ID]
-			if c == nil {
-				continue
-			}
-			if !c.moving || now.Sub(c.moved) > stillAfter {
-				c.moving = true
-				if p.ID != s.self {
-					s.emit("mmo %s moving from %.1f,%.1f", c.Name, c.X, c.Y)
-				}
-			}
-			c.X, c.Y, c.moved = p.X, p.Y, now
-		}
+		s.movedLocked(r.Entries, now)
 	case *mmoproto.Disappear:
-		for _, id := range r.IDs {
-			if c := s.known[id]; c != nil && id != s.self {
-				s.emit("mmo %s disappeared", c.Name)
-			}
-			delete(s.known, id)
-		}
+		s.disappearedLocked(r.IDs)
 	case *mmoproto.Greeting:
 		s.emit("mmo greeting: %s greets %s", r.FromName, r.ToName)
 	case *mmoproto.VerifierUpgrade:
@@ -625,4 +609,41 @@ func (s *Session) Self() (Character, bool) {
 		return Character{}, false
 	}
 	return *c, true
+}
+
+// appearLocked adds characters that came into view (under s.mu).
+func (s *Session) appearLocked(entries []mmoproto.Appearance, now time.Time) {
+	for _, a := range entries {
+		s.known[a.ID] = &Character{ID: a.ID, Name: a.Name, X: a.X, Y: a.Y, moved: now}
+		if a.ID != s.self {
+			s.emit("mmo %s appeared at %.1f,%.1f", a.Name, a.X, a.Y)
+		}
+	}
+}
+
+// movedLocked applies new positions (under s.mu).
+func (s *Session) movedLocked(entries []mmoproto.Position, now time.Time) {
+	for _, p := range entries {
+		c := s.known[p.ID]
+		if c == nil {
+			continue
+		}
+		if !c.moving || now.Sub(c.moved) > stillAfter {
+			c.moving = true
+			if p.ID != s.self {
+				s.emit("mmo %s moving from %.1f,%.1f", c.Name, c.X, c.Y)
+			}
+		}
+		c.X, c.Y, c.moved = p.X, p.Y, now
+	}
+}
+
+// disappearedLocked forgets characters that left view (under s.mu).
+func (s *Session) disappearedLocked(ids []uint32) {
+	for _, id := range ids {
+		if c := s.known[id]; c != nil && id != s.self {
+			s.emit("mmo %s disappeared", c.Name)
+		}
+		delete(s.known, id)
+	}
 }

@@ -11,7 +11,8 @@
 //     requests without a specific result and the error otherwise.
 //   - Every type travels on ReliableOrdered: requests must not overtake one
 //     another (a Stop after a MoveIntent), and the replication messages
-//     (Appear, Positions, Disappear) are deltas that must all arrive in order.
+//     (WorldUpdate; Appear, Positions, Disappear from older servers) are
+//     deltas that must all arrive in order.
 //   - AppendXxx encodes as given; it does not check limits (parse what you
 //     send in tests). ParseXxx parses the whole payload (trailing bytes are
 //     malformed), checks every str is UTF-8 without NUL within its bound,

@@ -140,6 +140,9 @@ func TestMalformedFields(t *testing.T) {
 		{"NaN direction", &mp.MoveIntent{DX: nan}},
 		{"infinite position", &mp.Positions{Entries: []mp.Position{{X: inf}}}},
 		{"NaN appearance", &mp.Appear{Entries: []mp.Appearance{{Y: nan, Name: "a"}}}},
+		{"infinite world update", &mp.WorldUpdate{Positions: []mp.Position{{Y: inf}}}},
+		{"NaN world update appearance", &mp.WorldUpdate{Appear: []mp.Appearance{{X: nan, Name: "a"}}}},
+		{"long world update name", &mp.WorldUpdate{Appear: []mp.Appearance{{Name: "abc" + long}}}},
 		{"NaN character", &mp.CharacterList{Characters: []mp.CharacterInfo{{Name: "a", X: nan}}}},
 		{"NaN entered", &mp.Entered{Speed: nan}},
 		{"NaN where", &mp.WhereResult{DY: inf}},
@@ -160,8 +163,8 @@ func TestMalformedFields(t *testing.T) {
 		t.Errorf("PositionUpload with NaN: %v", err)
 	}
 	// A count larger than the bytes that remain is refused before allocating.
-	huge := []byte{0, 0, 0, 0, 0xFF, 0xFF}
-	for _, typ := range []wire.MessageType{mp.TypeAppear, mp.TypeDisappear, mp.TypePositions} {
+	huge := []byte{0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+	for _, typ := range []wire.MessageType{mp.TypeAppear, mp.TypeDisappear, mp.TypePositions, mp.TypeWorldUpdate} {
 		if n := bytesPerCall(func() { mp.Parse(typ, huge) }); n > 1024 {
 			t.Errorf("%s: a count of 65535 with no entries allocated %d bytes", mp.Name(typ), n)
 		}

@@ -98,5 +98,9 @@ func samples() []sample {
 		{"ticket result", &mp.TicketResult{Code: mp.OK, Account: name64, Detail: detail}, "max"},
 		{"verifier upgrade", &mp.VerifierUpgrade{Iterations: 600000}, "max"},
 		{"set verifier", &mp.SetVerifier{RequestID: 25, Salt: [16]byte{9}, Iterations: 600000, StoredKey: key, ServerKey: key}, "max"},
+		{"world update", &mp.WorldUpdate{Tick: 26}, "min"},
+		{"world update", &mp.WorldUpdate{Tick: 27, Appear: []mp.Appearance{{ID: 7, X: 1, Y: 2, Name: "Ann"}, {ID: 9, X: -3, Y: 4.5, Name: name64}},
+			Positions: []mp.Position{{ID: 7, X: 1.25, Y: 2}, {ID: 3, X: 0, Y: -0}}, Disappear: []uint32{4, 5, 6}}, "two"},
+		{"world update", &mp.WorldUpdate{Tick: 28, Positions: pos}, ""}, // as many positions as fit
 	}
 }

@@ -42,10 +42,11 @@ const (
 	TypeTicketResult                                        // S, unsolicited
 	TypeVerifierUpgrade                                     // S, unsolicited
 	TypeSetVerifier                                         // C
+	TypeWorldUpdate                                         // S, unsolicited
 
 	// FirstType and LastType bound the module's ids.
 	FirstType = TypeRegister
-	LastType  = TypeSetVerifier
+	LastType  = TypeWorldUpdate
 )
 
 // Field bounds, in bytes unless stated.
@@ -73,7 +74,8 @@ const (
 	appearEntryMin    = 4 + 4 + 4 + strMin
 	disappearEntry    = 4
 	positionEntry     = 4 + 4 + 4
-	listHeader        = 4 + 2 // tick u32, count u16
+	listHeader        = 4 + 2   // tick u32, count u16
+	worldUpdateMin    = 4 + 3*2 // tick u32, three counts u16
 	characterEntryMin = strMin + 4 + 4
 	registerFixed     = 4 + strMin + SaltLen + 4 + KeyLen + KeyLen
 	setVerifierLen    = 4 + SaltLen + 4 + KeyLen + KeyLen
@@ -118,6 +120,7 @@ var schemas = [...]wire.Schema{
 	sc(TypeTicketResult, "TicketResult", s2c, 2+2*strMin, 2+2*strMin+MaxNameField+MaxDetailField, 2),
 	sc(TypeVerifierUpgrade, "VerifierUpgrade", s2c, 4, 4, wire.NoStringFields),
 	sc(TypeSetVerifier, "SetVerifier", c2s, setVerifierLen, setVerifierLen, wire.NoStringFields),
+	sc(TypeWorldUpdate, "WorldUpdate", s2c, worldUpdateMin, wire.MaxPayload, wire.NoStringFields),
 }
 
 func sc(t wire.MessageType, name string, dir wire.Direction, minLen, maxLen int, strOff uint32) wire.Schema {
@@ -214,5 +217,5 @@ var parsers = [...]func([]byte) (Message, error){
 	boxed[Stop], boxed[Where], boxed[WhereResult], boxed[PositionUpload], boxed[Appear],
 	boxed[Disappear], boxed[Positions], boxed[Greet], boxed[Greeting], boxed[Result],
 	boxed[HandoffKey], boxed[Handoff], boxed[TicketResult],
-	boxed[VerifierUpgrade], boxed[SetVerifier],
+	boxed[VerifierUpgrade], boxed[SetVerifier], boxed[WorldUpdate],
 }

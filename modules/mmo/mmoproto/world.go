@@ -246,6 +246,96 @@ func (m *Positions) decode(r *wire.Reader) {
 // ParsePositions parses a Positions payload.
 func ParsePositions(p []byte) (Positions, error) { return parseAs[Positions](p) }
 
+// WorldUpdate (1131, S→C, unsolicited): one replication step for the
+// receiver — what Appear, Positions and Disappear carry, in one message and
+// applied in that order: the characters that came into its interest
+// circle, the new positions of those in it that moved, and those that
+// left. A step too large for one message is split over several (each list
+// in order: the appearances first).
+type WorldUpdate struct {
+	Tick      uint32 // the world tick of the replication step (low 32 bits)
+	Appear    []Appearance
+	Positions []Position
+	Disappear []uint32
+}
+
+// Type returns TypeWorldUpdate.
+func (*WorldUpdate) Type() wire.MessageType { return TypeWorldUpdate }
+
+// The sizes of WorldUpdate's parts, for a sender that splits a step: the
+// fixed fields (the tick and the three counts), an entry of each list.
+const (
+	WorldUpdateHeader  = worldUpdateMin
+	PositionEntrySize  = positionEntry
+	DisappearEntrySize = disappearEntry
+)
+
+// AppearanceSize is the encoded size of an appearance with this name.
+func AppearanceSize(name string) int { return appearEntryMin + len(name) }
+
+// Size is the length of m's encoding.
+func (m *WorldUpdate) Size() int {
+	n := WorldUpdateHeader + PositionEntrySize*len(m.Positions) + DisappearEntrySize*len(m.Disappear)
+	for i := range m.Appear {
+		n += AppearanceSize(m.Appear[i].Name)
+	}
+	return n
+}
+
+// Append appends m's encoding to dst.
+func (m *WorldUpdate) Append(dst []byte) []byte {
+	w := newWriter(dst)
+	w.U32(m.Tick)
+	w.U16(uint16(len(m.Appear)))
+	for i := range m.Appear {
+		e := &m.Appear[i]
+		w.U32(e.ID)
+		w.F32(e.X)
+		w.F32(e.Y)
+		w.Str(e.Name)
+	}
+	w.U16(uint16(len(m.Positions)))
+	for _, e := range m.Positions {
+		w.U32(e.ID)
+		w.F32(e.X)
+		w.F32(e.Y)
+	}
+	w.U16(uint16(len(m.Disappear)))
+	for _, id := range m.Disappear {
+		w.U32(id)
+	}
+	return done(dst, &w)
+}
+
+func (m *WorldUpdate) decode(r *wire.Reader) {
+	m.Tick = r.U32()
+	// Each count is checked against the bytes left: a forged count
+	// allocates nothing.
+	if n := readCount(r, int(r.U16()), wire.MaxPayload, appearEntryMin); n > 0 {
+		m.Appear = make([]Appearance, n)
+		for i := range m.Appear {
+			e := &m.Appear[i]
+			e.ID, e.X, e.Y = r.U32(), r.FiniteF32(), r.FiniteF32()
+			e.Name = readStr(r, MaxNameField)
+		}
+	}
+	if n := readCount(r, int(r.U16()), wire.MaxPayload, positionEntry); n > 0 {
+		m.Positions = make([]Position, n)
+		for i := range m.Positions {
+			m.Positions[i] = Position{ID: r.U32(), X: r.FiniteF32(), Y: r.FiniteF32()}
+		}
+	}
+	if n := readCount(r, int(r.U16()), wire.MaxPayload, disappearEntry); n > 0 {
+		m.Disappear = make([]uint32, n)
+		for i := range m.Disappear {
+			m.Disappear[i] = r.U32()
+		}
+	}
+}
+
+// ParseWorldUpdate parses a WorldUpdate payload.
+func ParseWorldUpdate(p []byte) (WorldUpdate, error) { return parseAs[WorldUpdate](p) }
+
 // Greet (1123, C→S) greets the character named Target. Answered by Result
 // (OK, NotInWorld, TargetNotInWorld, GreetSelf, TooFar).
 type Greet struct {
