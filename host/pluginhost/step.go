@@ -10,6 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/proto/pluginv1"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
+	"google.golang.org/grpc"
 )
 
 // The tick policy: a slow plugin must not slow the server.
@@ -89,17 +90,21 @@ func (s *stepper) start(ctx context.Context, rpc pluginv1.ModuleClient) {
 	s.answers = make(chan stepAnswer, 1)
 	s.wait = time.NewTimer(time.Hour)
 	s.wait.Stop()
-	go stepWorker(ctx, rpc, s.calls, s.answers)
+	go stepWorker(ctx, rpc, s.calls, s.answers, grpc.ForceCodecV2(newStepCodec()))
 }
 
 // stepWorker makes the Step calls it is handed, one at a time, until calls
 // is closed. A call ends with its answer or when ctx ends (the plugin was
 // killed); there is no per-call deadline: hangs are judged by the game
 // thread against HangTimeout.
-func stepWorker(ctx context.Context, rpc pluginv1.ModuleClient, calls <-chan *pluginv1.StepRequest, answers chan<- stepAnswer) {
+//
+// codec decodes the answers into storage it reuses (stepCodec): an answer
+// is valid until the next call's, which the game thread sends only after
+// applying it.
+func stepWorker(ctx context.Context, rpc pluginv1.ModuleClient, calls <-chan *pluginv1.StepRequest, answers chan<- stepAnswer, codec grpc.CallOption) {
 	for req := range calls {
 		start := time.Now()
-		resp, err := rpc.Step(ctx, req)
+		resp, err := rpc.Step(ctx, req, codec)
 		answers <- stepAnswer{resp: resp, err: err, took: time.Since(start)}
 	}
 }
