@@ -113,29 +113,29 @@ func (c *stepCodec) decode(b []byte, resp *pluginv1.StepResponse) error {
 
 // action returns a zeroed Action from the codec's storage.
 func (c *stepCodec) action() *pluginv1.Action {
-	if c.used == len(c.actions) {
-		// A fresh, larger array: the structs already handed out for this
-		// answer stay where their pointers point; the next answer uses the
-		// new one from its start.
-		c.actions = make([]pluginv1.Action, max(2*len(c.actions), 64))
-		c.used = 0
-	}
-	a := &c.actions[c.used]
-	c.used++
+	a := take(&c.actions, &c.used, 64)
 	a.Reset()
 	return a
 }
 
 // vec returns a zeroed Vec3 from the codec's storage.
 func (c *stepCodec) vec() *pluginv1.Vec3 {
-	if c.usedVec == len(c.vecs) {
-		c.vecs = make([]pluginv1.Vec3, max(2*len(c.vecs), 16))
-		c.usedVec = 0
-	}
-	v := &c.vecs[c.usedVec]
-	c.usedVec++
+	v := take(&c.vecs, &c.usedVec, 16)
 	v.Reset()
 	return v
+}
+
+// take hands out the next element of *store (*used counts those handed
+// out). A full store is replaced by a fresh, larger array: the elements
+// already handed out for this answer stay where their pointers point, and
+// the next answer uses the new one from its start.
+func take[T any](store *[]T, used *int, least int) *T {
+	if *used == len(*store) {
+		*store = make([]T, max(2*len(*store), least))
+		*used = 0
+	}
+	*used++
+	return &(*store)[*used-1]
 }
 
 // decodeAction decodes one Action's encoding into a, as proto.Unmarshal
