@@ -137,29 +137,13 @@ func (*Appear) Type() wire.MessageType { return TypeAppear }
 func (m *Appear) Append(dst []byte) []byte {
 	w := newWriter(dst)
 	w.U32(m.Tick)
-	w.U16(uint16(len(m.Entries)))
-	for i := range m.Entries {
-		e := &m.Entries[i]
-		w.U32(e.ID)
-		w.F32(e.X)
-		w.F32(e.Y)
-		w.Str(e.Name)
-	}
+	writeAppearances(&w, m.Entries)
 	return done(dst, &w)
 }
 
 func (m *Appear) decode(r *wire.Reader) {
 	m.Tick = r.U32()
-	n := readCount(r, int(r.U16()), wire.MaxPayload, appearEntryMin)
-	if n == 0 {
-		return
-	}
-	m.Entries = make([]Appearance, n)
-	for i := range m.Entries {
-		e := &m.Entries[i]
-		e.ID, e.X, e.Y = r.U32(), r.FiniteF32(), r.FiniteF32()
-		e.Name = readStr(r, MaxNameField)
-	}
+	m.Entries = readAppearances(r)
 }
 
 // ParseAppear parses an Appear payload.
@@ -179,23 +163,13 @@ func (*Disappear) Type() wire.MessageType { return TypeDisappear }
 func (m *Disappear) Append(dst []byte) []byte {
 	w := newWriter(dst)
 	w.U32(m.Tick)
-	w.U16(uint16(len(m.IDs)))
-	for _, id := range m.IDs {
-		w.U32(id)
-	}
+	writeIDs(&w, m.IDs)
 	return done(dst, &w)
 }
 
 func (m *Disappear) decode(r *wire.Reader) {
 	m.Tick = r.U32()
-	n := readCount(r, int(r.U16()), wire.MaxPayload, disappearEntry)
-	if n == 0 {
-		return
-	}
-	m.IDs = make([]uint32, n)
-	for i := range m.IDs {
-		m.IDs[i] = r.U32()
-	}
+	m.IDs = readIDs(r)
 }
 
 // ParseDisappear parses a Disappear payload.
@@ -222,25 +196,13 @@ func (*Positions) Type() wire.MessageType { return TypePositions }
 func (m *Positions) Append(dst []byte) []byte {
 	w := newWriter(dst)
 	w.U32(m.Tick)
-	w.U16(uint16(len(m.Entries)))
-	for _, e := range m.Entries {
-		w.U32(e.ID)
-		w.F32(e.X)
-		w.F32(e.Y)
-	}
+	writePositions(&w, m.Entries)
 	return done(dst, &w)
 }
 
 func (m *Positions) decode(r *wire.Reader) {
 	m.Tick = r.U32()
-	n := readCount(r, int(r.U16()), wire.MaxPayload, positionEntry)
-	if n == 0 {
-		return
-	}
-	m.Entries = make([]Position, n)
-	for i := range m.Entries {
-		m.Entries[i] = Position{ID: r.U32(), X: r.FiniteF32(), Y: r.FiniteF32()}
-	}
+	m.Entries = readPositions(r)
 }
 
 // ParsePositions parses a Positions payload.
@@ -286,51 +248,86 @@ func (m *WorldUpdate) Size() int {
 func (m *WorldUpdate) Append(dst []byte) []byte {
 	w := newWriter(dst)
 	w.U32(m.Tick)
-	w.U16(uint16(len(m.Appear)))
-	for i := range m.Appear {
-		e := &m.Appear[i]
-		w.U32(e.ID)
-		w.F32(e.X)
-		w.F32(e.Y)
-		w.Str(e.Name)
-	}
-	w.U16(uint16(len(m.Positions)))
-	for _, e := range m.Positions {
-		w.U32(e.ID)
-		w.F32(e.X)
-		w.F32(e.Y)
-	}
-	w.U16(uint16(len(m.Disappear)))
-	for _, id := range m.Disappear {
-		w.U32(id)
-	}
+	writeAppearances(&w, m.Appear)
+	writePositions(&w, m.Positions)
+	writeIDs(&w, m.Disappear)
 	return done(dst, &w)
 }
 
 func (m *WorldUpdate) decode(r *wire.Reader) {
 	m.Tick = r.U32()
-	// Each count is checked against the bytes left: a forged count
-	// allocates nothing.
-	if n := readCount(r, int(r.U16()), wire.MaxPayload, appearEntryMin); n > 0 {
-		m.Appear = make([]Appearance, n)
-		for i := range m.Appear {
-			e := &m.Appear[i]
-			e.ID, e.X, e.Y = r.U32(), r.FiniteF32(), r.FiniteF32()
-			e.Name = readStr(r, MaxNameField)
-		}
+	m.Appear = readAppearances(r)
+	m.Positions = readPositions(r)
+	m.Disappear = readIDs(r)
+}
+
+// The three replication lists, each a u16 count and its entries, as
+// Appear, Positions, Disappear and WorldUpdate carry them. A count is
+// checked against the bytes left before anything is allocated.
+
+func writeAppearances(w *wire.Writer, entries []Appearance) {
+	w.U16(uint16(len(entries)))
+	for i := range entries {
+		e := &entries[i]
+		w.U32(e.ID)
+		w.F32(e.X)
+		w.F32(e.Y)
+		w.Str(e.Name)
 	}
-	if n := readCount(r, int(r.U16()), wire.MaxPayload, positionEntry); n > 0 {
-		m.Positions = make([]Position, n)
-		for i := range m.Positions {
-			m.Positions[i] = Position{ID: r.U32(), X: r.FiniteF32(), Y: r.FiniteF32()}
-		}
+}
+
+func readAppearances(r *wire.Reader) []Appearance {
+	n := readCount(r, int(r.U16()), wire.MaxPayload, appearEntryMin)
+	if n == 0 {
+		return nil
 	}
-	if n := readCount(r, int(r.U16()), wire.MaxPayload, disappearEntry); n > 0 {
-		m.Disappear = make([]uint32, n)
-		for i := range m.Disappear {
-			m.Disappear[i] = r.U32()
-		}
+	entries := make([]Appearance, n)
+	for i := range entries {
+		e := &entries[i]
+		e.ID, e.X, e.Y = r.U32(), r.FiniteF32(), r.FiniteF32()
+		e.Name = readStr(r, MaxNameField)
 	}
+	return entries
+}
+
+func writePositions(w *wire.Writer, entries []Position) {
+	w.U16(uint16(len(entries)))
+	for _, e := range entries {
+		w.U32(e.ID)
+		w.F32(e.X)
+		w.F32(e.Y)
+	}
+}
+
+func readPositions(r *wire.Reader) []Position {
+	n := readCount(r, int(r.U16()), wire.MaxPayload, positionEntry)
+	if n == 0 {
+		return nil
+	}
+	entries := make([]Position, n)
+	for i := range entries {
+		entries[i] = Position{ID: r.U32(), X: r.FiniteF32(), Y: r.FiniteF32()}
+	}
+	return entries
+}
+
+func writeIDs(w *wire.Writer, ids []uint32) {
+	w.U16(uint16(len(ids)))
+	for _, id := range ids {
+		w.U32(id)
+	}
+}
+
+func readIDs(r *wire.Reader) []uint32 {
+	n := readCount(r, int(r.U16()), wire.MaxPayload, disappearEntry)
+	if n == 0 {
+		return nil
+	}
+	ids := make([]uint32, n)
+	for i := range ids {
+		ids[i] = r.U32()
+	}
+	return ids
 }
 
 // ParseWorldUpdate parses a WorldUpdate payload.
