@@ -58,7 +58,7 @@ func (s *session) releaseHeldLocked() {
 	n := 0
 	for ; n < len(s.held); n++ {
 		m := &s.held[n]
-		err := s.rx0.reg.Validate(s.travel(), &m.h, m.payload)
+		err := s.validate(&m.h, m.payload)
 		if err == nil && s.rx0.ready != nil && !s.rx0.ready(m.h.Type) {
 			err = wire.ErrTypeNotLoaded // registered, its handler not installed yet
 		}

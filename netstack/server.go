@@ -174,6 +174,12 @@ type peer struct {
 	ticket   []byte // ClientFinished's admission ticket, handed to OnAdmitted
 }
 
+// Speaks reports whether the client's protocol version defines message
+// type t (wire.InProtocol): a v3 client is sent only v3's types and module
+// types. Send refuses any other with ErrNotInProtocol; a broadcast skips
+// the client.
+func (ci ClientInfo) Speaks(t wire.MessageType) bool { return wire.InProtocol(ci.Protocol, t) }
+
 func (p *peer) info() ClientInfo {
 	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
 }
@@ -545,6 +551,8 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 // after FlushDelay) packs it with the others for that client. It never
 // performs a system call. An unreliable message that does not fit one
 // datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
+// A type the client's protocol version does not define is refused
+// (ErrNotInProtocol; see ClientInfo.Speaks).
 func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	p := s.admitted(id)
 	if p == nil {
@@ -608,20 +616,21 @@ func (s *Server) ClientProtocol(id uint32) uint16 {
 	return 0
 }
 
-// Broadcast sends one message to every admitted client. It returns the first
-// error; a failure for one client does not stop the others.
+// Broadcast sends one message to every admitted client whose protocol
+// version defines t (a v4-only type skips v3 clients). It returns the
+// first error; a failure for one client does not stop the others.
 func (s *Server) Broadcast(t wire.MessageType, ch wire.Channel, payload []byte) error {
 	return s.BroadcastExcept(0, t, ch, payload)
 }
 
-// BroadcastExcept sends to every admitted client except the one with id except.
+// BroadcastExcept is Broadcast but for the client with id except.
 func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	now := time.Now()
 	bp := peerLists.Get().(*[]*peer)
 	peers := s.snapshotPeers(*bp)
 	var first error
 	for _, p := range peers {
-		if p.id == except {
+		if p.id == except || !wire.InProtocol(p.version, t) { // version: immutable
 			continue
 		}
 		if err := s.sendTo(p, t, ch, payload, now); err != nil && !errors.Is(err, ErrNoSuchClient) && first == nil {
