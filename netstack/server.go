@@ -27,6 +27,11 @@ const DefaultMaxClients = 32
 // MaxProtocol is the newest protocol version this package speaks.
 const MaxProtocol = handshake.ProtocolVersion4
 
+// maxRefuseV3Detail is the longest RefuseV3Detail: a refusal of a v3
+// hello (79 bytes) is no larger than the hello, and its frame, header and
+// fixed fields take 29.
+const maxRefuseV3Detail = 50
+
 // ServerConfig configures a Server. The zero value of every field means the
 // documented default.
 type ServerConfig struct {
@@ -68,6 +73,11 @@ type ServerConfig struct {
 	// RefuseV3 answers protocol v3 hellos with ProtocolTooOld on a private
 	// bind too (internet mode always does).
 	RefuseV3 bool
+	// RefuseV3Detail is the detail of that ProtocolTooOld: why v3 clients
+	// are refused and what to do ("" = "this server needs protocol v4;
+	// update the client"). The answer is no larger than the hello, so at
+	// most 50 bytes of it are sent; UTF-8 without NUL.
+	RefuseV3Detail string
 	// SkipAddressValidation answers a v4 hello at once, without the cookie
 	// round trip (private binds only: it lets a spoofed source cost a
 	// signature). The zero value validates every v4 source.
@@ -269,6 +279,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("netstack: internet mode requires protocol v4; MaxProtocol 3 is for private binds only")
 	case cfg.Internet && cfg.SkipAddressValidation:
 		return nil, errors.New("netstack: internet mode always validates addresses; SkipAddressValidation is for private binds only")
+	case len(cfg.RefuseV3Detail) > maxRefuseV3Detail || !wire.ValidUTF8NoNUL([]byte(cfg.RefuseV3Detail)):
+		return nil, fmt.Errorf("netstack: RefuseV3Detail %q: at most %d bytes of UTF-8 without NUL", cfg.RefuseV3Detail, maxRefuseV3Detail)
+	}
+	if cfg.RefuseV3Detail == "" {
+		cfg.RefuseV3Detail = "this server needs protocol v4; update the client"
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients

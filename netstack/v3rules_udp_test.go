@@ -2,6 +2,7 @@ package netstack_test
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,4 +150,30 @@ func acksUntil(t *testing.T, p *rawPeer, want uint32) map[uint32]bool {
 		t.Fatalf("sequence %d never acknowledged", want)
 	}
 	return acked
+}
+
+// TestUDPRefuseV3Detail: a server that refuses v3 says why in the
+// ProtocolTooOld's detail — the default one and the operator's — whole,
+// within the answer's size limit (no larger than the hello); a detail that
+// cannot fit is refused at start.
+func TestUDPRefuseV3Detail(t *testing.T) {
+	for _, want := range []string{"", "rooms need protocol v4; update the client"} {
+		srv := quietServer(t, func(c *netstack.ServerConfig) { c.RefuseV3, c.RefuseV3Detail = true, want })
+		if want == "" {
+			want = "this server needs protocol v4; update the client"
+		}
+		c := udpSocket(t, loopback)
+		hello := connectFrame(freshHello(t))
+		sendTo(t, c, srv.Addr(), hello)
+		d := expectRejectedV(t, c, wire.RejectProtocolTooOld, 4)
+		_, p := parsePlain(t, d)
+		if rej, _ := wire.ParseConnectRejected(p); rej.Detail != want || len(d) > len(hello) {
+			t.Errorf("detail %q in %d bytes (hello %d), want %q", rej.Detail, len(d), len(hello), want)
+		}
+	}
+	_, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", RefuseV3: true,
+		RefuseV3Detail: "this detail is far too long to fit an answer no larger than the hello"})
+	if err == nil || !strings.Contains(err.Error(), "RefuseV3Detail") {
+		t.Fatalf("a RefuseV3Detail of 67 bytes: %v", err)
+	}
 }
