@@ -16,7 +16,9 @@ import (
 // delivered; if it is still not loaded after the hold time, or the queue is
 // full, it is refused (NotLoaded: counted, and told in a MessageRefused
 // notice). Messages of other types are not held behind it. Unreliable
-// messages are never held.
+// messages are never held, and neither are a v3 session's: v3 drops a
+// packet of a type not registered unacknowledged, so its sender resends it
+// (recv.go).
 
 // A client holds the same way, for DefaultHoldUnannounced, a reliable
 // message of a module type that no ModuleSchemas announcement has named

@@ -304,6 +304,7 @@ func (p *strictPlayer) waitHeartbeats(t *testing.T) {
 	t.Helper()
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if st := p.c.Stats(); st.ServerHeartbeats >= 2 && st.Echoes >= 2 {
+			t.Logf("%s: %d heartbeats from the server, %d echoes of ours (slowest %v)", p.name, st.ServerHeartbeats, st.Echoes, st.SlowestEcho)
 			return
 		}
 	}

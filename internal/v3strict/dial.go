@@ -31,8 +31,9 @@ type Config struct {
 	// Timeout is the liveness timeout of §8; 0 means 10 s.
 	Timeout time.Duration
 	// GapTimeout is how long an OrderedSequence may stay missing while a
-	// successor waits before it is a violation; 0 means 5 s. (The server
-	// retransmits a lost packet within a few RTOs.)
+	// successor waits before it is a violation; 0 means 10 s, the
+	// connection timeout within which the server must deliver it or give
+	// up (§7).
 	GapTimeout time.Duration
 }
 
@@ -69,7 +70,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Timeout = 10 * time.Second
 	}
 	if cfg.GapTimeout <= 0 {
-		cfg.GapTimeout = 5 * time.Second
+		cfg.GapTimeout = 10 * time.Second
 	}
 	pin, err := ParsePin(cfg.Pin)
 	if err != nil {
