@@ -13,7 +13,8 @@ import (
 // on the game thread with the sender's admitted name — a ChatMessage to the
 // sender's room (every admitted client on a server that runs one match;
 // the clients in the lobby for one in none), a RoomChat to its room or, if
-// the operator allows it, to every admitted client. The receive goroutine
+// the operator allows it, to every admitted client; a v3 client, which has
+// no RoomChat, is sent a RoomChat line as a ChatMessage. The receive goroutine
 // only checks the sender's budget, one budget for both types, and copies
 // the message into a bounded queue; a message over budget or past a full
 // queue is dropped and counted. A client that keeps sending far over its
@@ -196,6 +197,7 @@ func (s *Server) relayLine(line chatLine) {
 		}
 		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
 		s.sendScope(r, line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf)
+		s.chatToV3(r, false, line.from, p.Name, line.text)
 	case chatGlobal:
 		if !s.cfg.Rooms.GlobalChat {
 			s.roomResult(line.from, gamemsg.TypeRoomChat, gamemsg.RoomChatDisabled, 0, "the operator turned global chat off; chat to your room")
@@ -209,6 +211,24 @@ func (s *Server) relayLine(line chatLine) {
 		if err := s.net.BroadcastExcept(line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf); err != nil {
 			s.log.Warn("chat relay failed", "from", p.Name, "err", err)
 		}
+		s.chatToV3(r, true, line.from, p.Name, line.text)
 	}
 	s.chat.relayed.Add(1)
+}
+
+// chatToV3 gives the v3 clients a RoomChat line they cannot be sent, as
+// the ChatMessage their protocol has: those of the sender's room r (or
+// all, global) but the sender. (v3 clients are only ever admitted to a
+// server that runs one match, where every client is in the one room.)
+func (s *Server) chatToV3(r *room, global bool, from uint32, name, text string) {
+	var payload []byte
+	for id, ci := range s.players {
+		if id == from || ci.Speaks(gamemsg.TypeRoomChat) || (!global && s.roomOf(id) != r) {
+			continue
+		}
+		if payload == nil {
+			payload = gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Sender: name, Text: text})
+		}
+		s.send(id, gamemsg.TypeChatMessage, wire.Reliable, payload)
+	}
 }

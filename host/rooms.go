@@ -236,15 +236,21 @@ func (s *Server) roomOf(client uint32) *room {
 	return nil
 }
 
-// send sends one message to one client; a departed client is no error.
+// send sends one message to one client; a departed client is no error,
+// and a client whose protocol does not define t (a v3 client and the room
+// messages, docs/protocol.md §3.2) is not sent it.
 func (s *Server) send(client uint32, t wire.MessageType, ch wire.Channel, payload []byte) {
+	if !s.players[client].Speaks(t) {
+		return
+	}
 	if err := s.net.Send(client, t, ch, payload); err != nil && !errors.Is(err, netstack.ErrNoSuchClient) && !errors.Is(err, netstack.ErrServerClosed) {
 		s.log.Warn("send failed", "type", t.String(), "client", client, "err", err)
 	}
 }
 
 // broadcast sends to the room's members but except (0: none); the fixed
-// room's are every admitted client.
+// room's are every admitted client. Either way, only to those whose
+// protocol defines t.
 func (r *room) broadcast(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) {
 	s := r.s
 	if r.info.Fixed {

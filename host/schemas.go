@@ -38,7 +38,7 @@ func (s *Server) currentSchemas() []byte {
 
 // sendSchemas sends the table to one newly admitted client.
 func (s *Server) sendSchemas(ci netstack.ClientInfo) {
-	if ci.Protocol < wire.ProtocolVersion4 {
+	if !ci.Speaks(wire.TypeModuleSchemas) {
 		return
 	}
 	if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.Reliable, s.currentSchemas()); err != nil {
@@ -55,7 +55,7 @@ func (s *Server) announceSchemas() {
 	payload := s.currentSchemas()
 	s.schemas.announced = true
 	for _, ci := range s.players {
-		if ci.Protocol < wire.ProtocolVersion4 {
+		if !ci.Speaks(wire.TypeModuleSchemas) {
 			continue
 		}
 		if err := s.net.Send(ci.ID, wire.TypeModuleSchemas, wire.Reliable, payload); err != nil {

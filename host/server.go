@@ -325,7 +325,11 @@ func (s *Server) Pin() string { return s.net.Pin() }
 // e.g. "exposed to every IPv4 and IPv6 address, on every interface; protocol
 // v4 with address validation, v3 refused".
 func (s *Server) Exposure() string {
-	return "exposed to " + s.net.Policy().Exposure() + "; " + s.net.Protocols()
+	out := "exposed to " + s.net.Policy().Exposure() + "; " + s.net.Protocols()
+	if s.cfg.Rooms.Enabled && !s.cfg.Internet() {
+		out += " (a lobby of rooms needs protocol v4)"
+	}
+	return out
 }
 
 // Net exposes the transport (modules send through it).

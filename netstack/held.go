@@ -16,7 +16,9 @@ import (
 // delivered; if it is still not loaded after the hold time, or the queue is
 // full, it is refused (NotLoaded: counted, and told in a MessageRefused
 // notice). Messages of other types are not held behind it. Unreliable
-// messages are never held.
+// messages are never held, and neither are a v3 session's: v3 drops a
+// packet of a type not registered unacknowledged, so its sender resends it
+// (recv.go).
 
 // A client holds the same way, for DefaultHoldUnannounced, a reliable
 // message of a module type that no ModuleSchemas announcement has named
@@ -58,7 +60,7 @@ func (s *session) releaseHeldLocked() {
 	n := 0
 	for ; n < len(s.held); n++ {
 		m := &s.held[n]
-		err := s.rx0.reg.Validate(s.travel(), &m.h, m.payload)
+		err := s.validate(&m.h, m.payload)
 		if err == nil && s.rx0.ready != nil && !s.rx0.ready(m.h.Type) {
 			err = wire.ErrTypeNotLoaded // registered, its handler not installed yet
 		}

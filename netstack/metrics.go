@@ -58,6 +58,7 @@ var counterTable = []struct {
 	{"refusals_reported_by_clients_total", "Messages of the server's that clients reported refusing (MessageRefused notices).", "", "", func(s *Server) uint64 { return s.ctr.PeerRefusals.Load() }},
 	{"messages_held_total", "Reliable messages held, acknowledged, for a module that was not loaded (restarting, reloading).", "", "", func(s *Server) uint64 { return s.ctr.HeldNotLoaded.Load() }},
 	{"messages_held_delivered_total", "Held messages delivered once their module was back.", "", "", func(s *Server) uint64 { return s.ctr.HeldDelivered.Load() }},
+	{"messages_not_in_protocol_total", "Sends refused because the client's protocol version does not define the message type (a v4-only type to a v3 client; never sent).", "", "", func(s *Server) uint64 { return s.ctr.NotInProtocol.Load() }},
 	{"handshakes_total", "Handshakes answered with a newly signed ConnectAccepted (key agreement and signature performed).", "", "", func(s *Server) uint64 { return s.ctr.HandshakesSigned.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "sent", func(s *Server) uint64 { return s.ctr.CookiesSent.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "verified", func(s *Server) uint64 { return s.ctr.CookiesVerified.Load() }},

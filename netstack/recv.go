@@ -18,6 +18,12 @@ import (
 // nothing the peer sends can stall a channel or end the session; every
 // refusal is counted and, in a v4 session, told to the sender in a
 // MessageRefused notice.
+//
+// A v3 session keeps v3's rules (protocol-v3.md §3, §7): only v3's types
+// are known to it, and a reliable packet that fails its schema is dropped
+// before the reliability engine sees it — counted, never acknowledged, so
+// that its sender resends it (a duplicate of one already received is
+// acknowledged as any duplicate, without a second look).
 
 // deliverFunc receives a validated message; payload is only valid during the call.
 type deliverFunc func(h *wire.Header, payload []byte)
@@ -111,6 +117,12 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		}
 		return
 	}
+	if h.Channel.IsReliable() && s.version < handshake.ProtocolVersion4 && !s.rel.Seen(h.Sequence) {
+		if err := s.validate(h, payload); err != nil {
+			s.refuseLocked(h, wire.RefusalOf(err)) // v3: dropped unacknowledged
+			return
+		}
+	}
 	if h.Channel.IsReliable() {
 		// Reliability first: a duplicate is acknowledged without another
 		// look; a new message is acknowledged, ordered (and reassembled),
@@ -121,7 +133,7 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		}
 		return
 	}
-	if err := s.rx0.reg.Validate(s.travel(), h, payload); err != nil {
+	if err := s.validate(h, payload); err != nil {
 		s.refuseLocked(h, wire.RefusalOf(err))
 		return
 	}
@@ -156,6 +168,16 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 
 func peerRefusals(c *Counters) *atomicU64 { return &c.PeerRefusals }
 
+// validate applies the receive rules to a message: a type of the
+// session's protocol version (to a v3 session every later type is
+// unknown), then its schema.
+func (s *session) validate(h *wire.Header, payload []byte) error {
+	if !wire.InProtocol(s.version, h.Type) {
+		return wire.ErrUnknownType
+	}
+	return s.rx0.reg.Validate(s.travel(), h, payload)
+}
+
 // travel is the direction this end receives in.
 func (s *session) travel() wire.Direction {
 	if s.server {
@@ -169,7 +191,7 @@ func (s *session) travel() wire.Direction {
 // fragmented one). A refused message is dropped and counted; on the server,
 // one of a module type whose module is not loaded now is held (held.go).
 func (s *session) deliverChecked(h *wire.Header, payload []byte) {
-	err := s.rx0.reg.Validate(s.travel(), h, payload)
+	err := s.validate(h, payload)
 	switch {
 	case err == nil:
 		h.FragCount = 0

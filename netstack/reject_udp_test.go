@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/sparkhost/sparkhost/netstack"
@@ -97,26 +98,37 @@ func TestUDPRejectServerFull(t *testing.T) {
 		}
 	})
 	// Half-open handshakes hold no slot (docs/protocol.md §3.6): capacity is
-	// judged at the hello and again at admission.
-	t.Run("half-open handshakes do not count", func(t *testing.T) {
-		srv := quietServer(t, func(c *netstack.ServerConfig) { c.MaxClients = 1 })
-		p := newRawPeer(t, srv.Addr())
-		p.connect(srv.Pin()) // half-open, not finished yet
-		if len(srv.Clients()) != 0 || srv.HalfOpenCount() != 1 {
-			t.Fatalf("Clients %d, half-open %d; want 0 and 1", len(srv.Clients()), srv.HalfOpenCount())
-		}
-		dial(t, srv, "second") // takes the one slot
-		// The half-open handshake finishes too late: Disconnect(ServerFull).
-		p.sendFinished("late", 1)
-		_, payload := p.await(wire.TypeDisconnect)
-		if m, err := wire.ParseDisconnect(payload); err != nil || wire.DisconnectReason(m.Reason) != wire.DisconnectServerFull {
-			t.Fatalf("Disconnect %+v (%v), want ServerFull", m, err)
-		}
-		eventually(t, "the late handshake freed", func() bool { return srv.HalfOpenCount() == 0 })
-		if cl := srv.Clients(); len(cl) != 1 || cl[0].Name != "second" {
-			t.Fatalf("Clients() = %+v", cl)
-		}
-	})
+	// judged at the hello and again at admission. A v3 client is told with
+	// reason Unknown: v3 defines no ServerFull Disconnect (its reasons end
+	// at 11); the detail says what happened.
+	for _, v := range []struct {
+		name   string
+		peer   func(t *testing.T, srv netip.AddrPort) *rawPeer
+		reason wire.DisconnectReason
+	}{
+		{"half-open handshakes do not count", func(t *testing.T, srv netip.AddrPort) *rawPeer { return newRawPeer4(t, srv, nil) }, wire.DisconnectServerFull},
+		{"half-open handshakes do not count, v3", newRawPeer, wire.DisconnectUnknown},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			srv := quietServer(t, func(c *netstack.ServerConfig) { c.MaxClients = 1 })
+			p := v.peer(t, srv.Addr())
+			p.connect(srv.Pin()) // half-open, not finished yet
+			if len(srv.Clients()) != 0 || srv.HalfOpenCount() != 1 {
+				t.Fatalf("Clients %d, half-open %d; want 0 and 1", len(srv.Clients()), srv.HalfOpenCount())
+			}
+			dial(t, srv, "second") // takes the one slot
+			// The half-open handshake finishes too late: Disconnect(ServerFull).
+			p.sendFinished("late", 1)
+			_, payload := p.await(wire.TypeDisconnect)
+			if m, err := wire.ParseDisconnect(payload); err != nil || wire.DisconnectReason(m.Reason) != v.reason || !strings.Contains(m.Detail, "full") {
+				t.Fatalf("Disconnect %+v (%v), want %s saying the server is full", m, err, v.reason)
+			}
+			eventually(t, "the late handshake freed", func() bool { return srv.HalfOpenCount() == 0 })
+			if cl := srv.Clients(); len(cl) != 1 || cl[0].Name != "second" {
+				t.Fatalf("Clients() = %+v", cl)
+			}
+		})
+	}
 }
 
 func TestUDPRejectBanned(t *testing.T) {

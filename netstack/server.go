@@ -27,6 +27,11 @@ const DefaultMaxClients = 32
 // MaxProtocol is the newest protocol version this package speaks.
 const MaxProtocol = handshake.ProtocolVersion4
 
+// maxRefuseV3Detail is the longest RefuseV3Detail: a refusal of a v3
+// hello (79 bytes) is no larger than the hello, and its frame, header and
+// fixed fields take 29.
+const maxRefuseV3Detail = 50
+
 // ServerConfig configures a Server. The zero value of every field means the
 // documented default.
 type ServerConfig struct {
@@ -68,6 +73,11 @@ type ServerConfig struct {
 	// RefuseV3 answers protocol v3 hellos with ProtocolTooOld on a private
 	// bind too (internet mode always does).
 	RefuseV3 bool
+	// RefuseV3Detail is the detail of that ProtocolTooOld: why v3 clients
+	// are refused and what to do ("" = "this server needs protocol v4;
+	// update the client"). The answer is no larger than the hello, so at
+	// most 50 bytes of it are sent; UTF-8 without NUL.
+	RefuseV3Detail string
 	// SkipAddressValidation answers a v4 hello at once, without the cookie
 	// round trip (private binds only: it lets a spoofed source cost a
 	// signature). The zero value validates every v4 source.
@@ -174,6 +184,12 @@ type peer struct {
 	ticket   []byte // ClientFinished's admission ticket, handed to OnAdmitted
 }
 
+// Speaks reports whether the client's protocol version defines message
+// type t (wire.InProtocol): a v3 client is sent only v3's types and module
+// types. Send refuses any other with ErrNotInProtocol; a broadcast skips
+// the client.
+func (ci ClientInfo) Speaks(t wire.MessageType) bool { return wire.InProtocol(ci.Protocol, t) }
+
 func (p *peer) info() ClientInfo {
 	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
 }
@@ -263,6 +279,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("netstack: internet mode requires protocol v4; MaxProtocol 3 is for private binds only")
 	case cfg.Internet && cfg.SkipAddressValidation:
 		return nil, errors.New("netstack: internet mode always validates addresses; SkipAddressValidation is for private binds only")
+	case len(cfg.RefuseV3Detail) > maxRefuseV3Detail || !wire.ValidUTF8NoNUL([]byte(cfg.RefuseV3Detail)):
+		return nil, fmt.Errorf("netstack: RefuseV3Detail %q: at most %d bytes of UTF-8 without NUL", cfg.RefuseV3Detail, maxRefuseV3Detail)
+	}
+	if cfg.RefuseV3Detail == "" {
+		cfg.RefuseV3Detail = "this server needs protocol v4; update the client"
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
@@ -545,6 +566,8 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 // after FlushDelay) packs it with the others for that client. It never
 // performs a system call. An unreliable message that does not fit one
 // datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
+// A type the client's protocol version does not define is refused
+// (ErrNotInProtocol; see ClientInfo.Speaks).
 func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	p := s.admitted(id)
 	if p == nil {
@@ -608,20 +631,21 @@ func (s *Server) ClientProtocol(id uint32) uint16 {
 	return 0
 }
 
-// Broadcast sends one message to every admitted client. It returns the first
-// error; a failure for one client does not stop the others.
+// Broadcast sends one message to every admitted client whose protocol
+// version defines t (a v4-only type skips v3 clients). It returns the
+// first error; a failure for one client does not stop the others.
 func (s *Server) Broadcast(t wire.MessageType, ch wire.Channel, payload []byte) error {
 	return s.BroadcastExcept(0, t, ch, payload)
 }
 
-// BroadcastExcept sends to every admitted client except the one with id except.
+// BroadcastExcept is Broadcast but for the client with id except.
 func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
 	now := time.Now()
 	bp := peerLists.Get().(*[]*peer)
 	peers := s.snapshotPeers(*bp)
 	var first error
 	for _, p := range peers {
-		if p.id == except {
+		if p.id == except || !wire.InProtocol(p.version, t) { // version: immutable
 			continue
 		}
 		if err := s.sendTo(p, t, ch, payload, now); err != nil && !errors.Is(err, ErrNoSuchClient) && first == nil {

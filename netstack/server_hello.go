@@ -81,7 +81,7 @@ func (s *Server) handlePlain(d []byte, from netip.AddrPort, now time.Time) {
 		s.refuse(from, s.unvalidated(s.compatVersion(), len(d), compat), wire.RejectProtocolTooOld, "client protocol too old; update the client", now)
 	case version == handshake.ProtocolVersion && !s.allowV3:
 		s.ctr.ProtocolV3Refused.Add(1)
-		s.refuse(from, s.unvalidated(handshake.ProtocolVersion4, len(d), 1), wire.RejectProtocolTooOld, "this server requires protocol v4; update the client", now)
+		s.refuse(from, s.unvalidated(handshake.ProtocolVersion4, len(d), 1), wire.RejectProtocolTooOld, s.cfg.RefuseV3Detail, now)
 	case version == handshake.ProtocolVersion:
 		s.helloV3(payload, len(d), from, now)
 	case version == handshake.ProtocolVersion4 && s.cfg.MaxProtocol >= handshake.ProtocolVersion4:

@@ -50,6 +50,10 @@ var (
 	// ErrSendQueueFull: the peer's queue of unreliable messages waiting for a
 	// flush is full (a flush is overdue, or the sender outruns it).
 	ErrSendQueueFull = errors.New("netstack: send queue full; flush more often or send less")
+	// ErrNotInProtocol: the message type is not defined by the protocol
+	// version the peer negotiated (a v4-only type for a v3 peer,
+	// wire.InProtocol); it is never sent. Counted (NotInProtocol).
+	ErrNotInProtocol = errors.New("netstack: message type not in the peer's protocol version")
 )
 
 // session is one end of a sealed channel: the server keeps one per slot, a
@@ -248,6 +252,10 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 	if s.closed {
 		return ErrClosed
 	}
+	if !wire.InProtocol(s.version, typ) {
+		s.add(notInProtocol, 1)
+		return fmt.Errorf("%w: %s is a protocol v%d message and this peer speaks v%d", ErrNotInProtocol, typ, wire.IntroducedIn(typ), s.version)
+	}
 	switch {
 	case ch.IsReliable():
 		if err := s.rel.Send(typ, ch, payload, now); err != nil {
@@ -269,6 +277,8 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 	}
 	return nil
 }
+
+func notInProtocol(c *Counters) *atomicU64 { return &c.NotInProtocol }
 
 // queueUnreliable appends an unreliable message to uq.
 func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
@@ -370,6 +380,9 @@ func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail stri
 	var buf [3 + 256]byte
 	if len(detail) > 256 {
 		detail = detail[:256]
+	}
+	if s.version < handshake.ProtocolVersion4 && reason > wire.LastV3DisconnectReason {
+		reason = wire.DisconnectUnknown // v3 defines 0..11; the detail says what happened
 	}
 	p := wire.AppendDisconnect(buf[:0], &wire.Disconnect{Reason: uint8(reason), Detail: detail})
 	h := wire.Header{Type: wire.TypeDisconnect, Channel: wire.Unreliable}

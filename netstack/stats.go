@@ -44,6 +44,10 @@ type Counters struct {
 	// it was back (the others were refused NotLoaded).
 	HeldNotLoaded atomic.Uint64
 	HeldDelivered atomic.Uint64
+	// NotInProtocol counts the sends refused because the peer's protocol
+	// version does not define the type (ErrNotInProtocol): a caller that
+	// did not check ClientInfo.Speaks.
+	NotInProtocol atomic.Uint64
 
 	// Handshake traffic (server only).
 	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy
@@ -94,6 +98,7 @@ type Stats struct {
 	PeerRefusals           uint64
 	HeldNotLoaded          uint64
 	HeldDelivered          uint64
+	NotInProtocol          uint64
 
 	// Server totals only: the handshake counters of Counters.
 	PlainBytesReceived      uint64
@@ -135,6 +140,7 @@ func (c *Counters) snapshot() Stats {
 		PeerRefusals:           c.PeerRefusals.Load(),
 		HeldNotLoaded:          c.HeldNotLoaded.Load(),
 		HeldDelivered:          c.HeldDelivered.Load(),
+		NotInProtocol:          c.NotInProtocol.Load(),
 
 		PlainBytesReceived:      c.PlainBytesReceived.Load(),
 		PlainBytesSent:          c.PlainBytesSent.Load(),

@@ -49,6 +49,8 @@ var rules = []rule{
 	{from: "proto", allow: []string{"proto"}, reason: "the plugin protocol is generated code"},
 	{from: "internal", deny: []string{"cmd", "modules", "client"},
 		reason: "shared internals serve the layers above them"},
+	{from: "internal/v3strict", allow: []string{"internal/v3strict"},
+		reason: "the strict v3 client is written from the v3 contract alone: it shares no code with what it tests"},
 }
 
 func under(rel, prefix string) bool { return rel == prefix || strings.HasPrefix(rel, prefix+"/") }
