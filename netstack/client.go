@@ -88,6 +88,12 @@ type ClientConfig struct {
 	// (docs/protocol.md §5.5). 0 means DefaultClientFlushInterval (2 ms); a
 	// negative value flushes after every Send (no packing across Sends).
 	FlushInterval time.Duration
+	// CloseLinger is the longest Disconnect (and Close) waits for the server
+	// to acknowledge the reliable messages sent before it, so that a quit
+	// right after a chat line delivers the line (docs/protocol.md §6); 0
+	// means 1 s (DefaultCloseLinger), negative closes at once. Unconfirmed
+	// tells, after the close, how many messages were given up.
+	CloseLinger time.Duration
 }
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.
@@ -459,7 +465,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	}
 	now := time.Now()
 	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout,
-		datagramSize: c.cfg.DatagramSize}
+		datagramSize: c.cfg.DatagramSize, closeLinger: c.cfg.CloseLinger}
 	chcfg.populate()
 	if res.Version >= handshake.ProtocolVersion4 {
 		// A module message may overtake the announcement of its type
@@ -531,7 +537,7 @@ func (c *Client) receiveLoop() {
 				c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
 				c.admit() // ClientFinished (reliable sequence 1) was acknowledged
 			}
-			if c.sess.closed {
+			if c.sess.lingerDoneLocked(now) {
 				break
 			}
 		}
@@ -582,6 +588,7 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 
 // admit marks the client admitted (once); under the session lock.
 func (c *Client) admit() {
+	c.sess.finishing = false
 	select {
 	case <-c.admitted:
 	default:
@@ -771,17 +778,48 @@ func (c *Client) Stats() Stats {
 	return c.sess.statsLocked()
 }
 
-// Disconnect tells the server reason and closes the connection.
+// Disconnect tells the server reason and closes the connection. What was
+// sent before it is delivered first: Disconnect waits, at most
+// ClientConfig.CloseLinger, until the server has acknowledged every reliable
+// message, then sends the Disconnect (docs/protocol.md §6). It returns when
+// the connection is closed.
 func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
 	if c.sess != nil {
-		c.flushNow() // what was queued leaves before the Disconnect
-		c.sess.mu.Lock()
-		c.sess.closeLocked(reason, detail, time.Now())
-		c.sess.mu.Unlock()
 		c.flushTimer.Stop()
+		c.sess.mu.Lock()
+		closed := c.sess.beginCloseLocked(reason, detail, c.sess.closeLinger, time.Now())
+		c.sess.mu.Unlock()
+		if !closed {
+			c.flushNow() // what was queued leaves now; the Acks end the linger
+			c.awaitLinger()
+		}
 	}
 	c.shutdown()
 	c.wg.Wait()
+}
+
+// awaitLinger waits for the receive or service goroutine to end the
+// linger; if they are not running (a failed Dial) or late, it ends it.
+func (c *Client) awaitLinger() {
+	select {
+	case <-c.done:
+		return
+	case <-time.After(c.sess.closeLinger + 50*time.Millisecond):
+	}
+	c.sess.mu.Lock()
+	c.sess.closeLocked(c.sess.reason, c.sess.detail, time.Now())
+	c.sess.mu.Unlock()
+}
+
+// Unconfirmed returns how many reliable messages the server has not
+// acknowledged yet (after Disconnect: how many a close gave up on).
+func (c *Client) Unconfirmed() int {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	if c.sess.closed {
+		return c.sess.abandoned
+	}
+	return c.sess.rel.Unsettled()
 }
 
 // Close disconnects with ClientQuit.

@@ -193,6 +193,8 @@ func (s *session) travel() wire.Direction {
 func (s *session) deliverChecked(h *wire.Header, payload []byte) {
 	err := s.validate(h, payload)
 	switch {
+	case err == nil && s.lingering:
+		// Closing: acknowledged (the engine did), not delivered.
 	case err == nil:
 		h.FragCount = 0
 		s.rx0.deliver(h, payload)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/cookie"
@@ -136,6 +137,12 @@ type ServerConfig struct {
 	// held, acknowledged, for the module to come back (docs/protocol.md
 	// §10.3); 0 means 10 s, negative refuses such messages at once.
 	HoldNotLoaded time.Duration
+	// CloseLinger is how long a kick, a ban or the shutdown waits for the
+	// client to acknowledge the reliable messages sent before it (the kick's
+	// reason, a last chat line) before the Disconnect (docs/protocol.md §6);
+	// 0 means 1 s, negative closes at once. The game sees the client leave
+	// at once; its slot is freed when the linger ends.
+	CloseLinger time.Duration
 }
 
 // ClientInfo describes an admitted client.
@@ -181,6 +188,7 @@ type peer struct {
 	state    slotState
 	name     string
 	rxMarked bool
+	departed bool   // OnDisconnected was called (at a kick, before the linger ends)
 	ticket   []byte // ClientFinished's admission ticket, handed to OnAdmitted
 }
 
@@ -210,6 +218,8 @@ type Server struct {
 	log      *slog.Logger
 	identity *handshake.ServerIdentity
 	origin   time.Time
+
+	started atomic.Bool // Start ran: the goroutines that end a linger are there
 
 	// mu guards the admitted clients' maps. It is never held across a
 	// signature, a key agreement or a syscall: the game thread's sends and the
@@ -338,6 +348,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.rxd, s.svcd = newDispatcher(s), newDispatcher(s)
 	s.readyFn = s.hasHandler
 	s.chcfg.holdFor = cfg.HoldNotLoaded
+	s.chcfg.closeLinger = cfg.CloseLinger
 	s.chcfg.populate()
 	s.chcfg.populateServer()
 	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
@@ -389,6 +400,7 @@ func (s *Server) tickWriter() {
 
 // Start launches the receive, service and tick writer goroutines.
 func (s *Server) Start() {
+	s.started.Store(true)
 	s.wg.Add(3)
 	go s.receiveLoop()
 	go s.serviceLoop()
@@ -461,6 +473,7 @@ func (s *Server) Close() error {
 		s.flushClosed = true
 		close(s.tickWrites) // the tick writer writes what is queued, then ends
 		s.flushMu.Unlock()
+		s.lingerAll()
 		now := time.Now()
 		for _, p := range s.snapshotPeers(nil) {
 			p.mu.Lock()
@@ -484,6 +497,39 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// lingerAll begins the graceful close of every admitted client
+// (ServerShutdown) and waits, at most the linger, while the receive and
+// service goroutines deliver what was sent to them and free their slots.
+func (s *Server) lingerAll() {
+	if !s.started.Load() || s.chcfg.closeLinger <= 0 {
+		return
+	}
+	now := time.Now()
+	waiting := false
+	for _, p := range s.snapshotPeers(nil) {
+		p.mu.Lock()
+		closed := p.state != slotConnected
+		if !closed {
+			closed = p.beginCloseLocked(wire.DisconnectServerShutdown, "server shutting down", s.chcfg.closeLinger, now)
+		}
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		} else {
+			s.depart(p)
+			waiting = true
+		}
+	}
+	// The service loop ends each linger within its 10 ms round; the
+	// margin covers a late round.
+	for deadline := now.Add(s.chcfg.closeLinger + 50*time.Millisecond); waiting && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		s.mu.RLock()
+		waiting = len(s.byAddr) > 0
+		s.mu.RUnlock()
+	}
+}
+
 func (s *Server) snapshotPeers(buf []*peer) []*peer {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -499,7 +545,7 @@ func (s *Server) Clients() []ClientInfo {
 	var out []ClientInfo
 	for _, p := range s.snapshotPeers(nil) {
 		p.mu.Lock()
-		if p.state == slotConnected {
+		if p.state == slotConnected && !p.departed {
 			out = append(out, p.info())
 		}
 		p.mu.Unlock()
@@ -578,7 +624,7 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 
 func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	p.mu.Lock()
-	if p.state != slotConnected {
+	if p.state != slotConnected || p.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -663,21 +709,46 @@ func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Chan
 var peerLists = sync.Pool{New: func() any { return new([]*peer) }}
 
 // Kick closes an admitted client's connection with reason (e.g. Kicked,
-// Banned) and detail, which the client is told.
+// Banned) and detail, which the client is told. What was sent to the client
+// before is delivered first (ServerConfig.CloseLinger): the client leaves the
+// game at once (OnDisconnected, no more sends), and its Disconnect follows
+// when it has acknowledged everything or the linger ends.
 func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) error {
 	p := s.admitted(id)
 	if p == nil {
 		return ErrNoSuchClient
 	}
 	p.mu.Lock()
-	if p.state != slotConnected {
+	if p.state != slotConnected || p.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
-	p.closeLocked(reason, detail, time.Now())
+	closed := p.beginCloseLocked(reason, detail, s.chcfg.closeLinger, time.Now()) // what is queued leaves at the service loop's next round
 	p.mu.Unlock()
-	s.remove(p)
+	if closed {
+		s.remove(p)
+	} else {
+		s.depart(p)
+	}
 	return nil
+}
+
+// depart reports the departure of an admitted client once: at its close,
+// or when a graceful close begins (its slot is freed when that ends).
+func (s *Server) depart(p *peer) {
+	p.mu.Lock()
+	report := p.state == slotConnected && !p.departed
+	p.departed = true
+	info := p.info()
+	reason, detail := p.reason, p.detail
+	p.mu.Unlock()
+	if !report {
+		return
+	}
+	s.log.Info("client disconnected", "client", info.ID, "name", info.Name, "addr", info.Addr.String(), "reason", reason.String(), "detail", detail)
+	if s.cfg.OnDisconnected != nil {
+		s.cfg.OnDisconnected(info, reason, detail)
+	}
 }
 
 // remove frees a closed slot and reports the departure of an admitted client.
@@ -691,19 +762,10 @@ func (s *Server) remove(p *peer) {
 	}
 	s.mu.Unlock()
 
+	s.depart(p)
 	p.mu.Lock()
-	wasConnected := p.state == slotConnected
 	p.state = slotClosed
-	info := p.info()
-	reason, detail := p.reason, p.detail
 	p.mu.Unlock()
-	if !wasConnected {
-		return
-	}
-	s.log.Info("client disconnected", "client", info.ID, "name", info.Name, "addr", info.Addr.String(), "reason", reason.String(), "detail", detail)
-	if s.cfg.OnDisconnected != nil {
-		s.cfg.OnDisconnected(info, reason, detail)
-	}
 }
 
 func (s *Server) receiveLoop() {

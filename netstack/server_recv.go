@@ -88,7 +88,7 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		return
 	}
 	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
-	closed := p.closed
+	closed := p.lingerDoneLocked(now) // the Acks that end a linger end it now
 	info := p.info()
 	sends := p.sends.Load()
 	p.mu.Unlock()

@@ -86,6 +86,9 @@ type session struct {
 	heartbeats    [heartbeatSlots]heartbeatProbe
 	hbNext        int
 	hbInterval    time.Duration
+	// finishing: a client's session before admission, which sends its
+	// ClientFinished alone (docs/protocol.md §3.7): no heartbeat yet.
+	finishing bool
 	timeout       time.Duration
 
 	// Send queue. uq holds the unreliable messages (and control messages:
@@ -121,6 +124,13 @@ type session struct {
 	rx        wire.Header // header of the message being received
 	rx0       rxContext   // the receive call in progress
 	checkedFn deliverFunc // s.deliverChecked, bound once
+
+	// Graceful close (linger.go): no new sends, no new deliveries, the
+	// Disconnect once everything is acknowledged or lingerUntil passes.
+	lingering   bool
+	lingerUntil time.Time
+	closeLinger time.Duration // how long a graceful close may wait
+	abandoned   int           // reliable messages still unacknowledged at the close
 
 	closed bool
 	reason wire.DisconnectReason
@@ -159,6 +169,8 @@ func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, v
 		datagramSize: cfg.datagramSize,
 		flushDelay:   cfg.flushDelay,
 		holdFor:      cfg.holdFor,
+		closeLinger:  cfg.closeLinger,
+		finishing:    !server,
 		noticeTokens: noticeBurst,
 		noticeAt:     now,
 		open:         make([]byte, 0, 2048),
@@ -180,6 +192,7 @@ type channelConfig struct {
 	flushDelay          time.Duration
 	maxQueuedUnreliable int
 	holdFor             time.Duration // held.go: the server's not-loaded hold, a v4 client's unannounced one
+	closeLinger         time.Duration // linger.go: the graceful close's wait (0: none)
 }
 
 func (c *channelConfig) populate() {
@@ -200,6 +213,12 @@ func (c *channelConfig) populate() {
 	}
 	if c.maxQueuedUnreliable <= 0 {
 		c.maxQueuedUnreliable = DefaultMaxQueuedUnreliable
+	}
+	switch {
+	case c.closeLinger == 0:
+		c.closeLinger = DefaultCloseLinger
+	case c.closeLinger < 0:
+		c.closeLinger = 0
 	}
 }
 
@@ -249,7 +268,7 @@ func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
 // reliable message goes to the reliability engine (which fragments it in a
 // v4 session); an unreliable one must fit one datagram.
 func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
-	if s.closed {
+	if s.closed || s.lingering {
 		return ErrClosed
 	}
 	if !wire.InProtocol(s.version, typ) {
@@ -295,12 +314,15 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	if s.closed {
 		return false
 	}
+	if s.lingerDoneLocked(now) {
+		return true
+	}
 	if now.Sub(s.lastAuth) >= s.timeout {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.timeout.String(), now)
 		return true
 	}
 	due := s.urgent
-	if !now.Before(s.nextHeartbeat) {
+	if !now.Before(s.nextHeartbeat) && !s.finishing {
 		s.queueHeartbeatLocked(now)
 		s.nextHeartbeat = now.Add(s.hbInterval)
 		due = true // a probe's send time is its RTT sample's start: it leaves now
@@ -352,8 +374,11 @@ func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now t
 	if s.closed {
 		return
 	}
+	timedOut := reason == wire.DisconnectTimeout
+	reason, detail = s.closeReason(reason, detail)
 	s.closed, s.reason, s.detail = true, reason, detail
-	if reason != wire.DisconnectTimeout { // a timed-out peer is gone; nothing to tell
+	s.abandoned = s.rel.Unsettled()
+	if !timedOut { // a timed-out peer is gone; nothing to tell
 		s.sendDisconnectLocked(reason, detail, now)
 	}
 	s.releaseLocked()
@@ -365,6 +390,7 @@ func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) 
 	if s.closed {
 		return
 	}
+	reason, detail = s.closeReason(reason, detail)
 	s.closed, s.reason, s.detail = true, reason, detail
 	s.releaseLocked()
 }

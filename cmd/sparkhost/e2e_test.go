@@ -144,3 +144,30 @@ func TestProcessesChatAdminKickShutdown(t *testing.T) {
 		t.Errorf("admin socket left behind after shutdown (%v)", err)
 	}
 }
+
+// TestProcessesCloseDeliversFirst is the README's own pattern: a script
+// that says something and quits at once delivers what it said, and the
+// server's last words before a kick reach the kicked player
+// (docs/protocol.md §6: closing delivers first).
+func TestProcessesCloseDeliversFirst(t *testing.T) {
+	bin := buildBinary(t)
+	tmp := shortTempDir(t)
+	dataDir := filepath.Join(tmp, "data")
+	rs := startServer(t, bin, dataDir)
+	addr := rs.addr.String()
+
+	bob := startClient(t, bin, filepath.Join(tmp, "bob"), rs.pin,
+		`connect `+addr+` bob; wait "chat alice: hi" 30s; wait "last words" 30s; wait "disconnected: Kicked" 30s`)
+	bob.waitLine(t, "connected to "+addr+" as bob")
+	alice := startClient(t, bin, filepath.Join(tmp, "alice"), rs.pin, `connect `+addr+` alice; say hi; quit`)
+	alice.waitExit(t, "alice")
+	bob.waitLine(t, "chat alice: hi")
+
+	adminRun(t, bin, dataDir, "say", "last words")
+	adminRun(t, bin, dataDir, "kick", "bob", "closing time")
+	bob.waitExit(t, "bob")
+	out := bob.output()
+	if i, j := strings.Index(out, "last words"), strings.Index(out, "disconnected: Kicked"); i < 0 || j < i {
+		t.Fatalf("bob's output does not show the last words before the kick:\n%s", out)
+	}
+}

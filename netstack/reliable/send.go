@@ -298,6 +298,19 @@ func (e *Endpoint) Acknowledged(s uint32) bool {
 	return e.slot(s).state == outAcked
 }
 
+// Settled reports whether every reliable message accepted by Send has been
+// acknowledged: nothing is in flight or waiting in the queue. A graceful
+// close lingers until it is (or its linger ends).
+func (e *Endpoint) Settled() bool {
+	return e.oldest == e.nextSeq && e.queue.n == 0
+}
+
+// Unsettled returns how many reliable packets accepted by Send are not yet
+// acknowledged (in flight, or waiting in the queue).
+func (e *Endpoint) Unsettled() int {
+	return int(e.nextSeq-e.oldest) + e.queue.n
+}
+
 // sentSlot returns the slot of s if s was transmitted and is not yet acked.
 func (e *Endpoint) sentSlot(s uint32) *outPacket {
 	if s-e.oldest >= e.firstUnsent-e.oldest { // also catches s < oldest (wraps)
