@@ -184,7 +184,7 @@ func TestKickLingerIsBounded(t *testing.T) {
 	ev := newEvents()
 	srv := quietServer(t, func(c *netstack.ServerConfig) {
 		ev.hook(c)
-		
+
 	})
 	p := newRawPeer(t, srv.Addr())
 	id := p.admit(srv.Pin(), "silent")

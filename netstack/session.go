@@ -89,7 +89,7 @@ type session struct {
 	// finishing: a client's session before admission, which sends its
 	// ClientFinished alone (docs/protocol.md §3.7): no heartbeat yet.
 	finishing bool
-	timeout       time.Duration
+	timeout   time.Duration
 
 	// Send queue. uq holds the unreliable messages (and control messages:
 	// heartbeats, notices) queued since the last flush, each as type (u16),
