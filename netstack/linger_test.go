@@ -284,3 +284,37 @@ func newDropFirstSealed(t *testing.T, server netip.AddrPort) *dropFirstSealed {
 	t.Cleanup(func() { front.Close(); back.Close(); wg.Wait() })
 	return d
 }
+
+// TestCleanQuitIsNoSecurityDrop: the two extra copies of a client's
+// Disconnect reach a closed session; they authenticate under it, so they
+// count as after_close, never as security drops (an alert watches those).
+func TestCleanQuitIsNoSecurityDrop(t *testing.T) {
+	srv := quietServer(t, nil)
+	before := srv.Stats()
+	for i := range 3 {
+		c := dial(t, srv, "quitter"+string(rune('a'+i)))
+		if err := c.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "bye"})); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	eventually(t, "6 late Disconnect copies counted", func() bool { return srv.Stats().LateFrames-before.LateFrames == 6 })
+	if got := srv.Stats().SecurityDrops - before.SecurityDrops; got != 0 {
+		t.Fatalf("3 clean quits counted %d security drops", got)
+	}
+	// Each client's ClientFinished, chat line and Disconnect at least.
+	if got := srv.Stats().MessagesReceived - before.MessagesReceived; got < 9 {
+		t.Fatalf("the server's MessagesReceived grew by %d for 3 clients that each sent 3 messages", got)
+	}
+	// From an endpoint whose session just closed, a frame that authenticates
+	// is late; one that does not is still a security drop.
+	p := newRawPeer(t, srv.Addr())
+	p.admit(srv.Pin(), "forger")
+	p.sendUnreliable(wire.TypeDisconnect, wire.AppendDisconnect(nil, &wire.Disconnect{Reason: uint8(wire.DisconnectClientQuit)}))
+	eventually(t, "the raw peer's session closed", func() bool { return srv.SlotCount() == 0 })
+	late := srv.Stats().LateFrames
+	p.sendUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(nil, &wire.Heartbeat{Token: 7}))
+	eventually(t, "a genuine late frame counted after_close", func() bool { return srv.Stats().LateFrames == late+1 })
+	p.write(sealWith([32]byte{1}, 0, 99, []byte("not a real frame")))
+	eventually(t, "a forged frame counted as a security drop", func() bool { return srv.Stats().SecurityDrops == before.SecurityDrops+1 })
+}

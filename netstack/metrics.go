@@ -31,6 +31,7 @@ var counterTable = []struct {
 	{"datagrams_sent_total", "UDP datagrams sent.", "", "", func(s *Server) uint64 { return s.ctr.PacketsSent.Load() }},
 	{"datagrams_received_total", "UDP datagrams received.", "", "", func(s *Server) uint64 { return s.ctr.PacketsReceived.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "security", func(s *Server) uint64 { return s.ctr.SecurityDrops.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "after_close", func(s *Server) uint64 { return s.ctr.LateFrames.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "plaintext", func(s *Server) uint64 { return s.ctr.PlaintextFramesDropped.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "malformed", func(s *Server) uint64 { return s.ctr.MalformedDropped.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "policy", func(s *Server) uint64 { return s.ctr.PolicyDrops.Load() }},
@@ -78,7 +79,7 @@ const droppedHelp = "Datagrams dropped before reaching a session or a handler, b
 func otherDrops(s *Server) uint64 {
 	c := &s.ctr
 	all := c.PacketsDropped.Load()
-	named := c.SecurityDrops.Load() + c.PlaintextFramesDropped.Load() + c.MalformedDropped.Load() +
+	named := c.SecurityDrops.Load() + c.LateFrames.Load() + c.PlaintextFramesDropped.Load() + c.MalformedDropped.Load() +
 		c.PolicyDrops.Load() + c.ConnectRateLimited.Load() + c.PrefixRateLimited.Load() + c.HandshakeBudgetRefused.Load() +
 		c.UnvalidatedReplyRefused.Load() + c.HalfOpenCapRefused.Load() + c.AmplificationDropped.Load()
 	if named > all { // the loads are not one snapshot

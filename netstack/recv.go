@@ -105,7 +105,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 
 // handleLocked routes one authenticated message.
 func (s *session) handleLocked(h *wire.Header, payload []byte) {
-	s.ctr.MessagesReceived.Add(1)
+	s.add(messagesReceived, 1)
 	now := s.rx0.now
 	if s.server && h.Type == wire.TypeConnect && h.FragCount == 0 {
 		// A repeated ClientFinished is a duplicate by Sequence alone: acked,
@@ -257,3 +257,5 @@ func noticesSuppressed(c *Counters) *atomicU64 { return &c.NoticesSuppressed }
 // discard is the deliver function for a ClientFinished, which the reliability
 // engine must see (to ack it and recognise repeats) but nobody consumes.
 func discard(*wire.Header, []byte) {}
+
+func messagesReceived(c *Counters) *atomicU64 { return &c.MessagesReceived }

@@ -221,6 +221,8 @@ type Server struct {
 
 	started atomic.Bool // Start ran: the goroutines that end a linger are there
 
+	closedSessions closedTable // closed.go: late frames are not attacks
+
 	// mu guards the admitted clients' maps. It is never held across a
 	// signature, a key agreement or a syscall: the game thread's sends and the
 	// service loop take it briefly.
@@ -765,7 +767,9 @@ func (s *Server) remove(p *peer) {
 	s.depart(p)
 	p.mu.Lock()
 	p.state = slotClosed
+	opener := p.opener
 	p.mu.Unlock()
+	s.closedSessions.remember(p.addr, opener, time.Now())
 }
 
 func (s *Server) receiveLoop() {
@@ -830,6 +834,7 @@ func (s *Server) serviceLoop() {
 			// scheduled time, which lags when this goroutine runs late, and a
 			// heartbeat stamped with it would inflate the ping.
 			s.halfOpen.expire(time.Now())
+			s.closedSessions.expire(time.Now())
 			peers = s.snapshotPeers(peers)
 			for _, p := range peers {
 				s.servicePeer(p, time.Now())

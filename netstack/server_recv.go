@@ -75,6 +75,10 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 			s.finishHalfOpen(ho, d, now)
 			return
 		}
+		if s.closedSessions.late(from, d, now) {
+			s.ctr.drop(dropLate) // a Disconnect copy, or a frame sent just before a close
+			return
+		}
 		s.ctr.drop(dropSecurity) // no channel for that endpoint
 		return
 	}

@@ -19,6 +19,7 @@ type Counters struct {
 	PacketsReceived        atomic.Uint64
 	PacketsDropped         atomic.Uint64 // every drop, whatever the reason
 	SecurityDrops          atomic.Uint64
+	LateFrames             atomic.Uint64 // frames that authenticate under a session closed moments ago (closed.go)
 	PlaintextFramesDropped atomic.Uint64
 	MalformedDropped       atomic.Uint64
 	PolicyDrops            atomic.Uint64
@@ -82,6 +83,7 @@ type Stats struct {
 	BandwidthUp            float64 // bytes/s sent over the last full second
 	BandwidthDown          float64 // bytes/s received over the last full second
 	SecurityDrops          uint64
+	LateFrames             uint64
 	PlaintextFramesDropped uint64
 	MalformedDropped       uint64
 	PolicyDrops            uint64
@@ -125,6 +127,7 @@ func (c *Counters) snapshot() Stats {
 		PacketsReceived:        c.PacketsReceived.Load(),
 		PacketsDropped:         c.PacketsDropped.Load(),
 		SecurityDrops:          c.SecurityDrops.Load(),
+		LateFrames:             c.LateFrames.Load(),
 		PlaintextFramesDropped: c.PlaintextFramesDropped.Load(),
 		MalformedDropped:       c.MalformedDropped.Load(),
 		PolicyDrops:            c.PolicyDrops.Load(),
@@ -198,6 +201,7 @@ type dropKind uint8
 const (
 	dropOther dropKind = iota // counted in PacketsDropped only
 	dropSecurity
+	dropLate
 	dropPlaintext
 	dropMalformed
 	dropPolicy
@@ -214,6 +218,8 @@ func (c *Counters) drop(k dropKind) {
 	switch k {
 	case dropSecurity:
 		c.SecurityDrops.Add(1)
+	case dropLate:
+		c.LateFrames.Add(1)
 	case dropPlaintext:
 		c.PlaintextFramesDropped.Add(1)
 	case dropMalformed:
