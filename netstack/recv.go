@@ -178,6 +178,12 @@ func (s *session) validate(h *wire.Header, payload []byte) error {
 	return s.rx0.reg.Validate(s.travel(), h, payload)
 }
 
+// unconsumed reports whether t is a built-in type that no handler takes on
+// this server (a module type without a handler is held instead, held.go).
+func (s *session) unconsumed(t wire.MessageType) bool {
+	return s.server && t < wire.FirstUserDefined && s.rx0.ready != nil && !s.rx0.ready(t)
+}
+
 // travel is the direction this end receives in.
 func (s *session) travel() wire.Direction {
 	if s.server {
@@ -195,6 +201,10 @@ func (s *session) deliverChecked(h *wire.Header, payload []byte) {
 	switch {
 	case err == nil && s.lingering:
 		// Closing: acknowledged (the engine did), not delivered.
+	case err == nil && s.unconsumed(h.Type):
+		// A built-in type nothing on this server takes (EntityRPC from a
+		// client): refused, so that nothing accepted is silently lost.
+		s.refuseLocked(h, wire.RefusedNotLoaded)
 	case err == nil:
 		h.FragCount = 0
 		s.rx0.deliver(h, payload)

@@ -275,3 +275,24 @@ func TestV3SessionsSendOneMessagePerDatagram(t *testing.T) {
 		}
 	})
 }
+
+// TestBuiltinTypeNobodyTakesIsRefused: a client's EntityRPC is a valid
+// message that no handler takes on this server; it is refused NotLoaded
+// (acknowledged, counted, told), never accepted and silently lost.
+func TestBuiltinTypeNobodyTakesIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := memPair(t, memlink.Link{Latency: 5 * time.Millisecond}, netstack.ServerConfig{}, netstack.ClientConfig{})
+		rpc := []byte{1, 0, 0, 0, 7, 0, 'x'} // entity 1, rpc 7, args "x"
+		if err := cli.Send(gamemsg.TypeEntityRPC, wire.Reliable, rpc); err != nil {
+			t.Fatal(err)
+		}
+		cli.Flush()
+		time.Sleep(time.Second)
+		if got := srv.Stats().RefusedBy[wire.RefusedNotLoaded]; got != 1 {
+			t.Fatalf("server refused %d EntityRPCs NotLoaded (%v), want 1", got, srv.Stats().RefusedBy)
+		}
+		if got := cli.Stats().PeerRefusals; got != 1 {
+			t.Fatalf("client was told of %d refusals, want 1", got)
+		}
+	})
+}
