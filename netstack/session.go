@@ -454,7 +454,8 @@ func (s *session) statsLocked() Stats {
 	st := s.ctr.snapshot()
 	st.Ping, st.Jitter, st.PacketLoss = s.q.ping, s.q.jitter, s.q.loss
 	st.BandwidthUp, st.BandwidthDown = s.q.lastUp, s.q.lastDown
-	st.RTO = s.rel.Stats().RTO
+	rs := s.rel.Stats()
+	st.RTO, st.ReassemblyBytes, st.ReassemblyFull = rs.RTO, rs.ReassemblyBytes, rs.ReassemblyFull
 	return st
 }
 

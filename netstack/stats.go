@@ -91,16 +91,21 @@ type Stats struct {
 	Retransmissions        uint64
 	InboxDrops             uint64
 	RTO                    time.Duration // current retransmission timeout
-	MessagesSent           uint64
-	MessagesReceived       uint64
-	MessagesRefused        uint64 // all reasons (RefusedBy has them one by one)
-	RefusedBy              map[wire.RefusalReason]uint64
-	NoticesSent            uint64
-	NoticesSuppressed      uint64
-	PeerRefusals           uint64
-	HeldNotLoaded          uint64
-	HeldDelivered          uint64
-	NotInProtocol          uint64
+	// Per peer only: what is held for the peer's fragmented and early
+	// ordered messages (bytes at pooled capacity; bounded, §5.3), and the
+	// fragments left unacknowledged because that bound was reached.
+	ReassemblyBytes   int
+	ReassemblyFull    uint64
+	MessagesSent      uint64
+	MessagesReceived  uint64
+	MessagesRefused   uint64 // all reasons (RefusedBy has them one by one)
+	RefusedBy         map[wire.RefusalReason]uint64
+	NoticesSent       uint64
+	NoticesSuppressed uint64
+	PeerRefusals      uint64
+	HeldNotLoaded     uint64
+	HeldDelivered     uint64
+	NotInProtocol     uint64
 
 	// Server totals only: the handshake counters of Counters.
 	PlainBytesReceived      uint64

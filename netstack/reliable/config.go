@@ -136,11 +136,14 @@ type Config struct {
 	// fragments (protocol v3: one message per datagram). A positive value is
 	// raised so that no message needs more than wire.MaxFragments.
 	MaxFragmentPayload int
-	// ReassemblyBytes bounds the fragment bytes held for reassembly. A
-	// fragment that would pass it is dropped unacknowledged (its sender
-	// resends it), unless it belongs to the oldest message in reassembly,
-	// which is always accepted so that reassembly always progresses: the bytes
-	// held stay below ReassemblyBytes + one message. 0 means 4 × MAX_PAYLOAD.
+	// ReassemblyBytes bounds what is held for the peer: fragments of
+	// messages in reassembly and ordered messages ahead of their turn, at
+	// their pooled capacity. A packet that would pass it is dropped
+	// unacknowledged (its sender resends it), unless it is a fragment of the
+	// oldest message already in reassembly or of the message the ordered
+	// channel delivers next, so that reassembly always progresses: what is
+	// held stays below ReassemblyBytes + two messages (reassembly.go). 0
+	// means 4 × MAX_PAYLOAD.
 	ReassemblyBytes int
 	// ReassemblyTimeout drops a message in reassembly that received no
 	// fragment for this long (a sender that stopped short: an honest one

@@ -73,11 +73,15 @@ type Endpoint struct {
 	nHeld     int
 
 	// Reassembly (reassembly.go).
-	partials     []*partial
-	freeParts    []*partial
-	partialBytes int
-	partialDue   time.Duration // lower bound on the earliest reassembly timeout
-	refusedHook  func(h *wire.Header, reason wire.RefusalReason)
+	partials  []*partial
+	freeParts []*partial
+	// keptBytes is what the Endpoint holds for the peer that the peer chose
+	// to send (reassembly.go): fragment buffers, whole ordered messages
+	// waiting for their turn, each partial's bookkeeping, all at their
+	// pooled capacity. Bounded by Config.ReassemblyBytes plus two messages.
+	keptBytes   int
+	partialDue  time.Duration // lower bound on the earliest reassembly timeout
+	refusedHook func(h *wire.Header, reason wire.RefusalReason)
 
 	// Scratch handed to callbacks, kept here so passing a pointer to an
 	// unknown func does not make a fresh header escape to the heap per call.
@@ -187,6 +191,7 @@ func (e *Endpoint) Close() {
 		releaseBuf(e.queue.pop().buf)
 	}
 	for i := range e.held {
+		e.unkeep(e.held[i].buf)
 		releaseBuf(e.held[i].buf)
 		e.held[i] = heldPacket{}
 	}
@@ -229,7 +234,7 @@ type Stats struct {
 	ReassemblyFull     uint64 // fragments dropped unacked: reassembly buffer full
 	ReassemblyTimeouts uint64 // messages abandoned in reassembly
 	Reassembling       int    // messages in reassembly now
-	ReassemblyBytes    int    // fragment bytes held now
+	ReassemblyBytes    int    // bytes held now for the peer: fragments, ordered messages waiting their turn (at pooled capacity)
 }
 
 // Retransmissions returns how many packets were retransmitted so far (cheaper
@@ -248,7 +253,7 @@ func (e *Endpoint) Stats() Stats {
 		WindowDropped: e.st.windowDropped, StaleOrdered: e.st.staleOrdered,
 		Invalid: e.st.invalid, AckRangesDropped: e.st.ackRangesDropped,
 		Refused: e.st.refused, Reassembled: e.st.reassembled, ReassemblyFull: e.st.reassemblyFull,
-		ReassemblyTimeouts: e.st.reassemblyTimeouts, Reassembling: len(e.partials), ReassemblyBytes: e.partialBytes,
+		ReassemblyTimeouts: e.st.reassemblyTimeouts, Reassembling: len(e.partials), ReassemblyBytes: e.keptBytes,
 	}
 }
 

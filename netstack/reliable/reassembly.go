@@ -17,12 +17,24 @@ import (
 // retransmits only the fragments that were lost.
 //
 // Invariants:
-//   - a partial message holds the fragments received so far (pooled copies);
-//     its bytes count toward partialBytes, which stays below ReassemblyBytes
-//     plus one message: a fragment that would pass the bound is dropped
-//     unacknowledged unless its message is the oldest in reassembly (lowest
-//     first sequence), so the oldest can always finish and reassembly never
-//     deadlocks on a full buffer;
+//   - what the peer makes the Endpoint hold — fragments (pooled copies), the
+//     bookkeeping of each message in reassembly (partialOverhead), whole
+//     ordered messages waiting for their turn — counts toward keptBytes at
+//     its pooled capacity. A packet that would be kept beyond
+//     ReassemblyBytes is dropped unacknowledged (its sender resends it),
+//     with two exemptions that keep every honest stream moving: a fragment
+//     of the message with the lowest first sequence among those already in
+//     reassembly (so the oldest can always finish), and a fragment of the
+//     one message in reassembly whose OrderedSequence is the next to
+//     deliver (so the ordered channel can always move, freeing what waits
+//     behind it). A fragment of a message not yet held is never exempt by
+//     the first rule, and only one message at a time by the second, so
+//     keptBytes ≤ ReassemblyBytes + 2 × (4 × MAX_PAYLOAD + partialOverhead)
+//     whatever the order, duplication or declared sizes (a message of at
+//     most MAX_PAYLOAD bytes takes at most four times that in pooled
+//     buffers, whatever its fragment sizes);
+//   - a message whose fragments add up to more than MAX_PAYLOAD keeps no
+//     more of them: it is refused (BadSize) when its last fragment arrives;
 //   - a partial that received nothing for ReassemblyTimeout is dropped and
 //     its message refused (an honest sender never stops short of a whole
 //     message while its connection lives); on ReliableOrdered its place is
@@ -65,12 +77,17 @@ func (e *Endpoint) refuse(h *wire.Header, reason wire.RefusalReason) {
 func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Duration, deliver func(*wire.Header, []byte)) bool {
 	first := h.Sequence - uint32(h.FragIndex)
 	p, oldest := e.findPartial(first)
-	if e.partialBytes+len(payload) > e.cfg.ReassemblyBytes && (len(e.partials) > 0 && first != oldest) {
+	cost := bufCost(len(payload))
+	if p == nil {
+		cost += partialOverhead
+	}
+	if e.keptBytes+cost > e.cfg.ReassemblyBytes && !e.exempt(p, oldest, h) {
 		e.st.reassemblyFull++
 		return false
 	}
 	if p == nil {
 		p = e.newPartial(first, h)
+		e.keptBytes += partialOverhead
 	}
 	e.markReceived(h.Sequence, t)
 	p.last = t
@@ -79,10 +96,16 @@ func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Durati
 	case h.Type != p.hdr.Type || h.Channel != p.hdr.Channel || h.FragCount != p.hdr.FragCount ||
 		h.OrderedSequence != p.hdr.OrderedSequence:
 		p.bad = wire.RefusedInconsistent
+	case p.bad != 0:
+		// Refused already: its fragments are acknowledged, not kept.
+	case p.bytes+len(payload) > wire.MaxPayload:
+		p.bad = wire.RefusedSize
+		e.releaseFrags(p)
 	default:
-		p.frags[h.FragIndex] = copyBuf(payload)
+		b := copyBuf(payload)
+		p.frags[h.FragIndex] = b
 		p.bytes += len(payload)
-		e.partialBytes += len(payload)
+		e.keep(b)
 	}
 	if h.FragIndex < p.hdr.FragCount {
 		p.have |= 1 << h.FragIndex
@@ -94,18 +117,75 @@ func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Durati
 }
 
 // findPartial returns the partial of first (nil if none) and the lowest
-// first sequence in reassembly.
+// first sequence among the messages already in reassembly (0 if none): a
+// fragment's own message is not its competitor.
 func (e *Endpoint) findPartial(first uint32) (p *partial, oldest uint32) {
-	oldest = first
 	for _, q := range e.partials {
 		if q.first == first {
 			p = q
 		}
-		if q.first < oldest {
+		if oldest == 0 || q.first < oldest {
 			oldest = q.first
 		}
 	}
 	return p, oldest
+}
+
+// exempt reports whether a fragment passes a full buffer (see the
+// invariants): it belongs to the oldest message already in reassembly, or
+// to the one message in reassembly that the ordered channel delivers next.
+func (e *Endpoint) exempt(p *partial, oldest uint32, h *wire.Header) bool {
+	if p != nil && p.first == oldest {
+		return true
+	}
+	if h.Channel != wire.ReliableOrdered || h.OrderedSequence != e.expectOrd {
+		return false
+	}
+	for _, q := range e.partials {
+		if q != p && q.hdr.Channel == wire.ReliableOrdered && q.hdr.OrderedSequence == e.expectOrd {
+			return false // another message claims that turn already
+		}
+	}
+	return true
+}
+
+// partialOverhead is what a message in reassembly costs beside its
+// fragments: the partial itself (its 64 fragment slots) and its place in
+// the lists, rounded up.
+const partialOverhead = 640
+
+// bufCost is what holding n payload bytes costs: the pooled buffer's
+// capacity.
+func bufCost(n int) int {
+	if i := bufClass(n); i >= 0 {
+		return bufClasses[i]
+	}
+	return n
+}
+
+// keep and unkeep count a buffer the Endpoint holds for the peer.
+func (e *Endpoint) keep(b *[]byte) {
+	if b != nil {
+		e.keptBytes += cap(*b)
+	}
+}
+
+func (e *Endpoint) unkeep(b *[]byte) {
+	if b != nil {
+		e.keptBytes -= cap(*b)
+	}
+}
+
+// releaseFrags gives back the fragments a partial holds.
+func (e *Endpoint) releaseFrags(p *partial) {
+	for i, b := range p.frags {
+		if b != nil {
+			e.unkeep(b)
+			releaseBuf(b)
+			p.frags[i] = nil
+		}
+	}
+	p.bytes = 0
 }
 
 func (e *Endpoint) newPartial(first uint32, h *wire.Header) *partial {
@@ -147,13 +227,8 @@ func (e *Endpoint) finishPartial(p *partial, deliver func(*wire.Header, []byte))
 
 // dropPartial releases a partial's fragments and returns it to the free list.
 func (e *Endpoint) dropPartial(p *partial) {
-	for i, b := range p.frags {
-		if b != nil {
-			releaseBuf(b)
-			p.frags[i] = nil
-		}
-	}
-	e.partialBytes -= p.bytes
+	e.releaseFrags(p)
+	e.keptBytes -= partialOverhead
 	for i, q := range e.partials {
 		if q == p {
 			last := len(e.partials) - 1

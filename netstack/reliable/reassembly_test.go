@@ -112,30 +112,113 @@ func TestFragmentRetransmitsOnlyTheLost(t *testing.T) {
 func TestReassemblyBufferBound(t *testing.T) {
 	rcv := New(Config{ReassemblyBytes: 3000}, t0)
 	var d delivery
-	frag := func(first uint32, i, n uint8, size int) *wire.Header {
+	frag := func(first uint32, i, n uint8) *wire.Header {
 		return &wire.Header{Type: gamemsg.TypeEntityRPC, Channel: wire.Reliable, Sequence: first + uint32(i), FragIndex: i, FragCount: n}
 	}
-	// Message A (sequences 10..13) is the oldest; B (20..23) newer.
-	if !rcv.Receive(frag(20, 0, 4, 1000), payloadOf(1000, 1), t0, d.fn) || !rcv.Receive(frag(20, 1, 4, 1000), payloadOf(1000, 2), t0, d.fn) {
+	// B (20..23) arrives first: two fragments, 2 × 1024 + 640 bytes kept.
+	if !rcv.Receive(frag(20, 0, 4), payloadOf(1000, 1), t0, d.fn) || !rcv.Receive(frag(20, 1, 4), payloadOf(1000, 2), t0, d.fn) {
 		t.Fatal("B's first fragments refused below the bound")
 	}
-	if !rcv.Receive(frag(10, 0, 4, 1000), payloadOf(1000, 3), t0, d.fn) {
-		t.Fatal("A, the oldest, refused")
-	}
-	if rcv.Receive(frag(20, 2, 4, 1000), payloadOf(1000, 4), t0, d.fn) {
-		t.Fatal("B accepted beyond the bound")
+	// A (10..13) starts lower but is not in reassembly: no exemption.
+	if rcv.Receive(frag(10, 0, 4), payloadOf(1000, 3), t0, d.fn) {
+		t.Fatal("a new message passed a full buffer by starting lower")
 	}
 	if rcv.Stats().ReassemblyFull != 1 {
 		t.Fatalf("stats %+v", rcv.Stats())
 	}
-	for i := uint8(1); i < 4; i++ { // A always goes on
-		if !rcv.Receive(frag(10, i, 4, 1000), payloadOf(1000, 3+i), t0, d.fn) {
-			t.Fatalf("A's fragment %d refused", i)
+	for i := uint8(2); i < 4; i++ { // B, the oldest held, always goes on
+		if !rcv.Receive(frag(20, i, 4), payloadOf(1000, 2+i), t0, d.fn) {
+			t.Fatalf("B's fragment %d refused", i)
 		}
 	}
-	if len(d.got) != 1 || len(d.got[0].p) != 4000 || rcv.Stats().ReassemblyBytes != 2000 {
+	if len(d.got) != 1 || len(d.got[0].p) != 4000 || rcv.Stats().ReassemblyBytes != 0 {
 		t.Fatalf("delivered %d, holding %d bytes", len(d.got), rcv.Stats().ReassemblyBytes)
 	}
+	if !rcv.Receive(frag(10, 0, 4), payloadOf(1000, 3), t0, d.fn) {
+		t.Fatal("A refused once the buffer was free")
+	}
+}
+
+// keptLimit is what a receiver may hold for its peer at most: the bound,
+// plus the two exempt messages at pooled capacity (a message of at most
+// MAX_PAYLOAD bytes never takes more than four times that in pooled
+// buffers, whatever its fragment sizes).
+func keptLimit(bound int) int { return bound + 2*(4*wire.MaxPayload+partialOverhead) }
+
+// TestReassemblyHoldsItsBoundUnderAttack: a hostile peer sends fragments
+// in every order the parser allows — new messages in descending order,
+// duplicates, the most fragments with the smallest payloads, declared
+// totals beyond MAX_PAYLOAD, ordered messages far ahead of their turn —
+// and what the receiver holds never passes its documented bound.
+func TestReassemblyHoldsItsBoundUnderAttack(t *testing.T) {
+	const bound = DefaultReassemblyBytes
+	big := payloadOf(wire.MaxPayload/2, 9)
+	for _, tc := range []struct {
+		name string
+		send func(rcv *Endpoint, d *delivery)
+	}{
+		{"descending messages", func(rcv *Endpoint, d *delivery) {
+			for first := uint32(1000); first > 64; first -= 64 {
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.Reliable, Sequence: first, FragCount: 64}, big, t0, d.fn)
+			}
+		}},
+		{"tiny fragments of many messages", func(rcv *Endpoint, d *delivery) {
+			for first := uint32(1); first < 1000; first += 64 {
+				for i := uint8(0); i < 63; i++ {
+					rcv.Receive(&wire.Header{Type: 1000, Channel: wire.Reliable, Sequence: first + uint32(i), FragIndex: i, FragCount: 64}, []byte{1}, t0, d.fn)
+				}
+			}
+		}},
+		{"one message beyond MAX_PAYLOAD", func(rcv *Endpoint, d *delivery) {
+			for i := uint8(0); i < 63; i++ {
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.Reliable, Sequence: 1 + uint32(i), FragIndex: i, FragCount: 64}, big, t0, d.fn)
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.Reliable, Sequence: 1 + uint32(i), FragIndex: i, FragCount: 64}, big, t0, d.fn) // duplicate
+			}
+		}},
+		{"ordered messages ahead of their turn", func(rcv *Endpoint, d *delivery) {
+			for os := uint32(2); os < 200; os++ { // 1 never comes
+				first := 1 + (os-2)*2
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.ReliableOrdered, Sequence: first, OrderedSequence: os, FragIndex: 0, FragCount: 2}, big, t0, d.fn)
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.ReliableOrdered, Sequence: first + 1, OrderedSequence: os, FragIndex: 1, FragCount: 2}, big, t0, d.fn)
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.ReliableOrdered, Sequence: 5000 + os, OrderedSequence: 300 + os%50}, payloadOf(1100, 1), t0, d.fn)
+			}
+		}},
+		{"many claimants of the next ordered turn", func(rcv *Endpoint, d *delivery) {
+			for first := uint32(1); first < 1000; first += 2 {
+				rcv.Receive(&wire.Header{Type: 1000, Channel: wire.ReliableOrdered, Sequence: first, OrderedSequence: 1, FragCount: 2}, big, t0, d.fn)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := New(Config{}, t0)
+			var d delivery
+			tc.send(rcv, &d)
+			if got := rcv.Stats().ReassemblyBytes; got > keptLimit(bound) {
+				t.Fatalf("holding %d bytes for the peer; the bound is %d", got, keptLimit(bound))
+			}
+			if rcv.keptBytes != rcv.countKept() {
+				t.Fatalf("keptBytes %d, but the buffers held add up to %d", rcv.keptBytes, rcv.countKept())
+			}
+		})
+	}
+}
+
+// countKept adds up what the Endpoint really holds, to check keptBytes.
+func (e *Endpoint) countKept() int {
+	n := len(e.partials) * partialOverhead
+	for _, p := range e.partials {
+		for _, b := range p.frags {
+			if b != nil {
+				n += cap(*b)
+			}
+		}
+	}
+	for _, h := range e.held {
+		if h.buf != nil {
+			n += cap(*h.buf)
+		}
+	}
+	return n
 }
 
 // TestReassemblyTimeoutSkipsTheOrderedTurn: a message whose fragments stop

@@ -82,6 +82,10 @@ func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, delive
 	if h.FragCount != 0 {
 		return e.receiveFragment(h, payload, t, deliver)
 	}
+	if ordered && os > e.expectOrd && e.keptBytes+bufCost(len(payload)) > e.cfg.ReassemblyBytes {
+		e.st.reassemblyFull++ // it would wait for its turn in memory the peer has used up
+		return false
+	}
 	e.markReceived(s, t)
 	e.accept(h, payload, nil, deliver, false)
 	return true
@@ -138,6 +142,7 @@ func (e *Endpoint) deliverOrdered(h *wire.Header, payload []byte, deliver func(*
 		}
 		e.deliverHdr = hp.hdr
 		buf, skip := hp.buf, hp.tomb
+		e.unkeep(buf)
 		*hp = heldPacket{}
 		e.nHeld--
 		e.expectOrd++
@@ -165,6 +170,7 @@ func (e *Endpoint) hold(h *wire.Header, payload []byte, buf *[]byte, tomb bool) 
 	if !tomb && buf == nil {
 		buf = copyBuf(payload)
 	}
+	e.keep(buf)
 	*hp = heldPacket{hdr: *h, buf: buf, used: true, tomb: tomb}
 	e.nHeld++
 }
