@@ -333,7 +333,8 @@ func TestReassemblyAllocatesNothing(t *testing.T) {
 // FuzzReassembly drives a receiver with arbitrary fragments and whole
 // messages (each op: 2 bytes of sequence offset, index, count, channel and
 // type choice, a length) and checks the engine's bounds: nothing panics,
-// the bytes held stay below ReassemblyBytes plus one message, nothing
+// the bytes held stay below their bound (keptLimit) and agree with the
+// buffers really held, nothing
 // delivered exceeds MAX_PAYLOAD, and an ordered delivery never goes back.
 func FuzzReassembly(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 3, 2, 40, 0, 2, 1, 3, 2, 40, 0, 3, 2, 3, 2, 40})
@@ -370,14 +371,17 @@ func FuzzReassembly(f *testing.F) {
 			now := at(time.Duration(i) * 10 * time.Millisecond)
 			e.Expire(now, deliver)
 			e.Receive(&h, buf[:1+int(op[5])*11], now, deliver)
-			if st := e.Stats(); st.ReassemblyBytes > limit+wire.MaxPayload || st.ReassemblyBytes < 0 {
-				t.Fatalf("holding %d bytes", st.ReassemblyBytes)
+			if st := e.Stats(); st.ReassemblyBytes > keptLimit(limit) || st.ReassemblyBytes != e.countKept() {
+				t.Fatalf("holding %d bytes, buffers of %d", st.ReassemblyBytes, e.countKept())
 			}
 		}
 		e.Expire(at(time.Hour), deliver)
-		if st := e.Stats(); st.Reassembling != 0 || st.ReassemblyBytes != 0 {
-			t.Fatalf("after every timeout: %d messages, %d bytes held", st.Reassembling, st.ReassemblyBytes)
+		if st := e.Stats(); st.Reassembling != 0 || st.ReassemblyBytes != e.countKept() {
+			t.Fatalf("after every timeout: %d messages, %d bytes held, buffers of %d", st.Reassembling, st.ReassemblyBytes, e.countKept())
 		}
 		e.Close()
+		if e.keptBytes != 0 {
+			t.Fatalf("after Close: %d bytes counted", e.keptBytes)
+		}
 	})
 }
