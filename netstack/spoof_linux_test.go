@@ -3,11 +3,13 @@
 package netstack_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net/netip"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -109,4 +111,38 @@ func TestUDPSpoofedSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUDPFloodBeyondTheBudgetTableLocksNobodyOut: spoofed datagrams from
+// more distinct sources than the per-address budget table holds (70,000
+// addresses of 127.0.0.0/8 against its 65,536 entries), each source's bucket
+// left spent (a refill of one token per 100 s keeps it so for the whole
+// test, whatever the send rate), and then a real player: it is admitted.
+// A table that refused every new source once full would lock it out.
+func TestUDPFloodBeyondTheBudgetTableLocksNobodyOut(t *testing.T) {
+	raw := newRawSender(t)
+	srv := quietServer(t, func(c *netstack.ServerConfig) {
+		c.ConnectBudget.RefillPerSecond = 0.01
+		c.PrefixBudget = plentyBudget
+	})
+	const sources = 70000
+	junk := []byte{0x01, 0x00} // a plain frame too short to parse: charged, dropped, never answered
+	for i := range uint32(sources) {
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1 + byte(i>>16), byte(i >> 8), byte(i)}), 40000)
+		raw.send(t, src, srv.Addr(), junk)
+		if i%2000 == 1999 {
+			time.Sleep(2 * time.Millisecond) // let the server keep up: every datagram should be charged
+		}
+	}
+	eventually(t, "the flood was received", func() bool { return srv.Stats().PlainBytesReceived >= sources*2*9/10 })
+	if srv.Stats().PlainBytesReceived == 0 {
+		t.Skip("the spoofed datagrams never reached the server: this environment drops spoofed loopback traffic")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "player", Pin: srv.Pin()}))
+	if err != nil {
+		t.Fatalf("a real player after a flood from %d sources: %v (address budget refusals %d)", sources, err, srv.Stats().ConnectRateLimited)
+	}
+	c.Close()
 }

@@ -83,8 +83,8 @@ func (c Config) populate() Config {
 	return c
 }
 
-// evictScan is how many slots Allow inspects for an evictable bucket before it
-// refuses a new source. It bounds the per-datagram work under a flood.
+// evictScan is how many slots Allow inspects for a bucket to evict when the
+// table is full. It bounds the per-datagram work under a flood.
 const evictScan = 8
 
 // Limiter is the Connect budget. It is safe for concurrent use; one mutex guards
@@ -104,11 +104,16 @@ const evictScan = 8
 // most Burst + d·RefillPerSecond times, evicted or not.
 //
 // Memory is bounded by MaxSources. When the table is full, Allow inspects the
-// next evictScan entries in clock order and reuses the first full one; if none is
-// full, the new source is refused (fail closed) while already tracked sources go
-// on being served from their own buckets. Under a flood big enough to keep every
-// slot busy, new sources (real or spoofed) wait until slots refill — the cost of
-// bounded memory, and the safe side of it.
+// next evictScan entries in clock order and reuses the first full one; if none
+// is full, it reuses the least spent of them (the one whose bucket is closest
+// to full). A full table never turns a new source away: a spoofed flood from
+// more sources than the table holds would otherwise lock every new player out.
+// The price, only while the table overflows, is that an evicted source's
+// partly spent bucket starts full again when it comes back; the sources a
+// flood evicts first are its own single-datagram ones (their buckets are the
+// least spent), a source that keeps sending stays spent and tracked, and the
+// per-prefix and global budgets behind this one still bound the total.
+// SpentEvictions counts those resets.
 type Limiter struct {
 	interval  int64 // ns per token
 	tolerance int64 // (burst-1)·interval: how far tat may run ahead of now
@@ -122,6 +127,8 @@ type Limiter struct {
 	index   []int32 // open addressing, linear probing: 0 empty, else slab position+1
 	mask    uint32  // len(index)-1
 	hand    int     // clock hand over entries for eviction
+
+	spentEvictions uint64 // partly spent buckets evicted from a full table
 }
 
 type entry struct {
@@ -180,9 +187,7 @@ func (l *Limiter) AllowKey(key uint64, now time.Time) bool {
 	t := l.offset(now)
 	pos, slot := l.find(key, home)
 	if slot < 0 {
-		if slot = l.newSlot(t); slot < 0 {
-			return false // table full of partly spent buckets: fail closed
-		}
+		slot = l.newSlot(t)
 		pos, _ = l.find(key, home) // eviction may have shifted the probe chain
 		l.entries[slot] = entry{tat: t, key: key, home: home}
 		l.index[pos] = int32(slot + 1)
@@ -194,6 +199,15 @@ func (l *Limiter) AllowKey(key uint64, now time.Time) bool {
 	}
 	e.tat = tat + l.interval
 	return true
+}
+
+// SpentEvictions returns how many partly spent buckets a full table evicted
+// for new sources (see Limiter): nonzero only under a flood from more
+// sources than MaxSources.
+func (l *Limiter) SpentEvictions() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.spentEvictions
 }
 
 // Len returns the number of tracked sources, idle ones not yet evicted included.

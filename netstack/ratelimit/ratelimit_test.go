@@ -147,24 +147,49 @@ func TestTableBoundUnderMillionSources(t *testing.T) {
 	}
 }
 
-// When every slot holds a partly spent bucket, a new source is refused (fail
-// closed) and tracked sources keep their own budgets.
-func TestFullTableFailsClosed(t *testing.T) {
+// When every slot holds a partly spent bucket, a new source is still
+// admitted (the least spent bucket makes room), and a tracked source that
+// keeps sending keeps its own spent budget.
+func TestFullTableAdmitsNewSources(t *testing.T) {
 	l := New(Config{MaxSources: 64})
 	for i := range uint32(64) {
 		if !l.Allow(ipOf(i+1), t0) {
 			t.Fatalf("source %d refused while the table had room", i)
 		}
 	}
-	if l.Allow(ipOf(1000), t0) {
-		t.Fatal("a new source was admitted into a full table of spent buckets")
-	}
-	if got := countAllowed(l, ipOf(1), t0, 40); got != 15 {
+	if got := countAllowed(l, ipOf(1), t0, 40); got != 15 { // source 1: spent
 		t.Fatalf("tracked source got %d more, want 15", got)
 	}
-	// 250 ms later every spent bucket is full again, so slots free up.
-	if !l.Allow(ipOf(1000), t0.Add(ms(250))) {
-		t.Fatal("a new source was refused although refilled buckets could be evicted")
+	for i := range uint32(200) {
+		if !l.Allow(ipOf(1000+i), t0.Add(time.Duration(i)*time.Microsecond)) {
+			t.Fatalf("new source %d refused by a full table", i)
+		}
+	}
+	if l.Len() != 64 || l.SpentEvictions() == 0 {
+		t.Fatalf("Len %d, spent evictions %d", l.Len(), l.SpentEvictions())
+	}
+	if l.Allow(ipOf(1), t0.Add(time.Millisecond)) {
+		t.Fatal("the spent source was reset by the newcomers: the least spent buckets should go first")
+	}
+}
+
+// TestSpoofedFloodBeyondTheTableLocksNobodyOut: more distinct sources than
+// the table holds (the default 65,536), each sending once within a
+// quarter second so that no bucket refills, and then a real player: it is
+// admitted with its full burst.
+func TestSpoofedFloodBeyondTheTableLocksNobodyOut(t *testing.T) {
+	l := New(Config{})
+	now := t0
+	for i := range uint32(3 * DefaultMaxSources) {
+		now = now.Add(time.Microsecond) // 196,608 sources in 0.2 s
+		l.Allow([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}, now)
+	}
+	player := [4]byte{192, 168, 7, 7}
+	if got := countAllowed(l, player, now, 40); got != DefaultBurst {
+		t.Fatalf("a real player after the flood got %d of its burst of %d", got, DefaultBurst)
+	}
+	if l.Len() != DefaultMaxSources {
+		t.Fatalf("Len %d", l.Len())
 	}
 }
 

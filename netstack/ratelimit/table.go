@@ -21,14 +21,17 @@ func (l *Limiter) find(key uint64, home uint32) (pos uint32, slot int) {
 	}
 }
 
-// newSlot returns a free slab position for a new source at time t, or -1 when
-// the table is full and none of the next evictScan entries (clock order) has a
-// full bucket. Only full buckets are evicted: see the Limiter invariant.
+// newSlot returns a free slab position for a new source at time t. When
+// the table is full it takes the first of the next evictScan entries (clock
+// order) whose bucket is full, which changes no answer (see the Limiter
+// invariant); if none is, the least spent of them (the earliest tat): a
+// full table never turns a new source away (see Limiter).
 func (l *Limiter) newSlot(t int64) int {
 	if len(l.entries) < l.max {
 		l.entries = append(l.entries, entry{})
 		return len(l.entries) - 1
 	}
+	victim := -1
 	for range evictScan {
 		slot := l.hand
 		if l.hand++; l.hand == l.max {
@@ -36,12 +39,19 @@ func (l *Limiter) newSlot(t int64) int {
 		}
 		e := &l.entries[slot]
 		if e.tat <= t {
-			pos, _ := l.find(e.key, e.home)
-			l.unlink(pos)
-			return slot
+			victim = slot
+			break
+		}
+		if victim < 0 || e.tat < l.entries[victim].tat {
+			victim = slot
 		}
 	}
-	return -1
+	if l.entries[victim].tat > t {
+		l.spentEvictions++
+	}
+	pos, _ := l.find(l.entries[victim].key, l.entries[victim].home)
+	l.unlink(pos)
+	return victim
 }
 
 // unlink empties index position pos by backward-shift deletion: every later
