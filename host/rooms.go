@@ -315,14 +315,24 @@ func (r *room) sendState(client uint32) {
 func (s *Server) enter(client uint32, r *room, typesVersion uint64) {
 	delete(s.inLobby, client)
 	delete(s.browsing, client)
+	r.sendState(client)
+	if typesVersion == replicateResync {
+		// The room's world before anything that happens in it (protocol.md
+		// §13.8): its GameStateSync precedes the module's and the match's
+		// messages, so a client that resets its match state on it loses
+		// nothing that followed.
+		version, _ := r.world.Schemas()
+		s.roomBuf = r.appendGameStateSync(client, s.roomBuf[:0])
+		s.send(client, gamemsg.TypeGameStateSync, wire.ReliableOrdered, s.roomBuf)
+		typesVersion = version
+	}
+	r.world.AddClient(client, typesVersion)
 	if !r.info.Fixed {
 		if err := s.mods.JoinRoom(client, module.RoomID(r.info.ID)); err != nil {
 			s.log.Warn("room join", "room", r.info.ID, "client", client, "err", err)
 		}
 	}
-	r.world.AddClient(client, typesVersion)
 	r.match.PlayerJoined(client, r.now())
-	r.sendState(client)
 	r.event(client, gamemsg.RoomEvent{Kind: gamemsg.RoomJoined, Client: client, Name: s.players[client].Name})
 	r.changed = true
 }

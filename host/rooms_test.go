@@ -490,3 +490,34 @@ func TestOneMatchIsOneRoom(t *testing.T) {
 		t.Fatalf("closed the server's one room: %q", out)
 	}
 }
+
+// TestEnteringARoomInOrder: a client that creates a room of a mode whose
+// module greets it at once receives, in order, its RoomResult, the room's
+// RoomState and GameStateSync, then the module's greeting — and the table
+// that announces the greeting's type before the greeting, so it never has
+// to hold it (protocol.md §10.2, §13.8).
+func TestEnteringARoomInOrder(t *testing.T) {
+	srv := startLobby(t, []string{"greets"}, nil, nil)
+	rc := newRoomClient(t, srv, "alice")
+	rc.ok(gamemsg.TypeRoomCreate, create("hall", "greets", 4))
+	rc.await("greets_hi", func(m netstack.Message) bool { return m.Header.Type == 1450 })
+	rc.mu.Lock()
+	var order []wire.MessageType
+	for _, m := range rc.msgs {
+		switch m.Header.Type {
+		case gamemsg.TypeRoomResult, gamemsg.TypeRoomState, gamemsg.TypeGameStateSync, 1450:
+			order = append(order, m.Header.Type)
+		}
+	}
+	rc.mu.Unlock()
+	want := []wire.MessageType{gamemsg.TypeGameStateSync, gamemsg.TypeRoomResult, gamemsg.TypeRoomState, gamemsg.TypeGameStateSync, 1450}
+	if !slices.Equal(order, want) {
+		t.Fatalf("received %v, want %v (admission's GameStateSync, then the room's messages)", order, want)
+	}
+	if st := rc.c.Stats(); st.HeldNotLoaded != 0 {
+		t.Fatalf("the client held %d module messages that overtook their announcement", st.HeldNotLoaded)
+	}
+	if tbl, ok := rc.c.ModuleSchemas(); !ok || !slices.ContainsFunc(tbl.Types, func(s wire.ModuleSchema) bool { return s.ID == 1450 }) {
+		t.Fatalf("the client's table %+v does not announce greets_hi", tbl)
+	}
+}

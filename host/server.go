@@ -71,8 +71,7 @@ type Server struct {
 	events   lifecycleQueue // admissions and departures, never dropped
 	requests chan adminRequest
 	chat     *chatGate
-	chatBuf  []byte      // game thread: the relayed ChatMessage being built
-	schemas  schemaTable // game thread: the module schemas announced (schemas.go)
+	chatBuf  []byte // game thread: the relayed ChatMessage being built
 
 	// Rooms (rooms.go; game thread). fixed is the server's one room when it
 	// has no lobby; modes are the specs rooms may run ([rooms] modes).
@@ -444,7 +443,7 @@ func (s *Server) step(t tick.Tick) {
 		r.world.Tick(at)
 	}
 	s.endRoomsTick(t.Now)
-	s.announceSchemas()
+	s.net.AnnounceSchemas() // a changed table of module types (netstack sends it first to whoever gets a module message)
 	// Everything this tick sent to each client leaves now, packed into as
 	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
 	s.net.Flush()
@@ -489,7 +488,6 @@ func (s *Server) apply(e event, now time.Time) {
 		s.peakPlayers = max(s.peakPlayers, len(s.players))
 		version, _ := s.gssVersions.LoadAndDelete(id)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
-		s.sendSchemas(e.client)
 		s.mods.ClientAdmitted(module.ClientInfo{ID: id, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
 		if s.fixed != nil {
 			s.lobby.Enter(id, s.fixed.info)

@@ -2,6 +2,7 @@ package netstack_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,23 +15,17 @@ import (
 )
 
 // TestUnknownReliableTypesNeverEndTheSession is the stock client's case in
-// virtual time: a server whose module sends its own types on Reliable and
+// virtual time: a server that sends types of its own on Reliable and
 // ReliableOrdered every tick, to a client whose registry knows none of them
-// (and which is sent no schema announcement), for ten minutes over a lossy
+// (and no announcement names them: the server's registry does not hold
+// them either, as a module that forgot to declare them), for ten minutes over a lossy
 // link; the client also sends the server malformed requests. Every refused
 // message is acknowledged, counted and told, the ordered channel keeps
 // delivering the messages it does know, and the session stays up.
 func TestUnknownReliableTypesNeverEndTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := gamemsg.NewRegistry()
-		for id, ch := range map[wire.MessageType]wire.Channel{1300: wire.ReliableOrdered, 1301: wire.Reliable} {
-			if err := reg.Register("dm", wire.Schema{ID: id, Name: "Module" + ch.String(), Direction: wire.ServerToClient,
-				Channel: ch, MinLen: 1, MaxLen: 64, StringFieldOffset: wire.NoStringFields}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		link := memlink.Link{Loss: 0.05, Latency: 20 * time.Millisecond, Jitter: 10 * time.Millisecond}
-		srv, cli := memPair(t, link, netstack.ServerConfig{Registry: reg}, netstack.ClientConfig{}) // the client: game messages only
+		srv, cli := memPair(t, link, netstack.ServerConfig{}, netstack.ClientConfig{}) // both: game messages only
 
 		const duration = 10 * time.Minute
 		const tick = 50 * time.Millisecond
@@ -108,15 +103,12 @@ func TestUnknownReliableTypesNeverEndTheSession(t *testing.T) {
 
 // TestMessageThatOvertookItsAnnouncementIsHeld: a module message that
 // reaches a v4 client before the ModuleSchemas announcement of its type
-// (both Reliable, which does not order: here the announcement is simply
-// sent later) is held, then delivered after the announcement, not refused.
+// (both Reliable, which does not order: a lost datagram can do it; here the
+// type is registered, and so announced, only after the message was sent) is
+// held, then delivered after the announcement, not refused.
 func TestMessageThatOvertookItsAnnouncementIsHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := gamemsg.NewRegistry()
-		if err := reg.Register("dm", wire.Schema{ID: 1302, Name: "dm_news", Direction: wire.ServerToClient,
-			Channel: wire.Reliable, MinLen: 1, MaxLen: 8, StringFieldOffset: wire.NoStringFields}); err != nil {
-			t.Fatal(err)
-		}
 		srv, cli := memPair(t, memlink.Link{Latency: 10 * time.Millisecond}, netstack.ServerConfig{Registry: reg}, netstack.ClientConfig{})
 		if err := srv.Send(cli.ID(), 1302, wire.Reliable, []byte{7}); err != nil {
 			t.Fatal(err)
@@ -128,10 +120,11 @@ func TestMessageThatOvertookItsAnnouncementIsHeld(t *testing.T) {
 				t.Fatal("dm_news delivered before any announcement")
 			}
 		}
-		table := wire.AppendModuleSchemas(nil, &wire.ModuleSchemas{Revision: reg.Revision(), Types: reg.ModuleSchemas()})
-		if err := srv.Send(cli.ID(), wire.TypeModuleSchemas, wire.Reliable, table); err != nil {
+		if err := reg.Register("dm", wire.Schema{ID: 1302, Name: "dm_news", Direction: wire.ServerToClient,
+			Channel: wire.Reliable, MinLen: 1, MaxLen: 8, StringFieldOffset: wire.NoStringFields}); err != nil {
 			t.Fatal(err)
 		}
+		srv.AnnounceSchemas()
 		srv.Flush()
 		time.Sleep(500 * time.Millisecond)
 		var got []wire.MessageType
@@ -293,6 +286,41 @@ func TestBuiltinTypeNobodyTakesIsRefused(t *testing.T) {
 		}
 		if got := cli.Stats().PeerRefusals; got != 1 {
 			t.Fatalf("client was told of %d refusals, want 1", got)
+		}
+	})
+}
+
+// TestModuleMessageNeverPrecedesItsAnnouncement: a module type registered
+// after a client's admission (a room's module that just started) and sent
+// at once, on ReliableOrdered: the server queues the table that announces
+// it first, so the client, on a link without loss, never has to hold it.
+func TestModuleMessageNeverPrecedesItsAnnouncement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := gamemsg.NewRegistry()
+		srv, cli := memPair(t, memlink.Link{Latency: 10 * time.Millisecond}, netstack.ServerConfig{Registry: reg}, netstack.ClientConfig{})
+		time.Sleep(100 * time.Millisecond) // the admission's table (no module types) is in
+		if err := reg.Register("tag", wire.Schema{ID: 1401, Name: "tag_state", Direction: wire.ServerToClient,
+			Channel: wire.ReliableOrdered, MinLen: 1, MaxLen: 8, StringFieldOffset: wire.NoStringFields}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := srv.Send(cli.ID(), 1401, wire.ReliableOrdered, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.AnnounceSchemas() // the end of the tick: nothing left to announce
+		srv.Flush()
+		time.Sleep(500 * time.Millisecond)
+		var got []wire.MessageType
+		for m, ok := tryReceive(cli); ok; m, ok = tryReceive(cli) {
+			got = append(got, m.Header.Type)
+		}
+		want := []wire.MessageType{gamemsg.TypeGameStateSync, wire.TypeModuleSchemas, wire.TypeModuleSchemas, 1401, 1401, 1401}
+		if !slices.Equal(got, want) {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+		if st := cli.Stats(); st.HeldNotLoaded != 0 || st.MessagesRefused != 0 {
+			t.Fatalf("the client held %d and refused %d module messages: one overtook its announcement", st.HeldNotLoaded, st.MessagesRefused)
 		}
 	})
 }

@@ -188,8 +188,11 @@ type peer struct {
 	state    slotState
 	name     string
 	rxMarked bool
-	departed bool   // OnDisconnected was called (at a kick, before the linger ends)
-	ticket   []byte // ClientFinished's admission ticket, handed to OnAdmitted
+	departed bool // OnDisconnected was called (at a kick, before the linger ends)
+	// The module schema table last queued to the client (announce.go).
+	schemaSent bool
+	schemaRev  uint32
+	ticket     []byte // ClientFinished's admission ticket, handed to OnAdmitted
 }
 
 // Speaks reports whether the client's protocol version defines message
@@ -222,6 +225,7 @@ type Server struct {
 	started atomic.Bool // Start ran: the goroutines that end a linger are there
 
 	closedSessions closedTable // closed.go: late frames are not attacks
+	schemas        schemaTable // announce.go: the module types' table
 
 	// mu guards the admitted clients' maps. It is never held across a
 	// signature, a key agreement or a syscall: the game thread's sends and the
@@ -629,6 +633,9 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 	if p.state != slotConnected || p.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
+	}
+	if t >= wire.FirstUserDefined {
+		s.announceLocked(p, now) // the table that covers t goes first
 	}
 	err := p.sendLocked(t, ch, payload, now)
 	p.mu.Unlock()

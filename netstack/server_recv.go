@@ -141,6 +141,7 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 			s.log.Warn("welcome message not sent", "client", p.id, "type", t.String(), "err", err)
 		}
 	}
+	s.announceLocked(p, now) // then the module types' table (v4)
 	// The Ack of ClientFinished and the welcome leave at the end of this
 	// receive pass.
 	p.urgent, p.rxMarked = true, true

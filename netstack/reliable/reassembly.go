@@ -28,11 +28,15 @@ import (
 //     one message in reassembly whose OrderedSequence is the next to
 //     deliver (so the ordered channel can always move, freeing what waits
 //     behind it). A fragment of a message not yet held is never exempt by
-//     the first rule, and only one message at a time by the second, so
-//     keptBytes ≤ ReassemblyBytes + 2 × (4 × MAX_PAYLOAD + partialOverhead)
-//     whatever the order, duplication or declared sizes (a message of at
-//     most MAX_PAYLOAD bytes takes at most four times that in pooled
-//     buffers, whatever its fragment sizes);
+//     the first rule, and only one message at a time by the second. And a
+//     packet an honest sender could have in flight (inSenderWindow: within
+//     256 sequences of the first missing one, at most 4 KiB) is never
+//     refused, so an honest sender never pays a retransmission for the
+//     bound. Together keptBytes ≤ ReassemblyBytes + 2 × (4 × MAX_PAYLOAD +
+//     partialOverhead) + 256 × (4 KiB + partialOverhead) whatever the order,
+//     duplication or declared sizes (a message of at most MAX_PAYLOAD bytes
+//     takes at most four times that in pooled buffers, whatever its
+//     fragment sizes);
 //   - a message whose fragments add up to more than MAX_PAYLOAD keeps no
 //     more of them: it is refused (BadSize) when its last fragment arrives;
 //   - a partial that received nothing for ReassemblyTimeout is dropped and
@@ -81,7 +85,7 @@ func (e *Endpoint) receiveFragment(h *wire.Header, payload []byte, t time.Durati
 	if p == nil {
 		cost += partialOverhead
 	}
-	if e.keptBytes+cost > e.cfg.ReassemblyBytes && !e.exempt(p, oldest, h) {
+	if e.keptBytes+cost > e.cfg.ReassemblyBytes && !e.exempt(p, oldest, h) && !e.inSenderWindow(h.Sequence, len(payload)) {
 		e.st.reassemblyFull++
 		return false
 	}
@@ -148,6 +152,22 @@ func (e *Endpoint) exempt(p *partial, oldest uint32, h *wire.Header) bool {
 	}
 	return true
 }
+
+// inSenderWindow reports whether reliable sequence s, carrying n payload
+// bytes, is one an honest sender could have in flight: within
+// MaxInFlightLimit of the first sequence not yet received (a sender keeps at
+// most that many unacknowledged, §5.4), and no larger than the packets of a
+// sender with datagrams of up to honestPacketBytes. Those are kept whatever
+// the bound, so an honest sender is never refused (a refusal costs it a
+// retransmission); what they can cost is bounded by the window:
+// MaxInFlightLimit × honestPacketBytes.
+func (e *Endpoint) inSenderWindow(s uint32, n int) bool {
+	return s-e.recv.cum <= MaxInFlightLimit && n <= honestPacketBytes
+}
+
+// honestPacketBytes is the largest packet payload inSenderWindow protects:
+// four times a 1,200-byte datagram's.
+const honestPacketBytes = 4096
 
 // partialOverhead is what a message in reassembly costs beside its
 // fragments: the partial itself (its 64 fragment slots) and its place in

@@ -115,35 +115,46 @@ func TestReassemblyBufferBound(t *testing.T) {
 	frag := func(first uint32, i, n uint8) *wire.Header {
 		return &wire.Header{Type: gamemsg.TypeEntityRPC, Channel: wire.Reliable, Sequence: first + uint32(i), FragIndex: i, FragCount: n}
 	}
-	// B (20..23) arrives first: two fragments, 2 × 1024 + 640 bytes kept.
-	if !rcv.Receive(frag(20, 0, 4), payloadOf(1000, 1), t0, d.fn) || !rcv.Receive(frag(20, 1, 4), payloadOf(1000, 2), t0, d.fn) {
+	// Sequences far beyond what an honest sender may have in flight (256
+	// past the first missing one), so only the bound and its exemptions
+	// decide. B (520..523) arrives first: 2 × 1024 + 640 bytes kept.
+	if !rcv.Receive(frag(520, 0, 4), payloadOf(1000, 1), t0, d.fn) || !rcv.Receive(frag(520, 1, 4), payloadOf(1000, 2), t0, d.fn) {
 		t.Fatal("B's first fragments refused below the bound")
 	}
-	// A (10..13) starts lower but is not in reassembly: no exemption.
-	if rcv.Receive(frag(10, 0, 4), payloadOf(1000, 3), t0, d.fn) {
+	// A (510..513) starts lower but is not in reassembly: no exemption.
+	if rcv.Receive(frag(510, 0, 4), payloadOf(1000, 3), t0, d.fn) {
 		t.Fatal("a new message passed a full buffer by starting lower")
 	}
 	if rcv.Stats().ReassemblyFull != 1 {
 		t.Fatalf("stats %+v", rcv.Stats())
 	}
 	for i := uint8(2); i < 4; i++ { // B, the oldest held, always goes on
-		if !rcv.Receive(frag(20, i, 4), payloadOf(1000, 2+i), t0, d.fn) {
+		if !rcv.Receive(frag(520, i, 4), payloadOf(1000, 2+i), t0, d.fn) {
 			t.Fatalf("B's fragment %d refused", i)
 		}
 	}
 	if len(d.got) != 1 || len(d.got[0].p) != 4000 || rcv.Stats().ReassemblyBytes != 0 {
 		t.Fatalf("delivered %d, holding %d bytes", len(d.got), rcv.Stats().ReassemblyBytes)
 	}
-	if !rcv.Receive(frag(10, 0, 4), payloadOf(1000, 3), t0, d.fn) {
+	if !rcv.Receive(frag(510, 0, 4), payloadOf(1000, 3), t0, d.fn) {
 		t.Fatal("A refused once the buffer was free")
+	}
+	// What an honest sender may have in flight is never refused.
+	for i := uint8(0); i < 4; i++ {
+		if !rcv.Receive(frag(1, i, 4), payloadOf(1000, 9), t0, d.fn) {
+			t.Fatalf("fragment %d of a message within the sender's window refused", i)
+		}
 	}
 }
 
 // keptLimit is what a receiver may hold for its peer at most: the bound,
 // plus the two exempt messages at pooled capacity (a message of at most
 // MAX_PAYLOAD bytes never takes more than four times that in pooled
-// buffers, whatever its fragment sizes).
-func keptLimit(bound int) int { return bound + 2*(4*wire.MaxPayload+partialOverhead) }
+// buffers, whatever its fragment sizes), plus an honest sender's window of
+// small packets.
+func keptLimit(bound int) int {
+	return bound + 2*(4*wire.MaxPayload+partialOverhead) + MaxInFlightLimit*(honestPacketBytes+partialOverhead)
+}
 
 // TestReassemblyHoldsItsBoundUnderAttack: a hostile peer sends fragments
 // in every order the parser allows — new messages in descending order,

@@ -82,7 +82,7 @@ func (e *Endpoint) receive(h *wire.Header, payload []byte, now time.Time, delive
 	if h.FragCount != 0 {
 		return e.receiveFragment(h, payload, t, deliver)
 	}
-	if ordered && os > e.expectOrd && e.keptBytes+bufCost(len(payload)) > e.cfg.ReassemblyBytes {
+	if ordered && os > e.expectOrd && e.keptBytes+bufCost(len(payload)) > e.cfg.ReassemblyBytes && !e.inSenderWindow(s, len(payload)) {
 		e.st.reassemblyFull++ // it would wait for its turn in memory the peer has used up
 		return false
 	}

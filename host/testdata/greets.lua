@@ -1,0 +1,7 @@
+-- A room mode that greets every player who enters, at once: its first
+-- message to a player is sent in the tick the room opens.
+spark.module{name = "greets", version = "1"}
+local HI = spark.message{id = 1450, name = "greets_hi", direction = "s2c", channel = "ordered", min = 3, max = 40}
+spark.on_admitted(function(id, name)
+  spark.send(id, HI, spark.writer():str("hi " .. name))
+end)
