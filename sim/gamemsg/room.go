@@ -73,7 +73,7 @@ const (
 	RoomTooManyRooms                   // the server holds its [rooms] max
 	RoomUnknownMode                    // the server does not offer that mode
 	RoomNotAllowed                     // not on this server (one match, no lobby), or not in this state
-	RoomRateLimited                    // too many requests; slow down
+	RoomRateLimited                    // a RoomJoin's proof refused unchecked: the room or the sender is in its password back-off
 	RoomAlreadyStarted                 // the match already runs
 	RoomNotStarted                     // the match has not started
 	RoomModuleFailed                   // the mode's module could not start in the room
