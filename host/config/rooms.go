@@ -58,7 +58,8 @@ type RoomsSection struct {
 	// further one makes it refuse passwords, unchecked (RateLimited), for
 	// PasswordBackoffSeconds, doubling up to PasswordBackoffMaxSeconds;
 	// 1..1000. A room checks at most PasswordFreeFailures+2 passwords in
-	// any second (docs/protocol.md §13.7).
+	// any second when the first back-off is 1 s or more (docs/protocol.md
+	// §13.7).
 	PasswordFreeFailures      int     `toml:"password_free_failures"`
 	PasswordBackoffSeconds    float64 `toml:"password_backoff_seconds"`
 	PasswordBackoffMaxSeconds float64 `toml:"password_backoff_max_seconds"`
