@@ -38,7 +38,8 @@ func passwordLimits(r *config.RoomsSection) lobby.PasswordLimits {
 // joiner is a client as the lobby's password guard sees it.
 func (s *Server) joiner(client uint32) lobby.Joiner {
 	cb, _ := s.net.ChannelBinding(client)
-	return lobby.Joiner{Client: client, Source: lobby.SourceOf(s.players[client].Addr.Addr()), Binding: cb}
+	p := s.players[client]
+	return lobby.Joiner{Client: client, Name: p.Name, Source: lobby.SourceOf(p.Addr.Addr()), Binding: cb}
 }
 
 // passwordOutcome counts what became of a RoomJoin's proof and
@@ -69,14 +70,13 @@ func (s *Server) passwordOutcome(client, room uint32, out lobby.Outcome, refusal
 // lobby.PasswordNoticeEvery).
 func (s *Server) passwordNotices() {
 	for _, n := range s.lobby.PasswordNotices(s.now) {
-		r := s.rooms[n.Room.ID]
-		name := s.players[n.Client].Name // "" when the guesser has left
-		s.log.Warn("wrong room passwords", "room", n.Room.ID, "count", n.Count, "last_client", n.Client, "last_name", name,
-			"last_source", n.Source.String(), "backoff", n.Wait.Round(100*time.Millisecond))
+		r, g := s.rooms[n.Room.ID], n.Guesser
+		s.log.Warn("wrong room passwords", "room", n.Room.ID, "count", n.Count, "last_client", g.Client, "last_name", g.Name,
+			"last_source", g.Source.String(), "backoff", n.Wait.Round(100*time.Millisecond))
 		s.consoleNotice(fmt.Sprintf("room %d %q: %d wrong password(s) tried, the latest by %s (client %d, %s)%s",
-			n.Room.ID, n.Room.Name, n.Count, name, n.Client, n.Source, backoffText(n.Wait)))
+			n.Room.ID, n.Room.Name, n.Count, g.Name, g.Client, g.Source, backoffText(n.Wait)))
 		if r != nil && n.Room.Owner != 0 {
-			r.eventTo(n.Room.Owner, gamemsg.RoomEvent{Kind: gamemsg.RoomPasswordFailures, Client: n.Client, Value: n.Count, Name: name})
+			r.eventTo(n.Room.Owner, gamemsg.RoomEvent{Kind: gamemsg.RoomPasswordFailures, Client: g.Client, Value: n.Count, Name: g.Name})
 		}
 	}
 }

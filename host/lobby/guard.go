@@ -138,10 +138,9 @@ func (b *backoff) wait(now time.Time) time.Duration {
 // roomGuard is a room's count and its pending notice to the owner.
 type roomGuard struct {
 	backoff
-	pending    uint32    // wrong or refused proofs not yet told
-	lastClient uint32    // the latest of them
-	lastSource Source    // ... and where it came from
-	noticed    time.Time // the last notice
+	pending uint32    // wrong or refused proofs not yet told
+	last    Joiner    // who sent the latest of them
+	noticed time.Time // the last notice
 }
 
 // strikes are a client's wrong or refused proofs in the current window.
@@ -218,10 +217,10 @@ func (g *guard) strike(client uint32, now time.Time) bool {
 	return s.n == g.lim.KickAfter
 }
 
-// told adds a wrong or refused proof to the room's pending notice.
-func (g *guard) told(rg *roomGuard, room, client uint32, src Source) {
+// told adds a wrong or refused proof from j to the room's pending notice.
+func (g *guard) told(rg *roomGuard, room uint32, j Joiner) {
 	rg.pending++
-	rg.lastClient, rg.lastSource = client, src
+	rg.last = Joiner{Client: j.Client, Name: j.Name, Source: j.Source}
 	g.due[room] = struct{}{}
 }
 
@@ -237,26 +236,26 @@ type Outcome struct {
 
 // check is the password step of a join: whether proof may be checked now,
 // and what its check came to. ok reports a right proof.
-func (g *guard) check(r *Room, client uint32, src Source, proof []byte, cb [32]byte, now time.Time) (ok bool, out Outcome, err error) {
+func (g *guard) check(r *Room, j Joiner, proof []byte, now time.Time) (ok bool, out Outcome, err error) {
 	if len(proof) == 0 {
 		return false, out, refuse(gamemsg.RoomWrongPassword, "room %d needs its password", r.ID)
 	}
 	rg := g.room(r.ID)
 	rg.live(now)
-	if wait := max(rg.wait(now), g.source(src).wait(now)); wait > 0 {
+	if wait := max(rg.wait(now), g.source(j.Source).wait(now)); wait > 0 {
 		out.Refused = true
-		out.Kick = g.strike(client, now)
-		g.told(rg, r.ID, client, src)
+		out.Kick = g.strike(j.Client, now)
+		g.told(rg, r.ID, j)
 		return false, out, refuse(gamemsg.RoomRateLimited, "room %d takes no password for %s after too many wrong ones; try again then", r.ID, roundUp(wait))
 	}
-	if r.Verifier.Check(r.ID, cb, proof) {
+	if r.Verifier.Check(r.ID, j.Binding, proof) {
 		return true, out, nil
 	}
 	rg.fail(&g.lim, now)
-	g.sourceFailed(src, now)
+	g.sourceFailed(j.Source, now)
 	out.Wrong = true
-	out.Kick = g.strike(client, now)
-	g.told(rg, r.ID, client, src)
+	out.Kick = g.strike(j.Client, now)
+	g.told(rg, r.ID, j)
 	return false, out, refuse(gamemsg.RoomWrongPassword, "room %d needs its password", r.ID)
 }
 
@@ -269,11 +268,10 @@ func roundUp(d time.Duration) time.Duration {
 // Notice is a room's PasswordFailures notice to its owner.
 type Notice struct {
 	Room *Room
-	// Count is the wrong or refused proofs since the last notice; Client
-	// the latest guesser, from Source.
-	Count  uint32
-	Client uint32
-	Source Source
+	// Count is the wrong or refused proofs since the last notice; Guesser
+	// sent the latest of them (its Binding is not kept).
+	Count   uint32
+	Guesser Joiner
 	// Wait is how long the room still refuses proofs (0: none).
 	Wait time.Duration
 }
@@ -293,7 +291,7 @@ func (l *Lobby) PasswordNotices(now time.Time) []Notice {
 		case r == nil || rg == nil || rg.pending == 0:
 			delete(g.due, id)
 		case rg.noticed.IsZero() || now.Sub(rg.noticed) >= PasswordNoticeEvery:
-			out = append(out, Notice{Room: r, Count: rg.pending, Client: rg.lastClient, Source: rg.lastSource, Wait: rg.wait(now)})
+			out = append(out, Notice{Room: r, Count: rg.pending, Guesser: rg.last, Wait: rg.wait(now)})
 			rg.pending, rg.noticed = 0, now
 			delete(g.due, id)
 		}

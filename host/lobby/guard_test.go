@@ -26,7 +26,7 @@ func passwordRoom(t *testing.T, l *Lobby) (*Room, roomauth.Verifier) {
 
 // joiner is client from its own IPv4 source 10.x.y.z.
 func joiner(client uint32) Joiner {
-	return Joiner{Client: client, Source: SourceOf(netip.AddrFrom4([4]byte{10, byte(client >> 16), byte(client >> 8), byte(client)})), Binding: [32]byte{byte(client)}}
+	return Joiner{Client: client, Name: fmt.Sprint("p", client), Source: SourceOf(netip.AddrFrom4([4]byte{10, byte(client >> 16), byte(client >> 8), byte(client)})), Binding: [32]byte{byte(client)}}
 }
 
 var wrongProof = bytes.Repeat([]byte{0xEE}, roomauth.KeyLen)
@@ -213,7 +213,7 @@ func TestPasswordNotices(t *testing.T) {
 	}
 	l.Join(joiner(20), r.ID, wrongProof, t0)
 	n := l.PasswordNotices(t0)
-	if len(n) != 1 || n[0].Room != r || n[0].Count != 1 || n[0].Client != 20 || n[0].Source != joiner(20).Source {
+	if len(n) != 1 || n[0].Room != r || n[0].Count != 1 || n[0].Guesser != (Joiner{Client: 20, Name: "p20", Source: joiner(20).Source}) {
 		t.Fatalf("first notice %+v", n)
 	}
 	for i := range 12 { // 5 wrong (6 in all: a back-off), then refused
@@ -223,7 +223,7 @@ func TestPasswordNotices(t *testing.T) {
 		t.Fatalf("a notice within %v of the last: %+v", PasswordNoticeEvery, n)
 	}
 	n = l.PasswordNotices(t0.Add(PasswordNoticeEvery))
-	if len(n) != 1 || n[0].Count != 12 || n[0].Client != 32 || n[0].Wait != 0 {
+	if len(n) != 1 || n[0].Count != 12 || n[0].Guesser.Client != 32 || n[0].Wait != 0 {
 		t.Fatalf("second notice %+v", n)
 	}
 	if n := l.PasswordNotices(t0.Add(time.Hour)); n != nil {

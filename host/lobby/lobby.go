@@ -190,10 +190,11 @@ func (l *Lobby) Create(client uint32, req *gamemsg.RoomCreate) (*Room, error) {
 	return r, nil
 }
 
-// Joiner is who sends a RoomJoin: the client, where it sends from, and
-// its session's channel binding (what a proof is bound to).
+// Joiner is who sends a RoomJoin: the client and its name, where it sends
+// from, and its session's channel binding (what a proof is bound to).
 type Joiner struct {
 	Client  uint32
+	Name    string
 	Source  Source
 	Binding [32]byte
 }
@@ -213,7 +214,7 @@ func (l *Lobby) Join(j Joiner, room uint32, proof []byte, now time.Time) (r *Roo
 	}
 	if r.Verifier != nil {
 		var ok bool
-		if ok, out, err = l.guard.check(r, j.Client, j.Source, proof, j.Binding, now); !ok {
+		if ok, out, err = l.guard.check(r, j, proof, now); !ok {
 			return nil, out, err
 		}
 	}
