@@ -305,6 +305,8 @@ func roomEventText(ev gamemsg.RoomEvent) string {
 		return fmt.Sprintf("renamed to %q by %d", ev.Name, ev.Client)
 	case gamemsg.RoomClosed:
 		return "closed (" + closeReasonText(gamemsg.CloseReason(ev.Value)) + ")"
+	case gamemsg.RoomPasswordFailures:
+		return fmt.Sprintf("%d wrong password(s) tried for your room, the latest by %s", ev.Value, who)
 	}
 	return ev.Kind.String()
 }

@@ -63,8 +63,10 @@ type roomStats struct {
 	refused        atomic.Uint64 // answered with a code other than OK
 }
 
-// runRoomRequests carries out the requests that arrived since the last tick.
+// runRoomRequests carries out the requests that arrived since the last
+// tick, then tells room owners of wrong passwords.
 func (s *Server) runRoomRequests() {
+	defer s.passwordNotices()
 	for {
 		select {
 		case req := <-s.roomReqs.queue:
@@ -84,22 +86,25 @@ func (s *Server) runRoomRequests() {
 func (s *Server) roomRequest(req roomRequest) {
 	s.roomStats.requests.Add(1)
 	room, err := s.doRoomRequest(req)
-	if errors.Is(err, errAnswered) {
-		return
+	switch {
+	case errors.Is(err, errAnswered):
+	case err != nil:
+		s.refuseRequest(req.client, req.typ, room, err)
+	case req.typ != gamemsg.TypeRoomListRequest: // a RoomList is its own answer
+		s.roomResult(req.client, req.typ, gamemsg.RoomOK, room, "")
 	}
-	code, detail := gamemsg.RoomOK, ""
-	if err != nil {
-		code, detail = gamemsg.RoomBadRequest, err.Error()
-		var le *lobby.Error
-		if errors.As(err, &le) {
-			code, detail = le.Code, le.Detail
-		}
-		s.roomStats.refused.Add(1)
+}
+
+// refuseRequest answers a request refused with err: a *lobby.Error's code,
+// else BadRequest.
+func (s *Server) refuseRequest(client uint32, t wire.MessageType, room uint32, err error) {
+	code, detail := gamemsg.RoomBadRequest, err.Error()
+	var le *lobby.Error
+	if errors.As(err, &le) {
+		code, detail = le.Code, le.Detail
 	}
-	if req.typ == gamemsg.TypeRoomListRequest && err == nil {
-		return // the RoomList is the answer
-	}
-	s.roomResult(req.client, req.typ, code, room, detail)
+	s.roomStats.refused.Add(1)
+	s.roomResult(client, t, code, room, detail)
 }
 
 // roomResult sends a RoomResult.
@@ -251,8 +256,10 @@ func (s *Server) joinRoom(client uint32, m *gamemsg.RoomJoin) (uint32, error) {
 		}
 		return m.Room, &lobby.Error{Code: gamemsg.RoomNoSuchRoom, Detail: "this server runs one match, room " + fmt.Sprint(s.fixed.info.ID)}
 	}
-	cb, _ := s.net.ChannelBinding(client)
-	li, err := s.lobby.Join(client, m.Room, m.Proof, cb)
+	li, out, err := s.lobby.Join(s.joiner(client), m.Room, m.Proof, s.now)
+	if s.passwordOutcome(client, m.Room, out, err) {
+		return m.Room, errAnswered
+	}
 	if err != nil {
 		return m.Room, err
 	}

@@ -86,6 +86,7 @@ type Server struct {
 	roomBuf     []byte
 	failedRooms []uint32
 	roomStats   roomStats
+	passwords   passwordStats
 
 	// Facts the network goroutines read (GameStateSync, discovery), published
 	// by the game thread after every tick.
@@ -150,7 +151,7 @@ func New(opts Options) (*Server, error) {
 		browsing: make(map[uint32]struct{}),
 		lobby: lobby.New(lobby.Config{Max: cfg.Rooms.Max, MaxCapacity: cfg.Rooms.MaxCapacity,
 			DefaultCapacity: cfg.Rooms.DefaultCapacity, Modes: cfg.Rooms.Modes, Pause: cfg.Rooms.Pause,
-			CreatedPerClient: cfg.Rooms.CreatedPerClient}),
+			CreatedPerClient: cfg.Rooms.CreatedPerClient, Passwords: passwordLimits(&cfg.Rooms)}),
 	}
 	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
 	announceIdentity(log, cfg.Server.DataDir)
@@ -211,11 +212,7 @@ func New(opts Options) (*Server, error) {
 		MaxRestarts: cfg.Modules.MaxRestarts, RestartWindow: cfg.RestartWindow(),
 		// Crashes and restarts are logged by the manager; an operator at the
 		// interactive console also sees them there, as it sees answers.
-		Notify: func(line string) {
-			if s.opts.Console != nil && s.opts.ConsoleOut != nil {
-				fmt.Fprintln(s.opts.ConsoleOut, line)
-			}
-		},
+		Notify: s.consoleNotice,
 	})
 	specs := slices.Clone(opts.Modules)
 	for _, name := range cfg.Modules.Load {

@@ -266,6 +266,7 @@ func (s *Server) Snapshot() ops.Snapshot {
 		snap.RoomsMax = 1
 	}
 	snap.RoomsOpened, snap.RoomsClosed = s.roomStats.opened.Load(), s.roomStats.closed.Load()
+	snap.RoomPasswords = s.passwords.snapshot()
 	if snap.Version == "" {
 		snap.Version = "unknown"
 	}

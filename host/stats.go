@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -46,6 +47,9 @@ type ServerStats struct {
 	Rooms                                          int
 	RoomRequests, RoomRefused, RoomRequestsDropped uint64
 	ModuleMessagesUnrouted                         uint64
+	// RoomPasswords: wrong room passwords checked, refused unchecked
+	// during a back-off, clients disconnected for guessing.
+	RoomPasswords ops.RoomPasswords
 }
 
 // Stats returns a snapshot; safe from any goroutine.
@@ -68,6 +72,7 @@ func (s *Server) Stats() ServerStats {
 		RoomRequests:            s.roomStats.requests.Load(), RoomRefused: s.roomStats.refused.Load(),
 		RoomRequestsDropped:    s.roomReqs.dropped.Load(),
 		ModuleMessagesUnrouted: s.mods.Unrouted(),
+		RoomPasswords:          s.passwords.snapshot(),
 	}
 }
 
@@ -91,7 +96,8 @@ func (st ServerStats) String() string {
 	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
 		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
 	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d, outside the sender's room %d", st.ModuleMessagesOverLimit, st.ModuleMessagesUnrouted)
-	fmt.Fprintf(&b, "\nrooms %d, room requests %d (refused %d, dropped %d)", st.Rooms, st.RoomRequests, st.RoomRefused, st.RoomRequestsDropped)
+	fmt.Fprintf(&b, "\nrooms %d, room requests %d (refused %d, dropped %d), room passwords wrong %d, refused in back-off %d, guessers disconnected %d",
+		st.Rooms, st.RoomRequests, st.RoomRefused, st.RoomRequestsDropped, st.RoomPasswords.Wrong, st.RoomPasswords.Refused, st.RoomPasswords.Kicked)
 	fmt.Fprintf(&b, "\nmessages: sent %d in %d datagrams, received %d; refused %d, reported refused by clients %d; held for a module %d (delivered %d)",
 		n.MessagesSent, n.PacketsSent, n.MessagesReceived, n.MessagesRefused, n.PeerRefusals, n.HeldNotLoaded, n.HeldDelivered)
 	return b.String()

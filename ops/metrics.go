@@ -43,6 +43,9 @@ var (
 	descLobby       = desc("lobby_players", "Admitted players in no room (in the lobby).")
 	descRoomsOpened = desc("rooms_opened_total", "Rooms opened since start.")
 	descRoomsClosed = desc("rooms_closed_total", "Rooms closed since start.")
+	descPwWrong     = desc("room_password_failures_total", "Room passwords checked that did not open the room.")
+	descPwRefused   = desc("room_password_refused_total", "Room passwords refused unchecked during a room's or a source's back-off.")
+	descPwKicked    = desc("room_password_kicks_total", "Clients disconnected (RateLimited) for guessing room passwords.")
 )
 
 // roomStates are the states every mode's room count is exported for.
@@ -146,6 +149,9 @@ func (c *collector) collectRooms(gauge, counter func(*prometheus.Desc, float64, 
 	gauge(descLobby, float64(s.LobbyPlayers))
 	counter(descRoomsOpened, float64(s.RoomsOpened))
 	counter(descRoomsClosed, float64(s.RoomsClosed))
+	counter(descPwWrong, float64(s.RoomPasswords.Wrong))
+	counter(descPwRefused, float64(s.RoomPasswords.Refused))
+	counter(descPwKicked, float64(s.RoomPasswords.Kicked))
 }
 
 // collectNet exports the transport's counter table as sparkhost_net_*.

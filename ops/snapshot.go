@@ -43,6 +43,15 @@ type Snapshot struct {
 	LobbyPlayers int
 	RoomsOpened  uint64
 	RoomsClosed  uint64
+	// RoomPasswords counts room passwords: wrong ones checked, ones
+	// refused unchecked during a back-off, clients disconnected for
+	// guessing (docs/protocol.md §13.7).
+	RoomPasswords RoomPasswords
+}
+
+// RoomPasswords are the room password counters.
+type RoomPasswords struct {
+	Wrong, Refused, Kicked uint64
 }
 
 // MaxRooms bounds the rooms a Snapshot lists (the page's table).

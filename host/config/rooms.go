@@ -53,11 +53,33 @@ type RoomsSection struct {
 	// that serves one room (a module that serves many has
 	// modules.inbox_capacity); 16..1000000.
 	InboxCapacity int `toml:"inbox_capacity"`
+	// PasswordFreeFailures is how many wrong passwords a room, and a
+	// source address (an IPv6 /64), may have before its back-off: each
+	// further one makes it refuse passwords, unchecked (RateLimited), for
+	// PasswordBackoffSeconds, doubling up to PasswordBackoffMaxSeconds;
+	// 1..1000. A room checks at most PasswordFreeFailures+2 passwords in
+	// any second when the first back-off is 1 s or more (docs/protocol.md
+	// §13.7).
+	PasswordFreeFailures      int     `toml:"password_free_failures"`
+	PasswordBackoffSeconds    float64 `toml:"password_backoff_seconds"`
+	PasswordBackoffMaxSeconds float64 `toml:"password_backoff_max_seconds"`
+	// PasswordKickAfter is how many wrong or refused passwords of one
+	// client within a minute disconnect it (RateLimited); 1..1000.
+	PasswordKickAfter int `toml:"password_kick_after"`
+}
+
+// PasswordBackoff is password_backoff_seconds as a time.Duration.
+func (r *RoomsSection) PasswordBackoff() time.Duration { return seconds(r.PasswordBackoffSeconds) }
+
+// PasswordBackoffMax is password_backoff_max_seconds as a time.Duration.
+func (r *RoomsSection) PasswordBackoffMax() time.Duration {
+	return seconds(r.PasswordBackoffMaxSeconds)
 }
 
 func defaultRooms() RoomsSection {
 	return RoomsSection{Enabled: false, Modes: []string{}, Max: 64, DefaultCapacity: 8, MaxCapacity: 64,
-		EmptyGraceSeconds: 30, Pause: "members", GlobalChat: true, RequestsPerSecond: 5, RequestBurst: 10, CreatedPerClient: 2, InboxCapacity: 512}
+		EmptyGraceSeconds: 30, Pause: "members", GlobalChat: true, RequestsPerSecond: 5, RequestBurst: 10, CreatedPerClient: 2, InboxCapacity: 512,
+		PasswordFreeFailures: 5, PasswordBackoffSeconds: 1, PasswordBackoffMaxSeconds: 30, PasswordKickAfter: 10}
 }
 
 // EmptyGrace is rooms.empty_grace_seconds as a time.Duration.
@@ -104,5 +126,26 @@ func (c *Config) checkRooms() *Error {
 	if e := c.intIn("rooms.created_per_client", r.CreatedPerClient, 1, 4096, " rooms"); e != nil {
 		return e
 	}
-	return c.intIn("rooms.inbox_capacity", r.InboxCapacity, 16, 1_000_000, " events")
+	if e := c.intIn("rooms.inbox_capacity", r.InboxCapacity, 16, 1_000_000, " events"); e != nil {
+		return e
+	}
+	return c.checkRoomPasswords()
+}
+
+func (c *Config) checkRoomPasswords() *Error {
+	r := &c.Rooms
+	if e := c.intIn("rooms.password_free_failures", r.PasswordFreeFailures, 1, 1000, " passwords"); e != nil {
+		return e
+	}
+	if e := c.floatIn("rooms.password_backoff_seconds", r.PasswordBackoffSeconds, 0.01, 3600, " seconds"); e != nil {
+		return e
+	}
+	if e := c.floatIn("rooms.password_backoff_max_seconds", r.PasswordBackoffMaxSeconds, 0.01, 86400, " seconds"); e != nil {
+		return e
+	}
+	if r.PasswordBackoffMaxSeconds < r.PasswordBackoffSeconds {
+		return c.refuseVs("rooms.password_backoff_max_seconds", r.PasswordBackoffMaxSeconds, "rooms.password_backoff_seconds",
+			fmt.Sprintf("must be at least rooms.password_backoff_seconds (%v)", r.PasswordBackoffSeconds))
+	}
+	return c.intIn("rooms.password_kick_after", r.PasswordKickAfter, 1, 1000, " passwords")
 }

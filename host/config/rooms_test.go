@@ -21,6 +21,11 @@ func TestRoomsValidation(t *testing.T) {
 		{name: "default over max capacity", file: "[rooms]\ndefault_capacity = 9\nmax_capacity = 8\n", want: "rooms.default_capacity = 9: must be 1..rooms.max_capacity (8)"},
 		{name: "capacity over the protocol's", file: "[rooms]\nmax_capacity = 2000\n", want: "rooms.max_capacity = 2000: must be 1..1024 players"},
 		{name: "pause policy", file: "[rooms]\npause = \"anyone\"\n", want: `rooms.pause = "anyone": must be "members" or "owner"`},
+		{name: "password settings", file: "[rooms]\npassword_free_failures = 3\npassword_backoff_seconds = 0.5\npassword_backoff_max_seconds = 60\npassword_kick_after = 20\n"},
+		{name: "no free password", file: "[rooms]\npassword_free_failures = 0\n", want: "rooms.password_free_failures = 0: must be 1..1000 passwords"},
+		{name: "password back-off max under the first", file: "[rooms]\npassword_backoff_seconds = 5\npassword_backoff_max_seconds = 2\n",
+			want: "rooms.password_backoff_max_seconds = 2: must be at least rooms.password_backoff_seconds (5)"},
+		{name: "password kick never", file: "[rooms]\npassword_kick_after = 0\n", want: "rooms.password_kick_after = 0: must be 1..1000 passwords"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

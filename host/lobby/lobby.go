@@ -42,6 +42,8 @@ type Config struct {
 	// are still open (0 = 2): a client cannot fill the server with empty
 	// rooms waiting out their grace time.
 	CreatedPerClient int
+	// Passwords bound the wrong room passwords checked (guard.go).
+	Passwords PasswordLimits
 }
 
 // Room is one room. Its fields are the Lobby's; read them, change them
@@ -78,6 +80,7 @@ type Lobby struct {
 	// created counts the open rooms each client created.
 	created map[uint32]int
 	next    uint32
+	guard   *guard
 }
 
 // Error is a refused request: its wire code and a sentence for a person.
@@ -111,7 +114,8 @@ func New(cfg Config) *Lobby {
 	if cfg.CreatedPerClient <= 0 {
 		cfg.CreatedPerClient = 2
 	}
-	return &Lobby{cfg: cfg, rooms: make(map[uint32]*Room), where: make(map[uint32]*Room), created: make(map[uint32]int), next: 1}
+	return &Lobby{cfg: cfg, rooms: make(map[uint32]*Room), where: make(map[uint32]*Room), created: make(map[uint32]int), next: 1,
+		guard: newGuard(cfg.Passwords)}
 }
 
 // Modes lists the modes rooms may be created with.
@@ -186,24 +190,36 @@ func (l *Lobby) Create(client uint32, req *gamemsg.RoomCreate) (*Room, error) {
 	return r, nil
 }
 
-// Join checks a RoomJoin (proof against the room's password for the
-// session with channel binding cb) and puts client in the room.
-func (l *Lobby) Join(client, room uint32, proof []byte, cb [32]byte) (*Room, error) {
-	if r := l.where[client]; r != nil {
-		return nil, refuse(gamemsg.RoomAlreadyInRoom, "you are in room %d; leave it first", r.ID)
+// Joiner is who sends a RoomJoin: the client and its name, where it sends
+// from, and its session's channel binding (what a proof is bound to).
+type Joiner struct {
+	Client  uint32
+	Name    string
+	Source  Source
+	Binding [32]byte
+}
+
+// Join checks a RoomJoin from j at now (a proof against the room's
+// password, under the guard's back-offs) and puts j in the room. out says
+// what became of a proof, for the host to count and act on (a kick).
+func (l *Lobby) Join(j Joiner, room uint32, proof []byte, now time.Time) (r *Room, out Outcome, err error) {
+	if r := l.where[j.Client]; r != nil {
+		return nil, out, refuse(gamemsg.RoomAlreadyInRoom, "you are in room %d; leave it first", r.ID)
 	}
-	r := l.rooms[room]
-	if r == nil {
-		return nil, refuse(gamemsg.RoomNoSuchRoom, "no room %d; list the rooms", room)
+	if r = l.rooms[room]; r == nil {
+		return nil, out, refuse(gamemsg.RoomNoSuchRoom, "no room %d; list the rooms", room)
 	}
 	if r.Full() {
-		return nil, refuse(gamemsg.RoomFull, "room %d holds %d of %d", room, len(r.Members), r.Capacity)
+		return nil, out, refuse(gamemsg.RoomFull, "room %d holds %d of %d", room, len(r.Members), r.Capacity)
 	}
-	if r.Verifier != nil && !r.Verifier.Check(room, cb, proof) {
-		return nil, refuse(gamemsg.RoomWrongPassword, "room %d needs its password", room)
+	if r.Verifier != nil {
+		var ok bool
+		if ok, out, err = l.guard.check(r, j, proof, now); !ok {
+			return nil, out, err
+		}
 	}
-	l.enter(client, r)
-	return r, nil
+	l.enter(j.Client, r)
+	return r, out, nil
 }
 
 // Enter puts an admitted client in the server's own room (a server that
@@ -234,6 +250,7 @@ func (l *Lobby) Leave(client uint32, now time.Time) (r *Room, newOwner uint32, e
 // newOwner as for Leave.
 func (l *Lobby) Depart(client uint32, now time.Time) (r *Room, newOwner uint32) {
 	delete(l.created, client)
+	l.guard.forgetClient(client)
 	r = l.where[client]
 	if r == nil {
 		return nil, 0
@@ -418,6 +435,7 @@ func (l *Lobby) Close(id uint32) (members []uint32, err error) {
 	}
 	r.Members = nil
 	delete(l.rooms, id)
+	l.guard.forgetRoom(id)
 	if n, ok := l.created[r.Creator]; ok {
 		if n <= 1 {
 			delete(l.created, r.Creator)

@@ -3,6 +3,7 @@ package lobby
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -86,14 +87,14 @@ func TestJoinLeaveAndOwnership(t *testing.T) {
 	l := New(Config{Modes: []string{"tag"}, MaxCapacity: 3})
 	r := mustCreate(t, l, 1, gamemsg.RoomCreate{Name: "a", Mode: "tag", Capacity: 3})
 	for _, c := range []uint32{2, 3} {
-		if _, err := l.Join(c, r.ID, nil, [32]byte{}); err != nil {
+		if _, _, err := l.Join(Joiner{Client: c}, r.ID, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Join(4, r.ID, nil, [32]byte{}); code(t, err) != gamemsg.RoomFull {
+	if _, _, err := l.Join(Joiner{Client: 4}, r.ID, nil, t0); code(t, err) != gamemsg.RoomFull {
 		t.Fatalf("join a full room: %v", err)
 	}
-	if _, err := l.Join(4, 99, nil, [32]byte{}); code(t, err) != gamemsg.RoomNoSuchRoom {
+	if _, _, err := l.Join(Joiner{Client: 4}, 99, nil, t0); code(t, err) != gamemsg.RoomNoSuchRoom {
 		t.Fatalf("join no room: %v", err)
 	}
 	if _, err := l.Rename(2, "mine"); code(t, err) != gamemsg.RoomNotOwner {
@@ -139,7 +140,7 @@ func TestJoinLeaveAndOwnership(t *testing.T) {
 func TestStartAndPause(t *testing.T) {
 	l := New(Config{Modes: []string{"tag"}, Pause: PauseOwner})
 	r := mustCreate(t, l, 1, gamemsg.RoomCreate{Name: "a", Mode: "tag"})
-	l.Join(2, r.ID, nil, [32]byte{})
+	l.Join(Joiner{Client: 2}, r.ID, nil, t0)
 	if _, _, err := l.TogglePause(1); code(t, err) != gamemsg.RoomNotStarted {
 		t.Fatalf("pause before the start: %v", err)
 	}
@@ -179,19 +180,20 @@ func TestPassword(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 	cb := [32]byte{9}
-	if _, err := l.Join(2, r.ID, nil, cb); code(t, err) != gamemsg.RoomWrongPassword {
+	bob := Joiner{Client: 2, Source: SourceOf(netip.MustParseAddr("10.0.0.2")), Binding: cb}
+	if _, _, err := l.Join(bob, r.ID, nil, t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join without a proof: %v", err)
 	}
 	bad, _ := roomauth.Proof("open", v.Salt, v.Iterations, r.ID, cb)
-	if _, err := l.Join(2, r.ID, bad[:], cb); code(t, err) != gamemsg.RoomWrongPassword {
+	if _, _, err := l.Join(bob, r.ID, bad[:], t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join with a wrong password: %v", err)
 	}
 	replayed, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, [32]byte{8})
-	if _, err := l.Join(2, r.ID, replayed[:], cb); code(t, err) != gamemsg.RoomWrongPassword {
+	if _, _, err := l.Join(bob, r.ID, replayed[:], t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join with another session's proof: %v", err)
 	}
 	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, cb)
-	if _, err := l.Join(2, r.ID, good[:], cb); err != nil {
+	if _, _, err := l.Join(bob, r.ID, good[:], t0); err != nil {
 		t.Fatalf("join with the password: %v", err)
 	}
 }

@@ -53,9 +53,16 @@ type Config struct {
 	// AddressFreeFailures: the same growing delays for one address over
 	// every account it tries, after this many failures (default 10).
 	AddressFreeFailures int `toml:"address_free_failures"`
-	// MaxLoginFailures within FailureWindow seconds, from any addresses,
-	// lock an account for Lockout seconds: a loose ceiling only a
-	// distributed attack reaches (defaults 100, 60, 60).
+	// AccountAttempts: the addresses without a recent login of an account
+	// share at most this many login attempts at it in any AccountWindow
+	// seconds, however many addresses they are (defaults 10, 60). An
+	// address that logged into the account within TrustedFor seconds
+	// (default 30 days) keeps its own allowance.
+	AccountAttempts int     `toml:"account_attempts"`
+	AccountWindow   float64 `toml:"account_window"`
+	TrustedFor      float64 `toml:"trusted_for"`
+	// MaxLoginFailures, FailureWindow and Lockout were a loose per-account
+	// lockout; they are accepted, checked and ignored (a warning says so).
 	MaxLoginFailures int     `toml:"max_login_failures"`
 	FailureWindow    float64 `toml:"failure_window"`
 	Lockout          float64 `toml:"lockout"`
@@ -67,7 +74,16 @@ type Config struct {
 	Database DatabaseConfig `toml:"database"`
 	// World splits the world into areas, one per server (areas.go).
 	World WorldConfig `toml:"world"`
+
+	// retired lists the keys the file set that no longer apply.
+	retired []string
 }
+
+// retiredKeys no longer apply; a file that sets them loads with a warning.
+var retiredKeys = []string{"max_login_failures", "failure_window", "lockout"}
+
+// Retired returns the keys the file set that no longer apply.
+func (c Config) Retired() []string { return c.retired }
 
 // DatabaseConfig is the [database] table: the embedded SQLite file by
 // default, or a PostgreSQL database that several servers share.
@@ -129,7 +145,8 @@ func DefaultConfig() Config {
 		MinIterations: scram.DefaultMinIterations, Width: 1000, Height: 1000, Speed: 10,
 		InterestRadius: 100, GreetRadius: 20, ReplicationRate: 10, SaveInterval: 10,
 		Iterations: scram.DefaultIterations, LoginFreeFailures: 3, LoginBackoff: 1, LoginBackoffMax: 300,
-		AddressFreeFailures: 10, MaxLoginFailures: 100, FailureWindow: 60, Lockout: 60,
+		AddressFreeFailures: 10, AccountAttempts: 10, AccountWindow: 60, TrustedFor: 30 * 86400,
+		MaxLoginFailures: 100, FailureWindow: 60, Lockout: 60,
 		MaxRegistrations: 5, RegistrationWindow: 3600,
 		Database: DatabaseConfig{Lease: 10},
 	}
@@ -158,6 +175,11 @@ func LoadConfig(dir string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
 	}
+	for _, k := range retiredKeys {
+		if md.IsDefined(k) {
+			cfg.retired = append(cfg.retired, k)
+		}
+	}
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %v", path, err)
 	}
@@ -180,6 +202,7 @@ func (c Config) validate() error {
 		pos("save_interval", c.SaveInterval, 3600), pos("failure_window", c.FailureWindow, 86400), pos("lockout", c.Lockout, 86400),
 		pos("login_backoff", c.LoginBackoff, 3600), pos("login_backoff_max", c.LoginBackoffMax, 86400),
 		pos("registration_window", c.RegistrationWindow, 7*86400),
+		pos("account_window", c.AccountWindow, 86400), pos("trusted_for", c.TrustedFor, 365*86400),
 		pos("[database] lease", c.Database.Lease, 600),
 	} {
 		if e != nil {
@@ -199,6 +222,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("address_free_failures = %d: must be 1..100000", c.AddressFreeFailures)
 	case c.LoginBackoffMax < c.LoginBackoff:
 		return fmt.Errorf("login_backoff_max = %v: must be at least login_backoff (%v)", c.LoginBackoffMax, c.LoginBackoff)
+	case c.AccountAttempts < 1 || c.AccountAttempts > 1000:
+		return fmt.Errorf("account_attempts = %d: must be 1..1000", c.AccountAttempts)
 	case c.MaxLoginFailures < 1 || c.MaxLoginFailures > 100000:
 		return fmt.Errorf("max_login_failures = %d: must be 1..100000", c.MaxLoginFailures)
 	case c.MaxRegistrations < 0 || c.MaxRegistrations > 100000:

@@ -24,7 +24,7 @@ var metricSpecs = []module.MetricSpec{
 	{Name: metricLogins, Kind: module.MetricCounter, Help: "Successful logins."},
 	{Name: metricLoginFailures, Kind: module.MetricCounter, Help: "Logins refused for a wrong proof (bad password or unknown account)."},
 	{Name: metricRegistrations, Kind: module.MetricCounter, Help: "Accounts registered."},
-	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (growing delays after failures of the account from the address, or of the address; the per-account ceiling)."},
+	{Name: metricThrottled, Kind: module.MetricCounter, Help: "Login attempts refused by throttling (growing delays after failures of the account from the address, or of the address; the attempts per account shared by the addresses without a recent login of it)."},
 	{Name: metricRegistrationsRefused, Kind: module.MetricCounter, Help: "Registrations refused by the per-address rate limit."},
 	{Name: metricBannedLogins, Kind: module.MetricCounter, Help: "Logins with the right password refused because the account is banned."},
 	{Name: metricVerifierUpgrades, Kind: module.MetricCounter, Help: "Accounts whose verifier was recomputed with the current iteration count at login."},

@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +59,8 @@ const (
 // session is one connection's login state.
 type session struct {
 	client  module.ClientInfo
-	addr    string // source address, the throttle key
+	addr    string // source address, for the log
+	src     string // the throttle key: the IPv4 address, or the IPv6 address's /64
 	state   state
 	login   *scram.Server // while challenged
 	pending string        // the account being logged in (canonical)
@@ -208,8 +210,12 @@ func (m *Module) Load(h module.Host) error {
 	m.gate = throttle.NewLoginGate(throttle.GateConfig{
 		Pairs:     backoff(cfg.LoginFreeFailures),
 		Addresses: backoff(cfg.AddressFreeFailures),
-		Accounts:  throttle.Config{MaxFailures: cfg.MaxLoginFailures, Window: seconds(cfg.FailureWindow), Lockout: seconds(cfg.Lockout)},
+		Accounts:  throttle.WindowConfig{Max: cfg.AccountAttempts, Per: seconds(cfg.AccountWindow)},
+		Trusted:   throttle.RecentConfig{For: seconds(cfg.TrustedFor)},
 	})
+	for _, k := range cfg.Retired() {
+		h.Log().Warn("a config key no longer applies: strangers share account_attempts per account_window instead (docs/mmo.md §7.4)", "key", k)
+	}
 	if cfg.MaxRegistrations > 0 {
 		m.regs = throttle.NewRate(throttle.RateConfig{Burst: cfg.MaxRegistrations, Per: seconds(cfg.RegistrationWindow)})
 	}
@@ -303,8 +309,20 @@ func (m *Module) Unload() {
 	m.db = nil
 }
 
+// throttleSource is addr as the login and registration limits count it:
+// an IPv4 address, or an IPv6 address's /64 (one host's share, which it
+// can fill with addresses of its own).
+func throttleSource(addr netip.Addr) string {
+	addr = addr.Unmap()
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
 func (m *Module) OnAdmitted(c module.ClientInfo) {
-	s := &session{client: c, addr: c.Addr.Addr().String()}
+	s := &session{client: c, addr: c.Addr.Addr().String(), src: throttleSource(c.Addr.Addr())}
 	m.sessions[c.ID] = s
 	if m.fresh {
 		m.send(c.ID, &mmoproto.LoggedOut{Reason: mmoproto.LoggedOutModuleRestarted, Detail: "the game module restarted; log in again"})
@@ -588,7 +606,7 @@ func (m *Module) register(s *session, r *mmoproto.Register) {
 		return
 	}
 	if m.regs != nil {
-		if wait, ok := m.regs.Allow(s.addr, m.h.Now()); !ok {
+		if wait, ok := m.regs.Allow(s.src, m.h.Now()); !ok {
 			m.h.AddMetric(metricRegistrationsRefused, 1)
 			m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.RegistrationLimited,
 				RetryAfterMS: uint32(min(wait.Milliseconds(), 1<<31)), Detail: "too many registrations from your address"})
@@ -635,7 +653,7 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 		m.fail(s.client.ID, r.RequestID, mmoproto.NameInvalid, "")
 		return
 	}
-	if wait, ok := m.gate.Check(key, s.addr, m.h.Now()); !ok {
+	if wait, ok := m.gate.Begin(key, s.src, m.h.Now()); !ok {
 		m.h.AddMetric(metricThrottled, 1)
 		m.send(s.client.ID, &mmoproto.Result{RequestID: r.RequestID, Code: mmoproto.Throttled, RetryAfterMS: uint32(min(wait.Milliseconds(), 1<<31))})
 		return
@@ -686,13 +704,13 @@ func (m *Module) loginFinish(s *session, r *mmoproto.LoginFinish) {
 	final, err := srv.ReadClientFinal(r.ClientFinal)
 	if err != nil {
 		now := m.h.Now()
-		m.gate.Failure(key, s.addr, now)
+		m.gate.Failure(key, s.src, now)
 		m.h.AddMetric(metricLoginFailures, 1)
 		m.h.Log().Info("login failed", "account", key, "client", s.client.ID, "addr", s.addr)
 		m.fail(s.client.ID, r.RequestID, mmoproto.AuthFailed, "")
 		return
 	}
-	m.gate.Success(key, s.addr)
+	m.gate.Success(key, s.src, m.h.Now())
 	if m.pres.local {
 		m.fail(s.client.ID, r.RequestID, mmoproto.Internal, "the server lost its database; try again shortly")
 		return

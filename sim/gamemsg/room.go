@@ -73,7 +73,7 @@ const (
 	RoomTooManyRooms                   // the server holds its [rooms] max
 	RoomUnknownMode                    // the server does not offer that mode
 	RoomNotAllowed                     // not on this server (one match, no lobby), or not in this state
-	RoomRateLimited                    // too many requests; slow down
+	RoomRateLimited                    // a RoomJoin's proof refused unchecked: the room or the sender is in its password back-off
 	RoomAlreadyStarted                 // the match already runs
 	RoomNotStarted                     // the match has not started
 	RoomModuleFailed                   // the mode's module could not start in the room
@@ -96,23 +96,24 @@ type RoomEventKind uint8
 
 // Room event kinds; what Client, Value and Name carry is in RoomEvent.
 const (
-	RoomJoined       RoomEventKind = iota // Client joined; Name is theirs
-	RoomLeft                              // Client left; Value is a LeaveReason
-	RoomOwnerChanged                      // Client is the new owner; Name is theirs
-	RoomStarted                           // Client started the match (0: the server)
-	RoomPauseChanged                      // Client toggled pause; Value 1 paused, 0 resumed
-	RoomMatchEnded                        // the match ended; Value is the winner (0: none)
-	RoomRenamed                           // Client renamed the room; Name is the new name
-	RoomClosed                            // the room closed; Value is a CloseReason; everybody is back in the lobby
+	RoomJoined           RoomEventKind = iota // Client joined; Name is theirs
+	RoomLeft                                  // Client left; Value is a LeaveReason
+	RoomOwnerChanged                          // Client is the new owner; Name is theirs
+	RoomStarted                               // Client started the match (0: the server)
+	RoomPauseChanged                          // Client toggled pause; Value 1 paused, 0 resumed
+	RoomMatchEnded                            // the match ended; Value is the winner (0: none)
+	RoomRenamed                               // Client renamed the room; Name is the new name
+	RoomClosed                                // the room closed; Value is a CloseReason; everybody is back in the lobby
+	RoomPasswordFailures                      // to the owner: Value wrong or refused passwords since the last such event; Client (Name) the latest guesser
 )
 
-var roomEventNames = [...]string{"joined", "left", "owner", "started", "paused", "ended", "renamed", "closed"}
+var roomEventNames = [...]string{"joined", "left", "owner", "started", "paused", "ended", "renamed", "closed", "password_failures"}
 
 // String names the kind.
 func (k RoomEventKind) String() string { return enumName(roomEventNames[:], uint8(k), "RoomEventKind") }
 
 // Valid reports whether k is defined.
-func (k RoomEventKind) Valid() bool { return k <= RoomClosed }
+func (k RoomEventKind) Valid() bool { return k <= RoomPasswordFailures }
 
 // LeaveReason is the Value of a RoomLeft event.
 type LeaveReason uint8
@@ -690,7 +691,7 @@ type RoomEvent struct {
 	Kind   RoomEventKind
 	Room   uint32
 	Client uint32
-	Value  uint32 // RoomLeft: LeaveReason; RoomPauseChanged: 0/1; RoomMatchEnded: the winner; RoomClosed: CloseReason
+	Value  uint32 // RoomLeft: LeaveReason; RoomPauseChanged: 0/1; RoomMatchEnded: the winner; RoomClosed: CloseReason; RoomPasswordFailures: the count (≥ 1)
 	Name   string // empty, or a name (≤ 32 bytes)
 }
 
@@ -731,6 +732,8 @@ func scanRoomEvent(p []byte) (RoomEvent, []byte, error) {
 			r.Fail(errOutOfRange)
 		case m.Kind == RoomClosed && m.Value > uint32(CloseEmpty):
 			r.Fail(errUnknownEnum)
+		case m.Kind == RoomPasswordFailures && m.Value == 0:
+			r.Fail(errOutOfRange)
 		case len(name) > 0 && !wire.ValidName(name, wire.MaxNameLen):
 			r.Fail(errBadName)
 		}

@@ -54,6 +54,7 @@ func roomSamples() []roomSample {
 		{"event joined", TypeRoomEvent, s2c, AppendRoomEvent(nil, &RoomEvent{Kind: RoomJoined, Room: 1, Client: 6, Name: "bob"})},
 		{"event left timed out", TypeRoomEvent, s2c, AppendRoomEvent(nil, &RoomEvent{Kind: RoomLeft, Room: 1, Client: 6, Value: uint32(LeaveTimedOut)})},
 		{"event paused", TypeRoomEvent, s2c, AppendRoomEvent(nil, &RoomEvent{Kind: RoomPauseChanged, Room: 1, Client: 5, Value: 1})},
+		{"event password failures", TypeRoomEvent, s2c, AppendRoomEvent(nil, &RoomEvent{Kind: RoomPasswordFailures, Room: 1, Client: 9, Value: 6, Name: "eve"})},
 		{"update", TypeRoomUpdate, s2c, AppendRoomUpdate(nil, &RoomUpdate{Kind: RoomChanged, Room: sampleRoomInfo(4, true)})},
 	}
 }
@@ -176,6 +177,7 @@ func TestRoomPayloadsRefused(t *testing.T) {
 		{"event unknown kind", TypeRoomEvent, false, event(RoomEvent{Kind: 99, Room: 1}), "enumeration"},
 		{"event left reason 99", TypeRoomEvent, false, event(RoomEvent{Kind: RoomLeft, Room: 1, Value: 99}), "enumeration"},
 		{"event pause 2", TypeRoomEvent, false, event(RoomEvent{Kind: RoomPauseChanged, Room: 1, Value: 2}), "range"},
+		{"event password failures 0", TypeRoomEvent, false, event(RoomEvent{Kind: RoomPasswordFailures, Room: 1}), "range"},
 		{"state more members than total", TypeRoomState, false, AppendRoomState(nil, &RoomStateMsg{Room: sampleRoomInfo(1, false), Total: 1,
 			Members: []RoomMember{{1, "a"}, {2, "b"}}}), "range"},
 		{"leave with a byte", TypeRoomLeave, true, []byte{0}, "range"},

@@ -2,7 +2,8 @@ package throttle
 
 import "time"
 
-// LoginGate throttles logins so that strangers cannot lock an owner out:
+// LoginGate throttles logins so that guessing is slow and strangers cannot
+// lock an owner out:
 //
 //   - Pairs: failures are counted per (account, address). After Free
 //     failures each further one makes that pair wait Base, 2·Base, … up to
@@ -11,11 +12,14 @@ import "time"
 //   - Addresses: failures of one address across every account it tries,
 //     with the same growing delays from a higher Free, so one address
 //     spraying guesses at many names is slowed too.
-//   - Accounts: a much looser ceiling per account over every address (a
-//     Limiter: many failures within a window lock the account for a while),
-//     which only a distributed attack reaches.
+//   - Accounts: the addresses that have not logged into an account
+//     recently (Trusted) share one budget of attempts at it, at most Max
+//     in any Per, however many they are. An attempt is taken from it when
+//     it starts, so attempts in flight at once count. An address with a
+//     recent successful login of the account does not use it: it keeps its
+//     own allowance (its pair's delays) whatever strangers do.
 //
-// A success clears the pair and the account, never the address (an
+// A success clears the pair and trusts it; it never clears the address (an
 // attacker could otherwise reset its address's count by logging into an
 // account of its own between guesses).
 //
@@ -24,30 +28,40 @@ import "time"
 type LoginGate struct {
 	Pairs     *Backoff
 	Addresses *Backoff
-	Accounts  *Limiter
+	Accounts  *Window
+	Trusted   *Recent
 }
 
 // GateConfig configures a LoginGate.
 type GateConfig struct {
 	Pairs     BackoffConfig
 	Addresses BackoffConfig
-	Accounts  Config
+	Accounts  WindowConfig
+	Trusted   RecentConfig
 }
 
 // NewLoginGate returns a gate.
 func NewLoginGate(c GateConfig) *LoginGate {
-	return &LoginGate{Pairs: NewBackoff(c.Pairs), Addresses: NewBackoff(c.Addresses), Accounts: New(c.Accounts)}
+	return &LoginGate{Pairs: NewBackoff(c.Pairs), Addresses: NewBackoff(c.Addresses), Accounts: NewWindow(c.Accounts), Trusted: NewRecent(c.Trusted)}
 }
 
 func pairKey(account, addr string) string { return account + "\x00" + addr }
 
-// Check reports whether a login of account from addr may proceed now; when
-// it may not, retryAfter is the longest of the waits that apply.
-func (g *LoginGate) Check(account, addr string, now time.Time) (retryAfter time.Duration, ok bool) {
-	rp, okP := g.Pairs.Check(pairKey(account, addr), now)
+// Begin reports whether a login of account from addr may start now; when
+// it may not, retryAfter is the longest of the waits that apply. An
+// attempt that may start from an address without a recent login of the
+// account is taken from the account's budget for strangers.
+func (g *LoginGate) Begin(account, addr string, now time.Time) (retryAfter time.Duration, ok bool) {
+	pair := pairKey(account, addr)
+	rp, okP := g.Pairs.Check(pair, now)
 	ra, okA := g.Addresses.Check(addr, now)
-	rc, okC := g.Accounts.Check(account, now)
-	return max(rp, ra, rc), okP && okA && okC
+	if !okP || !okA {
+		return max(rp, ra), false
+	}
+	if g.Trusted.Has(pair, now) {
+		return 0, true
+	}
+	return g.Accounts.Take(account, now)
 }
 
 // Failure records a failed login of account from addr and returns the
@@ -55,12 +69,14 @@ func (g *LoginGate) Check(account, addr string, now time.Time) (retryAfter time.
 func (g *LoginGate) Failure(account, addr string, now time.Time) time.Duration {
 	dp := g.Pairs.Failure(pairKey(account, addr), now)
 	da := g.Addresses.Failure(addr, now)
-	dc, _ := g.Accounts.Failure(account, now)
-	return max(dp, da, dc)
+	return max(dp, da)
 }
 
-// Success records a successful login of account from addr.
-func (g *LoginGate) Success(account, addr string) {
-	g.Pairs.Success(pairKey(account, addr))
-	g.Accounts.Success(account)
+// Success records a successful login of account from addr at now: the
+// pair's failures are forgotten and the address is trusted for the
+// account.
+func (g *LoginGate) Success(account, addr string, now time.Time) {
+	pair := pairKey(account, addr)
+	g.Pairs.Success(pair)
+	g.Trusted.Mark(pair, now)
 }

@@ -107,12 +107,12 @@ func TestStrangersCannotLockOutTheOwner(t *testing.T) {
 	g := throttle.NewLoginGate(throttle.GateConfig{
 		Pairs:     throttle.BackoffConfig{Free: 3},
 		Addresses: throttle.BackoffConfig{Free: 10},
-		Accounts:  throttle.Config{MaxFailures: 100},
+		Accounts:  throttle.WindowConfig{Max: 100},
 	})
 	now := t0
 	var last time.Duration
 	for i := range 40 {
-		if retry, ok := g.Check("alice", "10.0.0.1", now); !ok {
+		if retry, ok := g.Begin("alice", "10.0.0.1", now); !ok {
 			t.Fatalf("guess %d refused with %v to wait, after waiting the delay", i, retry)
 		}
 		d := g.Failure("alice", "10.0.0.1", now)
@@ -122,7 +122,7 @@ func TestStrangersCannotLockOutTheOwner(t *testing.T) {
 		if i >= 3 && d == 0 {
 			t.Fatalf("guess %d is still free", i)
 		}
-		if _, ok := g.Check("alice", "10.0.0.2", now); !ok {
+		if _, ok := g.Begin("alice", "10.0.0.2", now); !ok {
 			t.Fatalf("after %d guesses from A the owner cannot log in from B", i+1)
 		}
 		last = d
@@ -131,47 +131,60 @@ func TestStrangersCannotLockOutTheOwner(t *testing.T) {
 	if last != throttle.DefaultMax {
 		t.Fatalf("delay capped at %v, want %v", last, throttle.DefaultMax)
 	}
-	if _, ok := g.Check("alice", "10.0.0.1", now.Add(-time.Second)); ok {
+	if _, ok := g.Begin("alice", "10.0.0.1", now.Add(-time.Second)); ok {
 		t.Fatal("A may guess before its delay passed")
 	}
 	// The owner logs in from B; A's pair is still delayed.
-	g.Success("alice", "10.0.0.2")
-	if _, ok := g.Check("alice", "10.0.0.1", now.Add(-time.Second)); ok {
+	g.Success("alice", "10.0.0.2", now)
+	if _, ok := g.Begin("alice", "10.0.0.1", now.Add(-time.Second)); ok {
 		t.Fatal("the owner's success cleared the stranger's delay")
 	}
 }
 
-func TestGateAddressAndAccountCeilings(t *testing.T) {
+// TestStrangersShareOneBudget: addresses without a recent login of an
+// account share at most Max attempts at it per Per, however many they
+// are; the address the owner logged in from keeps its own allowance.
+func TestStrangersShareOneBudget(t *testing.T) {
 	g := throttle.NewLoginGate(throttle.GateConfig{
 		Pairs:     throttle.BackoffConfig{Free: 3},
-		Addresses: throttle.BackoffConfig{Free: 5},
-		Accounts:  throttle.Config{MaxFailures: 20, Window: time.Minute, Lockout: time.Minute},
+		Addresses: throttle.BackoffConfig{Free: 10},
+		Accounts:  throttle.WindowConfig{Max: 10, Per: time.Minute},
 	})
-	// One address spraying one guess at many names is delayed after 5.
-	for i := range 5 {
+	g.Success("alice", "10.9.9.9", t0.Add(-time.Hour)) // her usual address
+	attempts := 0
+	for now := t0; now.Before(t0.Add(10 * time.Minute)); now = now.Add(100 * time.Millisecond) {
+		// A new address every time: only the shared budget holds them.
+		addr := "10.1." + strconv.Itoa(attempts/250) + "." + strconv.Itoa(attempts%250)
+		if _, ok := g.Begin("alice", addr, now); ok {
+			attempts++
+			g.Failure("alice", addr, now)
+		}
+		if _, ok := g.Begin("alice", "10.9.9.9", now); !ok {
+			t.Fatalf("the owner's address is refused at %v", now.Sub(t0))
+		}
+	}
+	if attempts != 100 {
+		t.Fatalf("%d stranger attempts in ten minutes, want 100 (10 a minute)", attempts)
+	}
+	// Any other name keeps its own budget: one account's does not spill.
+	if _, ok := g.Begin("bob", "10.2.0.1", t0.Add(10*time.Minute)); !ok {
+		t.Fatal("another account is refused")
+	}
+	// One address spraying one guess at many names is delayed after 10.
+	for i := range 10 {
 		if d := g.Failure("acct"+strconv.Itoa(i), "10.0.0.1", t0); d != 0 {
 			t.Fatalf("spray %d delayed %v", i, d)
 		}
 	}
-	if d := g.Failure("acct5", "10.0.0.1", t0); d != time.Second {
-		t.Fatalf("sixth spray: %v", d)
+	if d := g.Failure("acct10", "10.0.0.1", t0); d != time.Second {
+		t.Fatalf("eleventh spray: %v", d)
 	}
-	if _, ok := g.Check("fresh", "10.0.0.1", t0); ok {
+	if _, ok := g.Begin("fresh", "10.0.0.1", t0); ok {
 		t.Fatal("the spraying address may try a fresh name at once")
 	}
-	if _, ok := g.Check("fresh", "10.0.0.9", t0); !ok {
-		t.Fatal("another address is delayed")
-	}
-	// Many addresses at one account reach the loose per-account ceiling.
-	for i := range 20 {
-		g.Failure("ghost", "10.1.0."+strconv.Itoa(i), t0)
-	}
-	if retry, ok := g.Check("ghost", "10.2.0.1", t0); ok || retry != time.Minute {
-		t.Fatalf("ceiling: ok=%v retry=%v", ok, retry)
-	}
-	// A success clears the account, not the address.
-	g.Success("acct0", "10.0.0.1")
-	if _, ok := g.Check("acct0", "10.0.0.1", t0); ok {
+	// A success clears the pair, not the address.
+	g.Success("acct0", "10.0.0.1", t0)
+	if _, ok := g.Begin("acct0", "10.0.0.1", t0); ok {
 		t.Fatal("a success reset the address")
 	}
 }

@@ -10,115 +10,81 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func TestLockoutAfterMaxFailures(t *testing.T) {
-	l := throttle.New(throttle.Config{})
-	now := t0
-	for i := 1; i < throttle.DefaultMaxFailures; i++ {
-		if _, locked := l.Failure("alice", now); locked {
-			t.Fatalf("locked after %d failures", i)
+// TestWindowIsExact: at most Max events in any span of Per, with the wait
+// until the oldest leaves it.
+func TestWindowIsExact(t *testing.T) {
+	w := throttle.NewWindow(throttle.WindowConfig{Max: 3, Per: time.Minute})
+	for i := range 3 {
+		if _, ok := w.Take("a", t0.Add(time.Duration(i)*10*time.Second)); !ok {
+			t.Fatalf("event %d refused", i)
 		}
-		if _, ok := l.Check("alice", now); !ok {
-			t.Fatalf("refused after %d failures", i)
+	}
+	if retry, ok := w.Take("a", t0.Add(30*time.Second)); ok || retry != 30*time.Second {
+		t.Fatalf("fourth within the minute: ok=%v retry=%v", ok, retry)
+	}
+	if _, ok := w.Take("b", t0); !ok {
+		t.Fatal("another key is limited")
+	}
+	if _, ok := w.Take("a", t0.Add(time.Minute)); !ok {
+		t.Fatal("the first event left the window, but no event is allowed")
+	}
+	if retry, ok := w.Take("a", t0.Add(time.Minute)); ok || retry != 10*time.Second {
+		t.Fatalf("two events for one that left: ok=%v retry=%v", ok, retry)
+	}
+	// Any span of Per holds at most Max, whatever the pattern.
+	w = throttle.NewWindow(throttle.WindowConfig{Max: 10, Per: time.Minute})
+	var taken []time.Time
+	for now := t0; now.Before(t0.Add(10 * time.Minute)); now = now.Add(250 * time.Millisecond) {
+		if _, ok := w.Take("k", now); ok {
+			taken = append(taken, now)
 		}
-		now = now.Add(time.Second)
 	}
-	retry, locked := l.Failure("alice", now)
-	if !locked || retry != throttle.DefaultLockout {
-		t.Fatalf("fifth failure: locked=%v retry=%v", locked, retry)
+	for i := range taken {
+		n := 0
+		for j := i; j < len(taken) && taken[j].Sub(taken[i]) < time.Minute; j++ {
+			n++
+		}
+		if n > 10 {
+			t.Fatalf("%d events within a minute from %v", n, taken[i])
+		}
 	}
-	if retry, ok := l.Check("alice", now.Add(10*time.Second)); ok || retry != 20*time.Second {
-		t.Fatalf("during lockout: ok=%v retry=%v", ok, retry)
-	}
-	if _, ok := l.Check("bob", now); !ok {
-		t.Fatal("another key is locked too")
-	}
-	if _, ok := l.Check("alice", now.Add(throttle.DefaultLockout)); !ok {
-		t.Fatal("still locked when the lockout ended")
-	}
-	// After the lockout the count starts again from zero.
-	if _, locked := l.Failure("alice", now.Add(throttle.DefaultLockout)); locked {
-		t.Fatal("one failure after a lockout locks again")
+	if len(taken) != 100 {
+		t.Fatalf("%d events in ten minutes, want 100", len(taken))
 	}
 }
 
-func TestFailuresOutsideTheWindowDoNotAccumulate(t *testing.T) {
-	l := throttle.New(throttle.Config{MaxFailures: 3, Window: 10 * time.Second})
-	now := t0
-	for i := 0; i < 10; i++ {
-		// Two failures per window never reach three.
-		if _, locked := l.Failure("k", now); locked {
-			t.Fatalf("locked at failure %d", i)
-		}
-		if i%2 == 1 {
-			now = now.Add(10 * time.Second)
-		}
+// TestWindowFullKeepsLiveKeys: a full table forgets a key whose events
+// all left the window, and refuses a new key rather than forget a live
+// one (which would give it a fresh allowance).
+func TestWindowFullKeepsLiveKeys(t *testing.T) {
+	w := throttle.NewWindow(throttle.WindowConfig{Max: 1, Per: time.Minute, MaxKeys: 3})
+	for i := range 3 {
+		w.Take(strconv.Itoa(i), t0.Add(time.Duration(i)*time.Second))
 	}
-	now = now.Add(time.Hour)
-	l.Failure("k", now)
-	l.Failure("k", now.Add(time.Second))
-	if _, locked := l.Failure("k", now.Add(2*time.Second)); !locked {
-		t.Fatal("three failures within the window did not lock")
+	if retry, ok := w.Take("new", t0.Add(30*time.Second)); ok || retry != 30*time.Second || w.Full() != 1 {
+		t.Fatalf("a new key in a table of live ones: ok=%v retry=%v full=%d", ok, retry, w.Full())
 	}
-}
-
-func TestFailureWhileLockedDoesNotExtend(t *testing.T) {
-	l := throttle.New(throttle.Config{MaxFailures: 1, Lockout: 30 * time.Second})
-	l.Failure("k", t0)
-	retry, locked := l.Failure("k", t0.Add(10*time.Second))
-	if !locked || retry != 20*time.Second {
-		t.Fatalf("locked=%v retry=%v", locked, retry)
+	if _, ok := w.Take("0", t0.Add(30*time.Second)); ok {
+		t.Fatal("a live key was forgotten: it has a fresh allowance")
+	}
+	if _, ok := w.Take("new", t0.Add(time.Minute)); !ok || w.Len() != 3 {
+		t.Fatalf("the oldest key left the window but the new one is refused (len %d)", w.Len())
 	}
 }
 
-func TestSuccessClears(t *testing.T) {
-	l := throttle.New(throttle.Config{MaxFailures: 2})
-	l.Failure("k", t0)
-	l.Success("k")
-	if _, locked := l.Failure("k", t0); locked {
-		t.Fatal("a success did not clear the count")
+func TestRecent(t *testing.T) {
+	r := throttle.NewRecent(throttle.RecentConfig{For: time.Hour, MaxKeys: 2})
+	r.Mark("a", t0)
+	if !r.Has("a", t0.Add(59*time.Minute)) || r.Has("a", t0.Add(time.Hour)) || r.Has("b", t0) {
+		t.Fatal("Has")
 	}
-	if l.Len() != 1 {
-		t.Fatalf("Len = %d", l.Len())
+	r.Mark("a", t0.Add(time.Hour))
+	if !r.Has("a", t0.Add(90*time.Minute)) {
+		t.Fatal("a new mark did not extend")
 	}
-	l.Success("k")
-	l.Success("never seen")
-	if l.Len() != 0 {
-		t.Fatalf("Len = %d after Success", l.Len())
-	}
-}
-
-func TestMemoryIsBounded(t *testing.T) {
-	l := throttle.New(throttle.Config{MaxKeys: 100, MaxFailures: 2})
-	// The oldest key is locked, then 1000 other keys fail once each.
-	l.Failure("victim", t0)
-	l.Failure("victim", t0)
-	for i := 0; i < 1000; i++ {
-		l.Failure(strconv.Itoa(i), t0.Add(time.Duration(i)*time.Millisecond))
-		if l.Len() > 100 {
-			t.Fatalf("Len %d above MaxKeys", l.Len())
-		}
-	}
-	if l.Evictions() != 901 {
-		t.Fatalf("evictions = %d, want 901", l.Evictions())
-	}
-	// The most recent keys are still counted.
-	if _, locked := l.Failure("999", t0.Add(time.Second)); !locked {
-		t.Fatal("a recent key was forgotten")
-	}
-	// A recently touched key survives eviction of older ones.
-	l2 := throttle.New(throttle.Config{MaxKeys: 2, MaxFailures: 2})
-	l2.Failure("a", t0)
-	l2.Failure("b", t0)
-	l2.Failure("a", t0) // a is now the most recent (and locked)
-	l2.Failure("c", t0) // evicts b
-	if _, ok := l2.Check("a", t0); ok {
-		t.Fatal("the most recently failed key was evicted")
-	}
-}
-
-func TestZeroConfigDefaults(t *testing.T) {
-	c := throttle.New(throttle.Config{}).Config()
-	if c.MaxFailures != 5 || c.Window != time.Minute || c.Lockout != 30*time.Second || c.MaxKeys != 10000 {
-		t.Fatalf("defaults %+v", c)
+	r.Mark("b", t0)
+	r.Mark("c", t0)
+	if r.Len() != 2 || r.Has("a", t0.Add(90*time.Minute)) || !r.Has("c", t0) {
+		t.Fatalf("bounded: len %d", r.Len())
 	}
 }
