@@ -21,6 +21,9 @@ import (
 // client holds what overtook its announcement, held.go). A newly admitted
 // peer is sent the table with its admission, and AnnounceSchemas sends a
 // changed table to everybody else. v3 sessions are never sent it.
+//
+// ModuleProtocols (§10.4), the protocol version each module speaks, goes
+// with every table, right after it and with the same revision.
 
 // schemaTable caches the encoded table of one registry revision. It is
 // rebuilt into a fresh slice, never in place, so a payload handed out stays
@@ -29,20 +32,22 @@ type schemaTable struct {
 	mu        sync.Mutex
 	rev       uint32
 	built     bool
-	payload   []byte
+	payload   []byte // ModuleSchemas
+	protocols []byte // ModuleProtocols
 	announced atomic.Uint32 // revision AnnounceSchemas last sent to every peer, +1 (0: none)
 }
 
-// current returns the revision now and its encoded table.
-func (t *schemaTable) current(reg *wire.Registry) (uint32, []byte) {
-	rev := reg.Revision()
+// current returns the revision now and its encoded table and protocols.
+func (t *schemaTable) current(reg *wire.Registry) (rev uint32, table, protocols []byte) {
+	rev = reg.Revision()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.built || t.rev != rev {
 		t.payload = wire.AppendModuleSchemas(nil, &wire.ModuleSchemas{Revision: rev, Types: reg.ModuleSchemas()})
+		t.protocols = wire.AppendModuleProtocols(nil, &wire.ModuleProtocols{Revision: rev, Modules: reg.ModuleProtocols()})
 		t.rev, t.built = rev, true
 	}
-	return t.rev, t.payload
+	return t.rev, t.payload, t.protocols
 }
 
 // announceLocked queues the current table to p unless p has it already
@@ -51,11 +56,15 @@ func (s *Server) announceLocked(p *peer, now time.Time) {
 	if p.version < handshake.ProtocolVersion4 {
 		return
 	}
-	rev, payload := s.schemas.current(s.reg)
+	rev, table, protocols := s.schemas.current(s.reg)
 	if p.schemaSent && p.schemaRev == rev {
 		return
 	}
-	if err := p.sendLocked(wire.TypeModuleSchemas, wire.Reliable, payload, now); err != nil {
+	err := p.sendLocked(wire.TypeModuleSchemas, wire.Reliable, table, now)
+	if err == nil {
+		err = p.sendLocked(wire.TypeModuleProtocols, wire.Reliable, protocols, now)
+	}
+	if err != nil {
 		s.log.Warn("module schemas not sent", "client", p.id, "err", err)
 		return
 	}

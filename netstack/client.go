@@ -183,6 +183,8 @@ type Client struct {
 	check     clientValidator
 	schemas   wire.ModuleSchemas // the newest announcement (under sess.mu)
 	gotTable  bool
+	protocols wire.ModuleProtocols // the newest module protocols (under sess.mu)
+	gotProtos bool
 
 	rx       *udpbatch.Reader
 	rxFlush  *flusher // receive goroutine
@@ -573,6 +575,9 @@ func (c *Client) flushInbox() {
 // deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
 	adopted := h.Type == wire.TypeModuleSchemas && c.adoptSchemas(payload)
+	if h.Type == wire.TypeModuleProtocols {
+		c.adoptProtocols(payload)
+	}
 	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
 	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
 		if h.Type == c.cfg.Welcome {
@@ -852,6 +857,26 @@ func (v *clientValidator) Validate(travel wire.Direction, h *wire.Header, payloa
 		}
 	}
 	return err
+}
+
+// adoptProtocols keeps a validated ModuleProtocols newer than the one held
+// (under the session lock).
+func (c *Client) adoptProtocols(payload []byte) {
+	m, err := wire.ParseModuleProtocols(payload)
+	if err != nil || c.gotProtos && m.Revision <= c.protocols.Revision {
+		return
+	}
+	c.protocols, c.gotProtos = m, true
+}
+
+// ModuleProtocols returns the newest table of module protocol versions the
+// server announced (docs/protocol.md §10.4), and whether one arrived.
+func (c *Client) ModuleProtocols() (wire.ModuleProtocols, bool) {
+	c.sess.mu.Lock()
+	defer c.sess.mu.Unlock()
+	m := c.protocols
+	m.Modules = slices.Clone(m.Modules)
+	return m, c.gotProtos
 }
 
 // adoptSchemas keeps a validated announcement that is newer than the one

@@ -58,6 +58,7 @@ var builtins = [...]Schema{
 var v4Builtins = [...]Schema{
 	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true, nil},
 	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true, nil},
+	{TypeModuleProtocols, "ModuleProtocols", ServerToClient, Reliable, moduleProtocolsMin, MaxPayload, NoStringFields, true, nil},
 }
 
 // transportSchema returns the rule of one of the transport's own sealed
@@ -109,9 +110,10 @@ type moduleType struct {
 // and UnregisterOwner copy the snapshot, change the copy and publish it. The
 // zero value is an empty registry ready for use.
 type Registry struct {
-	mu   sync.Mutex // serializes writers; readers never take it
-	snap atomic.Pointer[map[MessageType]moduleType]
-	rev  atomic.Uint32 // changes of the module types (Revision)
+	mu        sync.Mutex // serializes writers; readers never take it
+	snap      atomic.Pointer[map[MessageType]moduleType]
+	rev       atomic.Uint32                            // changes of the module types (Revision)
+	protocols atomic.Pointer[map[string]ModuleProtocol] // by owner (protocols.go)
 }
 
 // Revision counts the changes of the module types (every Register and every
@@ -272,6 +274,7 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 		next[id] = t
 	}
 	r.snap.Store(&next)
+	r.dropProtocolLocked(owner)
 	r.rev.Add(1)
 	slices.Sort(gone)
 	return gone

@@ -36,6 +36,8 @@ func (t MessageType) String() string {
 		return "MessageRefused"
 	case TypeModuleSchemas:
 		return "ModuleSchemas"
+	case TypeModuleProtocols:
+		return "ModuleProtocols"
 	}
 	if n, ok := registeredName(t); ok {
 		return n

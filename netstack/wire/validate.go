@@ -78,6 +78,8 @@ func validateBuiltin(t MessageType, p []byte) error {
 		_, err = ParseMessageRefused(p)
 	case TypeModuleSchemas:
 		err = CheckModuleSchemas(p)
+	case TypeModuleProtocols:
+		_, err = ParseModuleProtocols(p)
 	default:
 		err = ErrUnknownType
 	}
