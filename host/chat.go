@@ -183,7 +183,10 @@ func (s *Server) relayChat() {
 func (s *Server) relayLine(line chatLine) {
 	p, ok := s.players[line.from]
 	if !ok {
-		return // the sender left before the tick
+		s.drainEvents(s.now) // its admission may have come after this tick's drain
+		if p, ok = s.players[line.from]; !ok {
+			return // a client refused at admission (banned name)
+		}
 	}
 	r := s.roomOf(line.from)
 	switch line.kind {

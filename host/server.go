@@ -69,6 +69,7 @@ type Server struct {
 	start time.Time
 
 	events   lifecycleQueue // admissions and departures, never dropped
+	leaving  []event        // departures drained, applied after the chat and requests sent before them
 	requests chan adminRequest
 	chat     *chatGate
 	chatBuf  []byte // game thread: the relayed ChatMessage being built
@@ -408,6 +409,7 @@ func (s *Server) shutdown() {
 	s.log.Info("shutting down", "players", len(s.players))
 	s.net.Close()
 	s.drainEvents(time.Now())
+	s.applyDepartures(time.Now())
 	s.mods.UnloadAll()
 	if s.disc != nil {
 		s.disc.Close()
@@ -417,6 +419,7 @@ func (s *Server) shutdown() {
 	}
 	// Departures posted by the transport while closing.
 	s.drainEvents(time.Now())
+	s.applyDepartures(time.Now())
 }
 
 // step is one tick on the game thread.
@@ -426,6 +429,7 @@ func (s *Server) step(t tick.Tick) {
 	s.drainEvents(t.Now)
 	s.relayChat()
 	s.runRoomRequests()
+	s.applyDepartures(t.Now)
 	s.runAdminRequests()
 	s.tickRooms(t.Now)
 	if s.origin.IsZero() {
@@ -461,10 +465,28 @@ func (s *Server) runAdminRequests() {
 	}
 }
 
+// drainEvents applies the admissions posted since the last call and holds
+// the departures back for applyDepartures: a client's chat and room
+// requests travel in queues of their own, and what it sent before it left
+// (a line said just before quit) is carried out before its departure,
+// which would make it unknown.
 func (s *Server) drainEvents(now time.Time) {
 	for _, e := range s.events.take() {
+		if e.kind == evLeft {
+			s.leaving = append(s.leaving, e)
+			continue
+		}
 		s.apply(e, now)
 	}
+}
+
+// applyDepartures applies the departures drainEvents held back.
+func (s *Server) applyDepartures(now time.Time) {
+	for i := range s.leaving {
+		s.apply(s.leaving[i], now)
+		s.leaving[i] = event{}
+	}
+	s.leaving = s.leaving[:0]
 }
 
 func (s *Server) apply(e event, now time.Time) {
