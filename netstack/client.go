@@ -827,9 +827,15 @@ func (c *Client) Unconfirmed() int {
 	return c.sess.rel.Unsettled()
 }
 
-// Close disconnects with ClientQuit.
+// Close disconnects with ClientQuit, delivering first what was sent (see
+// Disconnect). It returns an error wrapping ErrUnconfirmed when the linger
+// ended before the server acknowledged everything: those messages may not
+// have arrived.
 func (c *Client) Close() error {
 	c.Disconnect(wire.DisconnectClientQuit, "client quit")
+	if n := c.Unconfirmed(); n > 0 {
+		return fmt.Errorf("%w: %d reliable message(s) not acknowledged within %v; they may not have arrived", ErrUnconfirmed, n, c.sess.closeLinger)
+	}
 	return nil
 }
 

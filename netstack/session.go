@@ -47,6 +47,9 @@ var (
 	// is never fragmented). Send it on a reliable channel, which fragments,
 	// or make it smaller.
 	ErrUnreliableTooLarge = errors.New("netstack: unreliable message does not fit one datagram")
+	// ErrUnconfirmed: a graceful close ended its linger before the peer
+	// acknowledged every reliable message sent before it.
+	ErrUnconfirmed = errors.New("netstack: the server did not confirm everything sent before the close")
 	// ErrSendQueueFull: the peer's queue of unreliable messages waiting for a
 	// flush is full (a flush is overdue, or the sender outruns it).
 	ErrSendQueueFull = errors.New("netstack: send queue full; flush more often or send less")
