@@ -18,7 +18,7 @@ const DefaultWaitTimeout = 10 * time.Second
 func builtinCommands() []Command {
 	return []Command{
 		{Name: "connect", Usage: "connect HOST:PORT NAME", Help: "connect as NAME (pin, else known_hosts with trust on first use)", Run: cmdConnect},
-		{Name: "disconnect", Usage: "disconnect", Help: "leave the server (ClientQuit)", Run: cmdDisconnect},
+		{Name: "disconnect", Usage: "disconnect", Help: "leave the server (ClientQuit) once it confirmed what was sent (at most 1s)", Run: cmdDisconnect},
 		{Name: "say", Usage: "say TEXT...", Help: "send a chat message", Run: cmdSay},
 		{Name: "status", Usage: "status", Help: "connection state, server, id, name, ping and loss", Run: cmdStatus},
 		{Name: "net_status", Usage: "net_status", Help: "ping, jitter, loss and bandwidth on one line", Run: cmdNetStatus},
@@ -26,7 +26,7 @@ func builtinCommands() []Command {
 		{Name: "entities", Usage: "entities", Help: "list the replicated entities: id, type, owner, position", Run: cmdEntities},
 		{Name: "wait", Usage: "wait PATTERN [TIMEOUT]", Help: "wait for an event line matching the regexp PATTERN (TIMEOUT default 10s)", Run: cmdWait},
 		{Name: "sleep", Usage: "sleep DURATION", Help: "pause, e.g. sleep 500ms", Run: cmdSleep},
-		{Name: "quit", Usage: "quit", Help: "leave the console", Run: cmdQuit},
+		{Name: "quit", Usage: "quit", Help: "leave the server as disconnect does, then the console", Run: cmdQuit},
 		{Name: "help", Usage: "help [COMMAND]", Help: "list the commands, or describe one", Run: cmdHelp},
 	}
 }
@@ -41,9 +41,20 @@ func cmdDisconnect(c *Console, args []string) error {
 	if err != nil {
 		return err
 	}
-	conn.client.Close()
-	<-conn.recvDone // the receive goroutine prints "disconnected: ClientQuit (...)"
+	if err := c.leave(conn); err != nil {
+		return fmt.Errorf("disconnect: %w", err)
+	}
 	return nil
+}
+
+// leave closes conn: the server is told ClientQuit once it has confirmed
+// what was sent (a line said just before), or after the linger (1 s); the
+// error says so when it had not. It returns after the receive goroutine
+// printed "disconnected: ClientQuit (...)".
+func (c *Console) leave(conn *connection) error {
+	err := conn.client.Close()
+	<-conn.recvDone
+	return err
 }
 
 func cmdSay(c *Console, args []string) error {
@@ -231,7 +242,27 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func cmdQuit(c *Console, args []string) error { return ErrQuit }
+// cmdQuit leaves the server first, so that a script's exit code says
+// whether what it sent was confirmed: the console ends either way.
+func cmdQuit(c *Console, args []string) error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		if err := c.leave(conn); err != nil {
+			return &quitError{err}
+		}
+	}
+	return ErrQuit
+}
+
+// quitError is quit's error when leaving the server was not clean: it is
+// ErrQuit (the console ends) and a failure (exit code 1).
+type quitError struct{ err error }
+
+func (e *quitError) Error() string        { return "quit: " + e.err.Error() }
+func (e *quitError) Unwrap() error        { return e.err }
+func (e *quitError) Is(target error) bool { return target == ErrQuit }
 
 func cmdHelp(c *Console, args []string) error {
 	c.mu.Lock()

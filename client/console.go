@@ -19,7 +19,9 @@ import (
 // Errors callers match.
 var (
 	// ErrQuit is returned by Exec for the quit command: the caller stops
-	// reading commands. RunScript and RunInteractive treat it as success.
+	// reading commands. RunScript and RunInteractive treat it as success,
+	// unless the error wrapping it says leaving the server was not clean
+	// (netstack.ErrUnconfirmed: what was sent may not have arrived).
 	ErrQuit = errors.New("client: quit")
 	// ErrUnknownCommand is wrapped when a line names no registered command.
 	ErrUnknownCommand = errors.New("unknown command")
@@ -278,8 +280,10 @@ func (c *Console) OnMessage(t wire.MessageType, h MessageHook) {
 	c.hooks[t] = append(c.hooks[t], h)
 }
 
-// Close disconnects (ClientQuit) and makes further Exec calls fail. A wait,
-// sleep or connect in progress returns early. It is safe to call twice.
+// Close leaves the server as disconnect does (a warning line says when it
+// did not confirm what was sent) and makes further Exec calls fail. A
+// wait, sleep or connect in progress returns early. It is safe to call
+// twice.
 func (c *Console) Close() {
 	c.cancel()
 	c.mu.Lock()
@@ -287,8 +291,9 @@ func (c *Console) Close() {
 	conn := c.conn
 	c.mu.Unlock()
 	if conn != nil {
-		conn.client.Close()
-		<-conn.recvDone
+		if err := c.leave(conn); err != nil {
+			c.Printf("warning: %v", err)
+		}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // RunScript runs lines in order as Exec does and returns the exit code: 0 if
-// every command succeeded (or quit was reached), 1 at the first failure. It
+// every command succeeded (or quit was reached and left the server
+// cleanly), 1 at the first failure. It
 // stops at that failure, after printing "error: ..." — later commands
 // usually depend on the failed one (a wait after a failed connect), and the
 // first error is the one worth reading.
@@ -20,7 +21,7 @@ func (c *Console) RunScript(lines []string) int {
 	for _, line := range lines {
 		err := c.Exec(line)
 		if errors.Is(err, ErrQuit) {
-			return 0
+			return c.quitCode(err)
 		}
 		if err != nil {
 			c.println("error: " + err.Error())
@@ -89,7 +90,7 @@ func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
 		err := c.Exec(line)
 		switch {
 		case errors.Is(err, ErrQuit):
-			return code
+			return max(code, c.quitCode(err))
 		case err != nil:
 			c.println("error: " + err.Error())
 			if !terminal {
@@ -98,6 +99,16 @@ func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
 			code = 1
 		}
 	}
+}
+
+// quitCode is the exit code of a quit: 1, after printing why, when it did
+// not leave the server cleanly (what was sent was not all confirmed).
+func (c *Console) quitCode(err error) int {
+	if err == ErrQuit {
+		return 0
+	}
+	c.println("error: " + err.Error())
+	return 1
 }
 
 // readLines reads one line of in for each request on want and sends it to

@@ -296,6 +296,7 @@ func TestCleanQuitIsNoSecurityDrop(t *testing.T) {
 		if err := c.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "bye"})); err != nil {
 			t.Fatal(err)
 		}
+<<<<<<< HEAD
 		c.Close()
 	}
 	eventually(t, "6 late Disconnect copies counted", func() bool { return srv.Stats().LateFrames-before.LateFrames == 6 })
@@ -317,4 +318,152 @@ func TestCleanQuitIsNoSecurityDrop(t *testing.T) {
 	eventually(t, "a genuine late frame counted after_close", func() bool { return srv.Stats().LateFrames == late+1 })
 	p.write(sealWith([32]byte{1}, 0, 99, []byte("not a real frame")))
 	eventually(t, "a forged frame counted as a security drop", func() bool { return srv.Stats().SecurityDrops == before.SecurityDrops+1 })
+=======
+		select {
+		case d := <-r.left:
+			if d.id != id || d.reason != wire.DisconnectKicked || d.detail != "behave" {
+				t.Errorf("departure %+v, want client %d Kicked (behave)", d, id)
+			}
+		default:
+			t.Fatal("Kick returned before the departure was reported")
+		}
+		if err := r.srv.Send(id, soakReliable, wire.Reliable, []byte("after")); !errors.Is(err, netstack.ErrNoSuchClient) {
+			t.Errorf("Send to a kicked client: %v, want ErrNoSuchClient", err)
+		}
+		if n := len(r.srv.Clients()); n != 0 {
+			t.Errorf("Clients() lists %d after the kick, want 0", n)
+		}
+		if n := r.srv.SlotCount(); n != 1 {
+			t.Errorf("SlotCount() = %d right after the kick, want 1 (lingering)", n)
+		}
+		msgs := <-got
+		if !sameSet(msgs, want) {
+			t.Fatalf("the kicked client got %d of %d messages before its connection ended", len(msgs), len(want))
+		}
+		reason, detail := cli.CloseReason()
+		if reason != wire.DisconnectKicked || detail != "behave" {
+			if reason != wire.DisconnectTimeout { // all three Disconnect copies lost
+				t.Errorf("client's close reason %v (%s), want Kicked (behave)", reason, detail)
+			}
+		}
+		synctest.Wait()
+		if n := r.srv.SlotCount(); n != 0 {
+			t.Errorf("SlotCount() = %d once the client confirmed everything, want 0", n)
+		}
+	})
+}
+
+// TestShutdownDeliversQueuedMessagesLossy: Server.Close lets every client
+// confirm what it was sent, all in parallel, then tells them ServerShutdown.
+func TestShutdownDeliversQueuedMessagesLossy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newLingerRig(t, 73, lossy, func(c *netstack.ServerConfig) { c.Linger = lingerPatient })
+		const players = 3
+		var gots []<-chan []string
+		var clients []*netstack.Client
+		want := numbered("final scores", 30)
+		for i := range players {
+			c := r.dial(t, byte(2+i), "p"+itoa(i), nil)
+			clients = append(clients, c)
+			gots = append(gots, collect(c))
+		}
+		for _, c := range clients {
+			for _, p := range want {
+				if err := r.srv.Send(c.ID(), soakReliable, wire.Reliable, []byte(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		start := time.Now()
+		r.srv.Close()
+		if took := time.Since(start); took >= lingerPatient {
+			t.Errorf("Close took %v: the deadline, not the acknowledgements, ended it", took)
+		}
+		for i, got := range gots {
+			if msgs := <-got; !sameSet(msgs, want) {
+				t.Errorf("player %d got %d of %d messages before the shutdown", i, len(msgs), len(want))
+			}
+			if reason, detail := clients[i].CloseReason(); reason != wire.DisconnectServerShutdown && reason != wire.DisconnectTimeout {
+				t.Errorf("player %d: close reason %v (%s), want ServerShutdown", i, reason, detail)
+			}
+		}
+		for range players {
+			if d := r.departed(t); d.reason != wire.DisconnectServerShutdown {
+				t.Errorf("departure %+v, want ServerShutdown", d)
+			}
+		}
+	})
+}
+
+// TestClientLingerIsBounded: a client whose server no longer answers waits
+// the default linger (1 s), then closes anyway and says how many messages
+// were not confirmed.
+func TestClientLingerIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newLingerRig(t, 74, memlink.Link{Latency: 5 * time.Millisecond}, nil)
+		cli := r.dial(t, 2, "alice", nil)
+		r.net.SetLink(memlink.Addr(2, 40000), r.addr, memlink.Link{Loss: 1}) // the server hears nothing more
+		for _, p := range numbered("lost", 3) {
+			if err := cli.Send(soakReliable, wire.Reliable, []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		err := cli.Close()
+		took := time.Since(start)
+		if !errors.Is(err, netstack.ErrUnconfirmed) || !strings.Contains(err.Error(), "3 reliable message(s) not acknowledged") {
+			t.Errorf("Close: %v, want ErrUnconfirmed naming 3 messages", err)
+		}
+		if took < netstack.DefaultLinger || took > netstack.DefaultLinger+100*time.Millisecond {
+			t.Errorf("Close took %v, want the default linger (%v)", took, netstack.DefaultLinger)
+		}
+		if err := cli.Close(); err != nil {
+			t.Errorf("second Close: %v, want nil", err)
+		}
+	})
+}
+
+// TestServerLingerIsBounded: a kicked client that never acknowledges keeps
+// its slot (a new client is refused as the server is full) for the linger
+// and no longer; nothing of it remains afterwards.
+func TestServerLingerIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newLingerRig(t, 75, memlink.Link{Latency: 5 * time.Millisecond}, func(c *netstack.ServerConfig) { c.MaxClients = 1 })
+		cli := r.dial(t, 2, "mute", nil)
+		r.net.SetLink(r.addr, memlink.Addr(2, 40000), memlink.Link{Loss: 1}) // the client hears nothing more
+		if err := r.srv.Send(cli.ID(), soakReliable, wire.Reliable, []byte("unheard")); err != nil {
+			t.Fatal(err)
+		}
+		kicked := time.Now()
+		if err := r.srv.Kick(cli.ID(), wire.DisconnectKicked, "bye"); err != nil {
+			t.Fatal(err)
+		}
+		r.departed(t)
+		time.Sleep(netstack.DefaultLinger / 2)
+		if n := r.srv.SlotCount(); n != 1 {
+			t.Fatalf("SlotCount() = %d halfway through the linger, want 1", n)
+		}
+		conn, err := r.net.Attach(memlink.Addr(3, 40000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = netstack.Dial(ctx, netstack.ClientConfig{Server: r.addr, Name: "late", Pin: r.srv.Pin(), Conn: conn, Registry: soakRegistry(t)})
+		cancel()
+		var he *netstack.HandshakeError
+		if !errors.As(err, &he) || he.Reason != wire.RejectServerFull {
+			t.Errorf("a new client during the linger: %v, want ServerFull", err)
+		}
+		for r.srv.SlotCount() != 0 && time.Since(kicked) < 10*time.Second {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if took := time.Since(kicked); took < netstack.DefaultLinger || took > netstack.DefaultLinger+100*time.Millisecond {
+			t.Errorf("the slot was freed %v after the kick, want the default linger (%v)", took, netstack.DefaultLinger)
+		}
+		c2 := r.dial(t, 4, "next", nil)
+		if c2.ID() == 0 {
+			t.Fatal("no client admitted after the linger")
+		}
+	})
+>>>>>>> 82280bd (client, docs: quit and disconnect leave once the server confirmed what was sent)
 }

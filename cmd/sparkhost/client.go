@@ -24,7 +24,9 @@ const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--pro
 Starts the player console. Commands come from --exec (run in order, then
 exit), else from standard input: a prompt when it is a terminal, otherwise a
 script. A script stops at its first failed command; the exit code is 0 when
-every command succeeded, 1 otherwise (2 for bad flags).
+every command succeeded, 1 otherwise (2 for bad flags). quit and disconnect
+leave the server once it confirmed what was sent (a line said just before),
+waiting at most 1 s; when it did not, they fail.
 
 flags:
   --data-dir DIR   holds known_hosts (default: the user config dir + /sparkhost)
