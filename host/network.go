@@ -16,10 +16,29 @@ func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.S
 	nc.PrefixBudget = ratelimit.Config{Burst: n.PrefixBurst, RefillPerSecond: n.PrefixRefillPerSecond}
 	nc.HandshakeBudget = globalBudget(n.HandshakesPerSecond)
 	nc.UnvalidatedReplyBudget = globalBudget(n.UnvalidatedRepliesPerSecond)
+	nc.UnvalidatedRefusalBudget = globalBudget(n.UnvalidatedRefusalsPerSecond)
+	nc.Admission = admissionCaps(cfg)
 	nc.HalfOpen = netstack.HalfOpenConfig{Max: n.HalfOpenMax, PerAddress: n.HalfOpenPerAddress, PerPrefix: n.HalfOpenPerPrefix}
 	nc.SecuringTimeout = cfg.HalfOpenTimeoutDuration()
 	nc.DatagramSize = n.DatagramSize
 	return nc
+}
+
+// admissionCaps are the caps network.admitted_* set: in internet mode, and
+// on a private bind only with admitted_caps_private; 0 in the file is no cap
+// (negative in netstack, whose 0 means its default).
+func admissionCaps(cfg *config.Config) netstack.AdmissionCaps {
+	n := &cfg.Network
+	if !cfg.Internet() && !n.AdmittedCapsPrivate {
+		return netstack.AdmissionCaps{PerAddress: -1, PerPrefix: -1}
+	}
+	orNone := func(v int) int {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	return netstack.AdmissionCaps{PerAddress: orNone(n.AdmittedPerAddress), PerPrefix: orNone(n.AdmittedPerPrefix)}
 }
 
 // globalBudget is a global bucket of rate tokens a second whose burst is one

@@ -113,3 +113,6 @@ func (c *Counters) countCapRefusal(k capKind) {
 		c.PrefixCapRefused.Add(1)
 	}
 }
+
+// Admission returns the admission caps in force (negative: no cap).
+func (s *Server) Admission() AdmissionCaps { return s.cfg.Admission }
