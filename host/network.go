@@ -16,7 +16,7 @@ func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.S
 	nc.PrefixBudget = ratelimit.Config{Burst: n.PrefixBurst, RefillPerSecond: n.PrefixRefillPerSecond}
 	nc.HandshakeBudget = globalBudget(n.HandshakesPerSecond)
 	nc.UnvalidatedReplyBudget = globalBudget(n.UnvalidatedRepliesPerSecond)
-	nc.UnvalidatedRefusalBudget = globalBudget(n.UnvalidatedRefusalsPerSecond)
+	nc.UnvalidatedRefusalBudget = globalBudget(n.RefusalsPerSecond)
 	nc.Admission = admissionCaps(cfg)
 	nc.HalfOpen = netstack.HalfOpenConfig{Max: n.HalfOpenMax, PerAddress: n.HalfOpenPerAddress, PerPrefix: n.HalfOpenPerPrefix}
 	nc.SecuringTimeout = cfg.HalfOpenTimeoutDuration()

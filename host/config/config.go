@@ -94,11 +94,11 @@ type NetworkSection struct {
 	// sources that have not proven their address (burst: one second's
 	// worth); 1..1e6.
 	UnvalidatedRepliesPerSecond float64 `toml:"unvalidated_replies_per_second"`
-	// UnvalidatedRefusalsPerSecond is the global budget of ConnectRejected
-	// answers to such sources (burst: one second's worth), charged before
-	// UnvalidatedRepliesPerSecond so that tiny requests cannot take the
-	// CookieReplies' tokens; 1..1e6.
-	UnvalidatedRefusalsPerSecond float64 `toml:"unvalidated_refusals_per_second"`
+	// RefusalsPerSecond (unvalidated_refusals_per_second) is the global
+	// budget of ConnectRejected answers to such sources (burst: one second's
+	// worth), charged before UnvalidatedRepliesPerSecond so that tiny
+	// requests cannot take the CookieReplies' tokens; 1..1e6.
+	RefusalsPerSecond float64 `toml:"unvalidated_refusals_per_second"`
 	// HalfOpenMax bounds the handshakes answered but not finished; they never
 	// count toward server.max_clients. 1..65536.
 	HalfOpenMax int `toml:"half_open_max"`
@@ -266,24 +266,24 @@ func Default() Config {
 			DataDir:           "data",
 		},
 		Network: NetworkSection{
-			BindAddress:                  "127.0.0.1",
-			ConnectBurst:                 16,
-			ConnectRefillPerSecond:       4,
-			Exposure:                     ExposurePrivate,
-			AllowV3:                      true,
-			AddressValidation:            true,
-			PrefixBurst:                  64,
-			PrefixRefillPerSecond:        16,
-			HandshakesPerSecond:          1000,
-			UnvalidatedRepliesPerSecond:  2000,
-			UnvalidatedRefusalsPerSecond: 200,
-			HalfOpenMax:                  1024,
-			HalfOpenPerAddress:           16,
-			HalfOpenPerPrefix:            64,
-			HalfOpenTimeout:              5,
-			AdmittedPerAddress:           8,
-			AdmittedPerPrefix:            16,
-			DatagramSize:                 1200,
+			BindAddress:                 "127.0.0.1",
+			ConnectBurst:                16,
+			ConnectRefillPerSecond:      4,
+			Exposure:                    ExposurePrivate,
+			AllowV3:                     true,
+			AddressValidation:           true,
+			PrefixBurst:                 64,
+			PrefixRefillPerSecond:       16,
+			HandshakesPerSecond:         1000,
+			UnvalidatedRepliesPerSecond: 2000,
+			RefusalsPerSecond:           200,
+			HalfOpenMax:                 1024,
+			HalfOpenPerAddress:          16,
+			HalfOpenPerPrefix:           64,
+			HalfOpenTimeout:             5,
+			AdmittedPerAddress:          8,
+			AdmittedPerPrefix:           16,
+			DatagramSize:                1200,
 		},
 		Match: MatchSection{
 			GameMode:            "deathmatch",

@@ -144,7 +144,7 @@ func (c *Config) checkNetwork() *Error {
 	if e := c.floatIn("network.unvalidated_replies_per_second", n.UnvalidatedRepliesPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
 		return e
 	}
-	if e := c.floatIn("network.unvalidated_refusals_per_second", n.UnvalidatedRefusalsPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
+	if e := c.floatIn("network.unvalidated_refusals_per_second", n.RefusalsPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
 		return e
 	}
 	if e := c.intIn("network.admitted_per_address", n.AdmittedPerAddress, 0, maxClients, " clients (0 = no cap)"); e != nil {
