@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // TestStatusShowsHandshakeCounters: the admin status answers what an operator
@@ -57,5 +59,53 @@ func TestInternetModeHost(t *testing.T) {
 	defer c.Close()
 	if c.Protocol() != 4 {
 		t.Fatalf("protocol %d", c.Protocol())
+	}
+}
+
+// TestInternetModeAdmissionCaps: in internet mode the admission caps of
+// [network] apply (here 2 per address): a third client from 127.0.0.1 is
+// refused AddressLimit, and status and /metrics say so.
+func TestInternetModeAdmissionCaps(t *testing.T) {
+	srv, _ := startHost(t, func(c *config.Config) {
+		c.Network.Exposure, c.Network.AllowV3 = config.ExposureInternet, false
+		c.Network.AdmittedPerAddress = 2
+		withOps(c)
+	})
+	dialHost(t, srv, "one")
+	dialHost(t, srv, "two")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := client.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: "three", Pin: srv.Pin()})
+	var he *netstack.HandshakeError
+	if !asHandshake(err, &he) || he.Reason != wire.RejectAddressLimit {
+		t.Fatalf("third client from one address: %v, want ConnectRejected AddressLimit", err)
+	}
+	out, err := srv.Exec("status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "admission caps: 2 per address, 16 per /24 or /64; clients refused 1 by address, 0 by prefix"; !strings.Contains(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+	fams := scrape(t, srv)
+	if v := value(t, fams, "sparkhost_net_admission_cap_refusals_total", "cap=address"); v != 1 {
+		t.Errorf("admission_cap_refusals_total{cap=address} = %v, want 1", v)
+	}
+	if v := value(t, fams, "sparkhost_net_handshake_refusals_total", "reason=address_limit"); v != 1 {
+		t.Errorf("handshake_refusals_total{reason=address_limit} = %v, want 1", v)
+	}
+}
+
+// TestPrivateBindAdmissionCaps: on a private bind the caps are off unless
+// network.admitted_caps_private says otherwise.
+func TestPrivateBindAdmissionCaps(t *testing.T) {
+	for _, tc := range []struct {
+		private bool
+		want    string
+	}{{false, "admission caps: no cap per address, no cap per /24 or /64"}, {true, "admission caps: 8 per address, 16 per /24 or /64"}} {
+		srv, _ := startHost(t, func(c *config.Config) { c.Network.AdmittedCapsPrivate = tc.private })
+		if out, err := srv.Exec("status"); err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("admitted_caps_private = %v: status lacks %q:\n%s (%v)", tc.private, tc.want, out, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ type ServerStats struct {
 	// handshake counters an operator watches during an attack (half-open
 	// handshakes, cookies, signatures, budget refusals).
 	Net netstack.Stats
+	// Admission is the admission caps in force (negative: no cap).
+	Admission netstack.AdmissionCaps
 	// ModuleMessagesOverLimit counts the module messages dropped because
 	// their client was over [limits] module_messages_per_tick.
 	ModuleMessagesOverLimit uint64
@@ -67,6 +70,7 @@ func (s *Server) Stats() ServerStats {
 		MatchTimeRemaining: v.status.TimeRemaining, Round: v.status.Round,
 		ChatRelayed: s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatKicked: s.chat.kicked.Load(),
 		Net:                     ns,
+		Admission:               s.net.Admission(),
 		ModuleMessagesOverLimit: s.mods.MessagesOverLimit(),
 		Rooms:                   v.rooms,
 		RoomRequests:            s.roomStats.requests.Load(), RoomRefused: s.roomStats.refused.Load(),
@@ -91,8 +95,11 @@ func (st ServerStats) String() string {
 	n := &st.Net
 	fmt.Fprintf(&b, "\nhandshakes: half-open %d (evicted %d), cookies sent %d verified %d failed %d, signatures %d, plain bytes in %d out %d",
 		n.HalfOpen, n.HalfOpenEvicted, n.CookiesSent, n.CookiesVerified, n.CookiesFailed, n.HandshakesSigned, n.PlainBytesReceived, n.PlainBytesSent)
-	fmt.Fprintf(&b, "\nrefused: address budget %d, prefix budget %d, signature budget %d, unvalidated-reply budget %d, half-open caps %d, oversized answers %d, v3 hellos %d",
-		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
+	fmt.Fprintf(&b, "\nrefused: address budget %d, prefix budget %d, signature budget %d, unvalidated-reply budget %d, refusal budget %d, half-open caps %d, oversized answers %d, v3 hellos %d",
+		n.ConnectRateLimited, n.PrefixRateLimited, n.HandshakeBudgetRefused, n.UnvalidatedReplyRefused, n.UnvalidatedRefusalRefused,
+		n.HalfOpenCapRefused, n.AmplificationDropped, n.ProtocolV3Refused)
+	fmt.Fprintf(&b, "\nadmission caps: %s per address, %s per /24 or /64; clients refused %d by address, %d by prefix",
+		capText(st.Admission.PerAddress), capText(st.Admission.PerPrefix), n.AddressCapRefused, n.PrefixCapRefused)
 	fmt.Fprintf(&b, "\ndropped %d: malformed %d, policy %d, security %d, plaintext %d",
 		n.PacketsDropped, n.MalformedDropped, n.PolicyDrops, n.SecurityDrops, n.PlaintextFramesDropped)
 	fmt.Fprintf(&b, "\nmodule messages over the per-client limit %d, outside the sender's room %d", st.ModuleMessagesOverLimit, st.ModuleMessagesUnrouted)
@@ -101,4 +108,12 @@ func (st ServerStats) String() string {
 	fmt.Fprintf(&b, "\nmessages: sent %d in %d datagrams, received %d; refused %d, reported refused by clients %d; held for a module %d (delivered %d)",
 		n.MessagesSent, n.PacketsSent, n.MessagesReceived, n.MessagesRefused, n.PeerRefusals, n.HeldNotLoaded, n.HeldDelivered)
 	return b.String()
+}
+
+// capText is an admission cap as status prints it.
+func capText(v int) string {
+	if v <= 0 {
+		return "no cap"
+	}
+	return strconv.Itoa(v)
 }

@@ -22,6 +22,11 @@ const (
 	// sent to sources that have not proven their address (cookie replies,
 	// refusals, v3 and v1 answers); its burst is one second's worth.
 	DefaultUnvalidatedRepliesPerSecond = 2000
+	// DefaultUnvalidatedRefusalsPerSecond is the global budget of
+	// ConnectRejected answers to sources that have not proven their address,
+	// charged before the reply budget: a tenth of it, so that a flood of
+	// tiny requests leaves CookieReplies nine tenths (docs/protocol.md §3.5).
+	DefaultUnvalidatedRefusalsPerSecond = 200
 )
 
 // budgets are the handshake budgets of one server. Every plain and legacy
@@ -33,10 +38,12 @@ type budgets struct {
 	prefix      *ratelimit.Limiter // per IPv4 /24 or IPv6 /64
 	signatures  *ratelimit.Bucket
 	unvalidated *ratelimit.Bucket
-	seed        maphash.Seed // hashes IPv6 keys into 63 bits
+	refusals    *ratelimit.Bucket // refusals to unvalidated sources, before unvalidated
+	seed        maphash.Seed      // hashes IPv6 keys into 63 bits
 }
 
-// populateBudgets fills the zero budgets of cfg with the defaults.
+// populateBudgets fills the zero budgets and admission caps of cfg with the
+// defaults.
 func populateBudgets(cfg *ServerConfig) {
 	if cfg.PrefixBudget.Burst == 0 {
 		cfg.PrefixBudget.Burst = DefaultPrefixBurst
@@ -54,6 +61,8 @@ func populateBudgets(cfg *ServerConfig) {
 	}
 	fill(&cfg.HandshakeBudget, DefaultHandshakesPerSecond)
 	fill(&cfg.UnvalidatedReplyBudget, DefaultUnvalidatedRepliesPerSecond)
+	fill(&cfg.UnvalidatedRefusalBudget, DefaultUnvalidatedRefusalsPerSecond)
+	cfg.Admission.populate(cfg.Internet)
 }
 
 // newBudgets builds the budgets of a populated, validated cfg.
@@ -63,6 +72,7 @@ func newBudgets(cfg *ServerConfig) *budgets {
 		prefix:      ratelimit.New(cfg.PrefixBudget),
 		signatures:  ratelimit.NewBucket(cfg.HandshakeBudget),
 		unvalidated: ratelimit.NewBucket(cfg.UnvalidatedReplyBudget),
+		refusals:    ratelimit.NewBucket(cfg.UnvalidatedRefusalBudget),
 		seed:        maphash.MakeSeed(),
 	}
 }

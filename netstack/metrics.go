@@ -40,6 +40,7 @@ var counterTable = []struct {
 	{"datagrams_dropped_total", droppedHelp, "reason", "prefix_budget", func(s *Server) uint64 { return s.ctr.PrefixRateLimited.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "signature_budget", func(s *Server) uint64 { return s.ctr.HandshakeBudgetRefused.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "unvalidated_reply_budget", func(s *Server) uint64 { return s.ctr.UnvalidatedReplyRefused.Load() }},
+	{"datagrams_dropped_total", droppedHelp, "reason", "unvalidated_refusal_budget", func(s *Server) uint64 { return s.ctr.UnvalidatedRefusalRefused.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "half_open_cap", func(s *Server) uint64 { return s.ctr.HalfOpenCapRefused.Load() }},
 	{"datagrams_dropped_total", droppedHelp, "reason", "amplification", func(s *Server) uint64 { return s.ctr.AmplificationDropped.Load() }},
 	{"plain_bytes_received_total", "Bytes of plain (handshake) datagrams received, after the endpoint policy.", "", "", func(s *Server) uint64 { return s.ctr.PlainBytesReceived.Load() }},
@@ -65,7 +66,11 @@ var counterTable = []struct {
 	{"cookies_total", "Address-validation cookies, by result.", "result", "verified", func(s *Server) uint64 { return s.ctr.CookiesVerified.Load() }},
 	{"cookies_total", "Address-validation cookies, by result.", "result", "failed", func(s *Server) uint64 { return s.ctr.CookiesFailed.Load() }},
 	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
+	{"admission_cap_refusals_total", capHelp, "cap", "address", func(s *Server) uint64 { return s.ctr.AddressCapRefused.Load() }},
+	{"admission_cap_refusals_total", capHelp, "cap", "prefix", func(s *Server) uint64 { return s.ctr.PrefixCapRefused.Load() }},
 }
+
+const capHelp = "Clients refused AddressLimit because their address, or their /24 or /64, had as many admitted clients as the admission caps allow (at the hello and at admission)."
 
 const refusedHelp = "Authenticated messages refused (acknowledged if reliable, counted, dropped; docs/protocol.md §5.6), by reason."
 
@@ -81,7 +86,7 @@ func otherDrops(s *Server) uint64 {
 	all := c.PacketsDropped.Load()
 	named := c.SecurityDrops.Load() + c.LateFrames.Load() + c.PlaintextFramesDropped.Load() + c.MalformedDropped.Load() +
 		c.PolicyDrops.Load() + c.ConnectRateLimited.Load() + c.PrefixRateLimited.Load() + c.HandshakeBudgetRefused.Load() +
-		c.UnvalidatedReplyRefused.Load() + c.HalfOpenCapRefused.Load() + c.AmplificationDropped.Load()
+		c.UnvalidatedReplyRefused.Load() + c.UnvalidatedRefusalRefused.Load() + c.HalfOpenCapRefused.Load() + c.AmplificationDropped.Load()
 	if named > all { // the loads are not one snapshot
 		return 0
 	}
@@ -100,6 +105,7 @@ func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
 var refusalReasons = []wire.RejectReason{
 	wire.RejectProtocolMissing, wire.RejectProtocolTooOld, wire.RejectProtocolTooNew,
 	wire.RejectMalformedHandshake, wire.RejectUnsupportedSuite, wire.RejectServerFull, wire.RejectBanned,
+	wire.RejectAddressLimit,
 }
 
 // AppendCounters appends every server-wide counter to dst; safe from any
@@ -136,6 +142,8 @@ func refusalLabel(r wire.RejectReason) string {
 		return "server_full"
 	case wire.RejectBanned:
 		return "banned"
+	case wire.RejectAddressLimit:
+		return "address_limit"
 	}
 	return "other"
 }

@@ -66,6 +66,14 @@ type ServerConfig struct {
 	// UnvalidatedReplyBudget is the global budget of datagrams sent to sources
 	// that have not proven their address; zero = 2000/s, burst = one second's.
 	UnvalidatedReplyBudget ratelimit.BucketConfig
+	// UnvalidatedRefusalBudget is the global budget of ConnectRejected
+	// answers to such sources, charged before UnvalidatedReplyBudget, so that
+	// tiny requests cannot take the CookieReplies' tokens; zero = 200/s,
+	// burst = one second's.
+	UnvalidatedRefusalBudget ratelimit.BucketConfig
+	// Admission caps the admitted clients of one address and of one prefix
+	// (zero: 8 and 16 in internet mode, none on a private bind).
+	Admission AdmissionCaps
 	// HalfOpen bounds the table of answered, unfinished handshakes.
 	HalfOpen HalfOpenConfig
 	// SecuringTimeout frees a half-open handshake without a valid
@@ -233,6 +241,8 @@ type Server struct {
 	mu     sync.RWMutex
 	byAddr map[netip.AddrPort]*peer
 	byID   map[uint32]*peer
+	// admittedBy counts byAddr's entries per address and prefix (admitcaps.go).
+	admittedBy admittedCount
 
 	nextID uint32 // receive goroutine only: the id of the next ConnectAccepted
 	open   []byte // receive goroutine only: scratch for a half-open's ClientFinished
@@ -324,7 +334,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	populateBudgets(&cfg)
 	for _, err := range []error{cfg.ConnectBudget.Validate(), cfg.PrefixBudget.Validate(),
-		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate()} {
+		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate(), cfg.UnvalidatedRefusalBudget.Validate()} {
 		if err != nil {
 			return nil, err
 		}
@@ -765,6 +775,7 @@ func (s *Server) remove(p *peer) {
 	s.mu.Lock()
 	if s.byAddr[p.addr] == p {
 		delete(s.byAddr, p.addr)
+		s.admittedBy.release(p.addr.Addr())
 	}
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)

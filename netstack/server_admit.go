@@ -13,8 +13,8 @@ import (
 // handshake (docs/protocol.md §3.7). The frame is opened with the handshake's
 // own opener; only a ClientFinished whose structure parses leaves the
 // half-open table, and only then is a session built. Capacity (max_clients)
-// is judged here, at admission: a full server closes the new session with
-// Disconnect(ServerFull).
+// and the admission caps are judged here again, at admission: the new
+// session is closed with Disconnect(ServerFull) or Disconnect(AddressLimit).
 func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	if ho.opener == nil {
 		ho.opener = seal.NewOpener(ho.keys.recv)
@@ -50,18 +50,8 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	p.ctr.BytesReceived.Add(uint64(len(d)))
 	p.q.traffic(now, 0, len(d))
 	if perr == nil {
-		// Capacity and insertion under one lock: the peer is visible, but
-		// locked and not yet Connected, until finishLocked has admitted it,
-		// so Clients, Send and the service loop skip it until then.
-		s.mu.Lock()
-		full := len(s.byID) >= s.cfg.MaxClients
-		if !full {
-			s.byAddr[p.addr] = p
-			s.byID[p.id] = p
-		}
-		s.mu.Unlock()
-		if full {
-			p.closeLocked(wire.DisconnectServerFull, "server is full; try again later", now)
+		if reason, detail, ok := s.claimSlot(p); !ok {
+			p.closeLocked(reason, detail, now)
 			p.mu.Unlock()
 			return
 		}
@@ -77,6 +67,37 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	if s.cfg.OnAdmitted != nil {
 		s.cfg.OnAdmitted(info)
 	}
+}
+
+// claimSlot judges capacity and the admission caps for p and inserts it,
+// under one lock: the peer is visible, but locked and not yet Connected,
+// until finishLocked has admitted it, so Clients, Send and the service loop
+// skip it until then. A refused peer is not inserted; the Disconnect's
+// reason and detail say why.
+func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
+	addr := p.addr.Addr()
+	s.mu.Lock()
+	full := len(s.byID) >= s.cfg.MaxClients
+	capped := capNone
+	if !full {
+		capped = s.admittedBy.reached(addr, s.cfg.Admission)
+	}
+	if !full && capped == capNone {
+		if s.byAddr[p.addr] == nil { // never otherwise: sealed frames of an admitted endpoint go to its peer
+			s.admittedBy.add(addr)
+		}
+		s.byAddr[p.addr] = p
+		s.byID[p.id] = p
+	}
+	s.mu.Unlock()
+	switch {
+	case full:
+		return wire.DisconnectServerFull, "server is full; try again later", false
+	case capped != capNone:
+		s.ctr.countCapRefusal(capped)
+		return wire.DisconnectAddressLimit, capped.detail(), false
+	}
+	return 0, "", true
 }
 
 // parseClientFinishedFrame decodes the opened first frame of a handshake: a

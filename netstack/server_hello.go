@@ -151,7 +151,7 @@ func (s *Server) sendCookie(to netip.AddrPort, nonce *[handshake.NonceSize]byte,
 	payload := handshake.AppendCookieReply(pl[:0], nonce, c[:])
 	h := wire.Header{Type: wire.TypeCookieReply, Timestamp: s.timeAt(now)}
 	s.reply = wire.AppendPacket(append(s.reply[:0], classPlain), &h, payload)
-	if s.sendUnvalidated(s.reply, to, rule, now) {
+	if s.sendUnvalidated(s.reply, to, rule, false, now) {
 		s.ctr.CookiesSent.Add(1)
 	}
 }
@@ -173,6 +173,11 @@ func (s *Server) answerHello(from netip.AddrPort, rule answer, payload []byte, n
 	}
 	if s.admittedCount() >= s.cfg.MaxClients {
 		s.refuse(from, rule, wire.RejectServerFull, "server is full; try again later", now)
+		return
+	}
+	if k := s.capReached(from.Addr()); k != capNone {
+		s.ctr.countCapRefusal(k)
+		s.refuse(from, rule, wire.RejectAddressLimit, k.detail(), now)
 		return
 	}
 	if !s.halfOpen.admits(from) {
@@ -231,15 +236,21 @@ func (s *Server) sendAnswer(b []byte, to netip.AddrPort, rule answer, now time.T
 		s.writePlain(b, to)
 		return
 	}
-	s.sendUnvalidated(b, to, rule, now)
+	s.sendUnvalidated(b, to, rule, false, now)
 }
 
 // sendUnvalidated sends b to a source that has not proven its address: never
 // more than rule.limit bytes, and only within the global budget of such
-// replies. It reports whether b was sent.
-func (s *Server) sendUnvalidated(b []byte, to netip.AddrPort, rule answer, now time.Time) bool {
+// replies; a refusal first within the refusal budget, so that tiny requests
+// cannot spend the tokens of CookieReplies (§3.5). It reports whether b was
+// sent.
+func (s *Server) sendUnvalidated(b []byte, to netip.AddrPort, rule answer, refusal bool, now time.Time) bool {
 	if len(b) > rule.limit {
 		s.ctr.drop(dropAmplification)
+		return false
+	}
+	if refusal && !s.budgets.refusals.Allow(now) {
+		s.ctr.drop(dropRefusalBudget)
 		return false
 	}
 	if !s.budgets.unvalidated.Allow(now) {
@@ -273,6 +284,9 @@ func (s *Server) handleLegacy(d []byte, from netip.AddrPort, now time.Time) {
 // fit, nothing is sent (counted AmplificationDropped).
 func (s *Server) refuse(to netip.AddrPort, rule answer, reason wire.RejectReason, detail string, now time.Time) {
 	s.hs.refuse(reason)
+	if rule.version < handshake.ProtocolVersion4 && reason > wire.RejectBanned {
+		reason = wire.RejectServerFull // v3 defines 1..7; the detail says what happened
+	}
 	base := wire.HeaderSize + 5
 	if rule.framed {
 		base++
@@ -296,7 +310,7 @@ func (s *Server) refuse(to netip.AddrPort, rule answer, reason wire.RejectReason
 		s.writePlain(s.reply, to)
 		return
 	}
-	s.sendUnvalidated(s.reply, to, rule, now)
+	s.sendUnvalidated(s.reply, to, rule, true, now)
 }
 
 // fitDetail cuts detail to at most room bytes on a character boundary.

@@ -67,6 +67,14 @@ type Counters struct {
 	HalfOpenCapRefused      atomic.Uint64 // per-address or per-prefix half-open cap
 	AmplificationDropped    atomic.Uint64 // an answer would exceed the size limit (§3.5)
 	ProtocolV3Refused       atomic.Uint64 // v3 hellos answered ProtocolTooOld (internet mode)
+	// UnvalidatedRefusalRefused: refusals to unvalidated sources not sent
+	// because the refusal budget was empty (docs/protocol.md §3.5).
+	UnvalidatedRefusalRefused atomic.Uint64
+
+	// Clients refused by the admission caps (AddressLimit), at the hello or
+	// at admission; these are answered, not dropped.
+	AddressCapRefused atomic.Uint64 // the source address had PerAddress admitted clients
+	PrefixCapRefused  atomic.Uint64 // its /24 or /64 had PerPrefix
 }
 
 // Stats is a snapshot of one peer's statistics (§13), or of a whole server
@@ -122,6 +130,10 @@ type Stats struct {
 	HalfOpenCapRefused      uint64
 	AmplificationDropped    uint64
 	ProtocolV3Refused       uint64
+
+	UnvalidatedRefusalRefused uint64
+	AddressCapRefused         uint64 // admission caps: per address
+	PrefixCapRefused          uint64 // admission caps: per /24 or /64
 }
 
 func (c *Counters) snapshot() Stats {
@@ -164,6 +176,10 @@ func (c *Counters) snapshot() Stats {
 		HalfOpenCapRefused:      c.HalfOpenCapRefused.Load(),
 		AmplificationDropped:    c.AmplificationDropped.Load(),
 		ProtocolV3Refused:       c.ProtocolV3Refused.Load(),
+
+		UnvalidatedRefusalRefused: c.UnvalidatedRefusalRefused.Load(),
+		AddressCapRefused:         c.AddressCapRefused.Load(),
+		PrefixCapRefused:          c.PrefixCapRefused.Load(),
 	}
 }
 
@@ -214,6 +230,7 @@ const (
 	dropPrefixLimited
 	dropHandshakeBudget
 	dropUnvalidatedBudget
+	dropRefusalBudget
 	dropHalfOpenCap
 	dropAmplification
 )
@@ -239,6 +256,8 @@ func (c *Counters) drop(k dropKind) {
 		c.HandshakeBudgetRefused.Add(1)
 	case dropUnvalidatedBudget:
 		c.UnvalidatedReplyRefused.Add(1)
+	case dropRefusalBudget:
+		c.UnvalidatedRefusalRefused.Add(1)
 	case dropHalfOpenCap:
 		c.HalfOpenCapRefused.Add(1)
 	case dropAmplification:

@@ -94,6 +94,11 @@ type NetworkSection struct {
 	// sources that have not proven their address (burst: one second's
 	// worth); 1..1e6.
 	UnvalidatedRepliesPerSecond float64 `toml:"unvalidated_replies_per_second"`
+	// RefusalsPerSecond (unvalidated_refusals_per_second) is the global
+	// budget of ConnectRejected answers to such sources (burst: one second's
+	// worth), charged before UnvalidatedRepliesPerSecond so that tiny
+	// requests cannot take the CookieReplies' tokens; 1..1e6.
+	RefusalsPerSecond float64 `toml:"unvalidated_refusals_per_second"`
 	// HalfOpenMax bounds the handshakes answered but not finished; they never
 	// count toward server.max_clients. 1..65536.
 	HalfOpenMax int `toml:"half_open_max"`
@@ -103,6 +108,13 @@ type NetworkSection struct {
 	HalfOpenPerPrefix  int `toml:"half_open_per_prefix"`
 	// HalfOpenTimeout is how long, in seconds, a handshake may stay half-open; 1..60.
 	HalfOpenTimeout float64 `toml:"half_open_timeout"`
+	// AdmittedPerAddress and AdmittedPerPrefix cap the admitted clients of
+	// one address and of one IPv4 /24 or IPv6 /64 (0 = no cap; 0..4096).
+	// They apply in internet mode, and on a private bind only with
+	// AdmittedCapsPrivate (every peer of a private bind is local).
+	AdmittedPerAddress  int  `toml:"admitted_per_address"`
+	AdmittedPerPrefix   int  `toml:"admitted_per_prefix"`
+	AdmittedCapsPrivate bool `toml:"admitted_caps_private"`
 	// DatagramSize is the largest UDP payload, in bytes, of a v4 datagram the
 	// server sends (docs/protocol.md §5.5); 1200..65507.
 	DatagramSize int `toml:"datagram_size"`
@@ -264,10 +276,13 @@ func Default() Config {
 			PrefixRefillPerSecond:       16,
 			HandshakesPerSecond:         1000,
 			UnvalidatedRepliesPerSecond: 2000,
+			RefusalsPerSecond:           200,
 			HalfOpenMax:                 1024,
 			HalfOpenPerAddress:          16,
 			HalfOpenPerPrefix:           64,
 			HalfOpenTimeout:             5,
+			AdmittedPerAddress:          8,
+			AdmittedPerPrefix:           16,
 			DatagramSize:                1200,
 		},
 		Match: MatchSection{

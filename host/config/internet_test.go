@@ -44,6 +44,12 @@ func TestInternetMode(t *testing.T) {
 		{"half-open cap", "[network]\nhalf_open_per_prefix = 0\n", `network.half_open_per_prefix = 0: must be 1..65536 handshakes`},
 		{"half-open timeout", "[network]\nhalf_open_timeout = 0.5\n", `network.half_open_timeout = 0.5: must be 1..60 seconds`},
 		{"prefix refill", "[network]\nprefix_refill_per_second = 0\n", `network.prefix_refill_per_second = 0: must be 0.001..1e9`},
+		{"refusal budget", "[network]\nunvalidated_refusals_per_second = 0\n",
+			`network.unvalidated_refusals_per_second = 0: must be 1..1e+06 datagrams per second`},
+		{"negative admission cap", "[network]\nadmitted_per_address = -1\n",
+			`config.toml:2: network.admitted_per_address = -1: must be 0..4096 clients (0 = no cap)`},
+		{"admission cap too large", "[network]\nadmitted_per_prefix = 5000\n",
+			`config.toml:2: network.admitted_per_prefix = 5000: must be 0..4096 clients (0 = no cap)`},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,8 @@ const (
 	maxGlobalRate = 1e6
 	// maxHalfOpen bounds the half-open caps (a few hundred bytes each).
 	maxHalfOpen = 65536
+	// maxClients bounds server.max_clients and the admission caps.
+	maxClients = 4096
 )
 
 // maxMapNameLen bounds one match.map_rotation entry, in bytes.
@@ -69,7 +71,7 @@ func (c *Config) checkServer() *Error {
 	if e := c.intIn("server.port", s.Port, 0, 65535, ""); e != nil {
 		return e
 	}
-	if e := c.intIn("server.max_clients", s.MaxClients, 1, 4096, ""); e != nil {
+	if e := c.intIn("server.max_clients", s.MaxClients, 1, maxClients, ""); e != nil {
 		return e
 	}
 	if e := c.intIn("server.tick_rate", s.TickRate, 1, 1000, " Hz"); e != nil {
@@ -140,6 +142,15 @@ func (c *Config) checkNetwork() *Error {
 		return e
 	}
 	if e := c.floatIn("network.unvalidated_replies_per_second", n.UnvalidatedRepliesPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
+		return e
+	}
+	if e := c.floatIn("network.unvalidated_refusals_per_second", n.RefusalsPerSecond, 1, maxGlobalRate, " datagrams per second"); e != nil {
+		return e
+	}
+	if e := c.intIn("network.admitted_per_address", n.AdmittedPerAddress, 0, maxClients, " clients (0 = no cap)"); e != nil {
+		return e
+	}
+	if e := c.intIn("network.admitted_per_prefix", n.AdmittedPerPrefix, 0, maxClients, " clients (0 = no cap)"); e != nil {
 		return e
 	}
 	for _, cap := range []struct {

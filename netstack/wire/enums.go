@@ -14,10 +14,14 @@ const (
 	RejectUnsupportedSuite   RejectReason = 5
 	RejectServerFull         RejectReason = 6
 	RejectBanned             RejectReason = 7
+	// RejectAddressLimit (v4 servers): too many clients admitted from the
+	// source's address, or its IPv4 /24 or IPv6 /64 (docs/protocol.md §3.5
+	// step 13). Clients that predate it accept it as any unknown reason.
+	RejectAddressLimit RejectReason = 8
 )
 
 var rejectNames = [...]string{"", "ProtocolMissing", "ProtocolTooOld", "ProtocolTooNew",
-	"MalformedHandshake", "UnsupportedSuite", "ServerFull", "Banned"}
+	"MalformedHandshake", "UnsupportedSuite", "ServerFull", "Banned", "AddressLimit"}
 
 // String returns the spec's name of r, or "RejectReason(n)" for other codes.
 func (r RejectReason) String() string { return enumName(rejectNames[:], uint8(r), "RejectReason") }
@@ -43,7 +47,7 @@ const (
 
 var disconnectNames = [...]string{"Unknown", "ClientQuit", "ServerShutdown", "Kicked",
 	"Banned", "Timeout", "ProtocolError", "ReliableDeliveryFailed", "KeyExhausted",
-	"NameInvalid", "RateLimited", "ModuleFailure"}
+	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit"}
 
 // String returns the spec's name of d, or "DisconnectReason(n)" for other codes.
 func (d DisconnectReason) String() string {

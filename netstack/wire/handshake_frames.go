@@ -16,4 +16,10 @@ const (
 	// when max_clients were already admitted (half-open handshakes do not
 	// hold a slot in v4, so capacity is judged again at admission).
 	DisconnectServerFull DisconnectReason = 12
+
+	// DisconnectAddressLimit closes a handshake whose ClientFinished arrived
+	// when the admission caps of its address or prefix were reached
+	// (docs/protocol.md §3.7): several half-open handshakes of one address
+	// may all have passed the caps at the hello.
+	DisconnectAddressLimit DisconnectReason = 13
 )

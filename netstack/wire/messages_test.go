@@ -212,18 +212,21 @@ func TestReasonStrings(t *testing.T) {
 		{RejectProtocolMissing.String(), "ProtocolMissing"},
 		{RejectBanned.String(), "Banned"},
 		{RejectReason(0).String(), "RejectReason(0)"},
-		{RejectReason(8).String(), "RejectReason(8)"},
+		{RejectAddressLimit.String(), "AddressLimit"},
+		{RejectReason(9).String(), "RejectReason(9)"},
 		{DisconnectUnknown.String(), "Unknown"},
 		{DisconnectReliableDeliveryFailed.String(), "ReliableDeliveryFailed"},
 		{DisconnectModuleFailure.String(), "ModuleFailure"},
-		{DisconnectReason(12).String(), "DisconnectReason(12)"},
+		{DisconnectServerFull.String(), "ServerFull"},
+		{DisconnectAddressLimit.String(), "AddressLimit"},
+		{DisconnectReason(14).String(), "DisconnectReason(14)"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
 			t.Errorf("String() = %q, want %q", tc.got, tc.want)
 		}
 	}
-	if DisconnectModuleFailure != 11 || RejectBanned != 7 || DisconnectNameInvalid != 9 {
+	if DisconnectModuleFailure != 11 || RejectBanned != 7 || DisconnectNameInvalid != 9 || RejectAddressLimit != 8 || DisconnectAddressLimit != 13 {
 		t.Error("reason codes drifted from §5.6/§8")
 	}
 }

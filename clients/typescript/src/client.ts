@@ -31,7 +31,7 @@ const T_MODULE_SCHEMAS = 21;
 export const DisconnectReason: { [code: number]: string } = {
   0: "Unknown", 1: "ClientQuit", 2: "ServerShutdown", 3: "Kicked", 4: "Banned", 5: "Timeout",
   6: "ProtocolError", 7: "ReliableDeliveryFailed", 8: "KeyExhausted", 9: "NameInvalid",
-  10: "RateLimited", 11: "ModuleFailure", 12: "ServerFull",
+  10: "RateLimited", 11: "ModuleFailure", 12: "ServerFull", 13: "AddressLimit",
 };
 
 // Timers and bounds (§3.10, §5.3–§5.5, §6).

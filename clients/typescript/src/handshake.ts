@@ -33,6 +33,7 @@ export const RejectReason: { [code: number]: string } = {
   5: "UnsupportedSuite",
   6: "ServerFull",
   7: "Banned",
+  8: "AddressLimit",
 };
 
 /** A §2 packet. */
