@@ -520,4 +520,9 @@ func TestEnteringARoomInOrder(t *testing.T) {
 	if tbl, ok := rc.c.ModuleSchemas(); !ok || !slices.ContainsFunc(tbl.Types, func(s wire.ModuleSchema) bool { return s.ID == 1450 }) {
 		t.Fatalf("the client's table %+v does not announce greets_hi", tbl)
 	}
+	// The Lua module's declared protocol (spark.module{protocol = 3,
+	// oldest_protocol = 2}) is announced with it.
+	if p, ok := rc.c.ModuleProtocols(); !ok || !slices.Contains(p.Modules, wire.ModuleProtocol{Module: "greets", Protocol: 3, Oldest: 2}) {
+		t.Fatalf("module protocols announced: %+v", p)
+	}
 }

@@ -44,6 +44,27 @@ type Manifest struct {
 	// tick of latency goes unnoticed, and the server's tick no longer
 	// contains the plugin's round trip. In-process runtimes ignore it.
 	AnswersNextTick bool
+	// Protocol is the version of the module's own message protocol, and
+	// OldestProtocol the oldest version it still serves (docs/protocol.md
+	// §10.4): a client states the version it speaks in the module's own
+	// messages, and the module serves every version in OldestProtocol..
+	// Protocol or refuses with a clear code. Both are announced to clients
+	// (ModuleProtocols). 0 means 1 (and OldestProtocol 0 means Protocol:
+	// only the newest is served). Raise Protocol whenever a message's
+	// layout or meaning changes; raise OldestProtocol when the module stops
+	// serving a version.
+	Protocol, OldestProtocol uint16
+}
+
+// Protocols returns the declared protocol with the zero values filled in:
+// newest and oldest served.
+func (m *Manifest) Protocols() (newest, oldest uint16) {
+	newest = max(m.Protocol, 1)
+	oldest = m.OldestProtocol
+	if oldest == 0 {
+		oldest = newest
+	}
+	return newest, oldest
 }
 
 // CommandSpec declares one admin console command of a module.

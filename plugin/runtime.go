@@ -535,5 +535,6 @@ func manifestToPB(m module.Manifest) *pluginv1.Manifest {
 	pm.Rooms = m.Rooms
 	pm.NoMatch = m.NoMatch
 	pm.AnswersNextTick = m.AnswersNextTick
+	pm.Protocol, pm.OldestProtocol = uint32(m.Protocol), uint32(m.OldestProtocol)
 	return pm
 }

@@ -92,7 +92,7 @@ func (m *Module) luaModule(L *lua.LState) int {
 	const fn = "spark.module"
 	m.loadOnly(L, fn)
 	f := fields{L: L, fn: fn, t: args{L: L, fn: fn}.table(1, "declaration")}
-	f.only("name", "version", "match")
+	f.only("name", "version", "match", "protocol", "oldest_protocol")
 	if m.manifest.Name != "" {
 		L.RaiseError("%s: the module is already declared as %q; call spark.module once", fn, m.manifest.Name)
 	}
@@ -109,6 +109,14 @@ func (m *Module) luaModule(L *lua.LState) int {
 	m.manifest.Name, m.manifest.Version = name, version
 	// match = false: a world, not a match (module.Manifest.NoMatch).
 	m.manifest.NoMatch = !f.boolean("match", true)
+	// protocol = 2, oldest_protocol = 1: the module's message protocol
+	// (module.Manifest.Protocol, docs/protocol.md §10.4).
+	if f.has("protocol") {
+		m.manifest.Protocol = uint16(f.integer("protocol", 1, 0xFFFF))
+	}
+	if f.has("oldest_protocol") {
+		m.manifest.OldestProtocol = uint16(f.integer("oldest_protocol", 1, int64(max(m.manifest.Protocol, 1))))
+	}
 	return 0
 }
 

@@ -76,12 +76,22 @@ func (m *Manager) releaseTypes(name string) {
 }
 
 // registerMessages registers all of a manifest's message schemas or none.
+// Its protocol version (docs/protocol.md §10.4) is declared with them.
 func (m *Manager) registerMessages(man module.Manifest) error {
+	newest, oldest := man.Protocols()
+	p := wire.ModuleProtocol{Protocol: newest, Oldest: oldest}
+	if err := wire.CheckProtocol(p); err != nil {
+		return fmt.Errorf("module %s declares protocol %d with oldest %d: %w", man.Name, newest, oldest, err)
+	}
 	for _, s := range man.Messages {
 		if err := m.reg.Register(man.Name, s); err != nil {
 			m.reg.UnregisterOwner(man.Name)
 			return fmt.Errorf("module %s: %w", man.Name, err)
 		}
+	}
+	if err := m.reg.SetProtocol(man.Name, p); err != nil {
+		m.reg.UnregisterOwner(man.Name)
+		return fmt.Errorf("module %s: %w", man.Name, err)
 	}
 	return nil
 }

@@ -86,6 +86,10 @@ func manifestFromPB(p *pluginv1.Manifest) (module.Manifest, error) {
 	man.Rooms = p.GetRooms()
 	man.NoMatch = p.GetNoMatch()
 	man.AnswersNextTick = p.GetAnswersNextTick()
+	if p.GetProtocol() > 0xFFFF || p.GetOldestProtocol() > 0xFFFF {
+		return module.Manifest{}, fmt.Errorf("manifest declares protocol %d, oldest %d: versions are 1..65535", p.GetProtocol(), p.GetOldestProtocol())
+	}
+	man.Protocol, man.OldestProtocol = uint16(p.GetProtocol()), uint16(p.GetOldestProtocol())
 	return man, nil
 }
 

@@ -170,6 +170,9 @@ func (m *Module) admitTicket(s *session, raw []byte) {
 			}
 			key := pt.ClientKey
 			s.state, s.account, s.token, s.key = loggedIn, l.Account, l.Token, &key
+			// No LoginStart states its protocol: a ticket is served the
+			// newest (docs/mmo.md §1.1).
+			s.speaks = mmoproto.Protocol
 			m.online[l.Account] = s
 			m.handoffsIn++
 			m.h.AddMetric(metricHandoffsIn, 1)

@@ -70,7 +70,8 @@ type session struct {
 	token   int64         // the login's token (store.Login), while logged in
 	char    string        // the character played, in world
 	wid     world.ID
-	busy    bool // a request of this session is in the lane
+	busy    bool   // a request of this session is in the lane
+	speaks  uint16 // the mmo protocol the client stated at its last LoginStart (0: none yet, 1)
 	// Areas (handoff.go): the client's handoff key (HandoffKey, or the key
 	// of the ticket it came with), a handoff in the lane, and when a
 	// handoff that was not made may be tried again.
@@ -160,6 +161,7 @@ func (m *Module) Manifest() module.Manifest {
 		// Replicating at 10 Hz, the world does not notice its answers
 		// applying one tick later: the server's tick never waits for it.
 		AnswersNextTick: true,
+		Protocol:        mmoproto.Protocol, OldestProtocol: mmoproto.OldestProtocol,
 		Commands: []module.CommandSpec{
 			{Name: "mmo_accounts", Usage: "", Help: "count and list the accounts"},
 			{Name: "mmo_online", Usage: "", Help: "logged-in accounts, their characters and positions"},
@@ -638,6 +640,11 @@ func (m *Module) loginStart(s *session, r *mmoproto.LoginStart) {
 		return
 	}
 	s.state, s.login, s.pending = anonymous, nil, ""
+	if v := r.Speaks(); v < mmoproto.OldestProtocol || v > mmoproto.Protocol {
+		m.fail(s.client.ID, r.RequestID, mmoproto.ProtocolUnsupported, unsupportedProtocol(v))
+		return
+	}
+	s.speaks = r.Speaks()
 	srv, err := scram.NewServer(scram.ServerConfig{ChannelBinding: s.client.ChannelBinding[:]})
 	if err != nil {
 		m.fail(s.client.ID, r.RequestID, mmoproto.Internal, "")
@@ -1015,7 +1022,9 @@ func (m *Module) greet(s *session, r *mmoproto.Greet) {
 	}
 }
 
-// replicate sends one observer a replication step as WorldUpdate.
+// replicate sends one observer a replication step: as WorldUpdate to a
+// client of mmo protocol 2, as Appear, Positions and Disappear to one of
+// protocol 1 (docs/mmo.md §1.1).
 func (m *Module) replicate(d *world.Delta) {
 	s := m.players[d.Observer]
 	if s == nil {
@@ -1023,8 +1032,33 @@ func (m *Module) replicate(d *world.Delta) {
 	}
 	u := &m.repl // reused for every observer: send encodes at once
 	u.Tick = uint32(m.w.Tick())
-	splitUpdate(u, d, func() { m.send(s.client.ID, u) })
+	send := func() { m.send(s.client.ID, u) }
+	if s.speaks < 2 {
+		send = func() { m.sendTrio(s.client.ID, u) }
+	}
+	splitUpdate(u, d, send)
 	clear(u.Appear[:cap(u.Appear)]) // drop the names
+}
+
+// sendTrio sends a WorldUpdate's lists the protocol 1 way: an Appear, a
+// Positions and a Disappear, each only when its list has entries, in that
+// order (the order WorldUpdate applies them in).
+func (m *Module) sendTrio(client uint32, u *mmoproto.WorldUpdate) {
+	if len(u.Appear) > 0 {
+		m.send(client, &mmoproto.Appear{Tick: u.Tick, Entries: u.Appear})
+	}
+	if len(u.Positions) > 0 {
+		m.send(client, &mmoproto.Positions{Tick: u.Tick, Entries: u.Positions})
+	}
+	if len(u.Disappear) > 0 {
+		m.send(client, &mmoproto.Disappear{Tick: u.Tick, IDs: u.Disappear})
+	}
+}
+
+// unsupportedProtocol is ProtocolUnsupported's detail for a client that
+// speaks v.
+func unsupportedProtocol(v uint16) string {
+	return fmt.Sprintf("client speaks mmo protocol %d, this server serves %d..%d; update the client", v, mmoproto.OldestProtocol, mmoproto.Protocol)
 }
 
 // splitUpdate fills u with d's lists — in the common case all of them, one

@@ -92,6 +92,14 @@ type player struct {
 	times  []time.Time    // when each event arrived
 	sent   bytes.Buffer   // every request's plaintext, as handed to the channel
 	handed chan time.Time // when each "handed over" line arrived (benchmarks)
+	got    map[wire.MessageType]int
+}
+
+// received returns how many messages of type t the player received.
+func (p *player) received(t wire.MessageType) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.got[t]
 }
 
 func dial(t testing.TB, srv *server, name string) *player {
@@ -119,7 +127,7 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 	if err != nil {
 		t.Fatalf("dial %s: %v", cfg.Name, err)
 	}
-	p := &player{c: c, handed: make(chan time.Time, 16)}
+	p := &player{c: c, handed: make(chan time.Time, 16), got: make(map[wire.MessageType]int)}
 	p.s = mmoclient.NewSession(c, func(line string) {
 		if strings.HasPrefix(line, "mmo handed over") {
 			select {
@@ -150,6 +158,9 @@ func (p *player) receive(c *netstack.Client) {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		p.got[m.Header.Type]++
+		p.mu.Unlock()
 		p.s.Handle(m)
 	}
 }

@@ -292,3 +292,30 @@ func FuzzModuleSchemas(f *testing.F) {
 		}
 	})
 }
+
+// FuzzModuleProtocols: whatever parses re-encodes to the same bytes, and
+// every entry obeys the rules (a valid name, names ascending, 1 ≤ oldest ≤
+// protocol).
+func FuzzModuleProtocols(f *testing.F) {
+	f.Add(AppendModuleProtocols(nil, &ModuleProtocols{Revision: 7, Modules: []ModuleProtocol{
+		{Module: "deathmatch", Protocol: 1, Oldest: 1}, {Module: "mmo", Protocol: 2, Oldest: 1}}}))
+	f.Add([]byte{0, 0, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 3, 0, 'm', 'm', 'o', 0, 0, 1, 0}) // protocol 0
+	f.Fuzz(func(t *testing.T, p []byte) {
+		m, err := ParseModuleProtocols(p)
+		if err != nil {
+			return
+		}
+		if out := AppendModuleProtocols(nil, &m); !bytes.Equal(out, p) {
+			t.Fatalf("re-encoding differs:\n in % x\nout % x", p, out)
+		}
+		for i, e := range m.Modules {
+			if CheckProtocol(e) != nil || !ValidName([]byte(e.Module), MaxSchemaNameLen) || i > 0 && m.Modules[i-1].Module >= e.Module {
+				t.Fatalf("entry %d breaks the rules: %+v", i, e)
+			}
+			if got, ok := m.Lookup(e.Module); !ok || got != e {
+				t.Fatalf("Lookup(%q) = %+v, %v", e.Module, got, ok)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,4 +187,45 @@ func TestRegistryConcurrentUse(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+func TestModuleProtocolsFollowTheOwnersTypes(t *testing.T) {
+	reg := NewRegistry()
+	if got := reg.ModuleProtocols(); len(got) != 0 {
+		t.Fatalf("empty registry announces %+v", got)
+	}
+	for _, s := range []Schema{{ID: 1100, Name: "a", Direction: ClientToServer, Channel: Reliable, MinLen: 1, MaxLen: 4, StringFieldOffset: NoStringFields}} {
+		if err := reg.Register("mmo", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Register("dm", Schema{ID: 1300, Name: "b", Direction: ServerToClient, Channel: Reliable, MinLen: 1, MaxLen: 4, StringFieldOffset: NoStringFields}); err != nil {
+		t.Fatal(err)
+	}
+	rev := reg.Revision()
+	if err := reg.SetProtocol("mmo", ModuleProtocol{Protocol: 2, Oldest: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if reg.Revision() == rev {
+		t.Fatal("declaring a protocol did not change the revision: clients would not be told")
+	}
+	want := []ModuleProtocol{{Module: "dm", Protocol: 1, Oldest: 1}, {Module: "mmo", Protocol: 2, Oldest: 1}}
+	if got := reg.ModuleProtocols(); !slices.Equal(got, want) {
+		t.Fatalf("ModuleProtocols %+v, want %+v", got, want)
+	}
+	if err := reg.SetProtocol("mmo", ModuleProtocol{Protocol: 1, Oldest: 2}); err == nil {
+		t.Fatal("oldest above protocol accepted")
+	}
+	reg.UnregisterOwner("mmo")
+	if got := reg.ModuleProtocols(); !slices.Equal(got, want[:1]) {
+		t.Fatalf("after unloading mmo: %+v", got)
+	}
+	payload := AppendModuleProtocols(nil, &ModuleProtocols{Revision: reg.Revision(), Modules: want})
+	m, err := ParseModuleProtocols(payload)
+	if err != nil || !slices.Equal(m.Modules, want) {
+		t.Fatalf("round trip: %+v, %v", m, err)
+	}
+	if v, ok := m.Lookup("mmo"); !ok || !v.Serves(1) || !v.Serves(2) || v.Serves(3) {
+		t.Fatalf("mmo serves: %+v", v)
+	}
 }

@@ -724,8 +724,13 @@ type Manifest struct {
 	// server never waits for it within the tick (plugin_answers = next_tick
 	// for this module).
 	AnswersNextTick bool `protobuf:"varint,10,opt,name=answers_next_tick,json=answersNextTick,proto3" json:"answers_next_tick,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The version of the module's own message protocol and the oldest it
+	// still serves (docs/protocol.md §10.4); 0 means 1, and an oldest of 0
+	// means only the newest.
+	Protocol       uint32 `protobuf:"varint,11,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	OldestProtocol uint32 `protobuf:"varint,12,opt,name=oldest_protocol,json=oldestProtocol,proto3" json:"oldest_protocol,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
@@ -826,6 +831,20 @@ func (x *Manifest) GetAnswersNextTick() bool {
 		return x.AnswersNextTick
 	}
 	return false
+}
+
+func (x *Manifest) GetProtocol() uint32 {
+	if x != nil {
+		return x.Protocol
+	}
+	return 0
+}
+
+func (x *Manifest) GetOldestProtocol() uint32 {
+	if x != nil {
+		return x.OldestProtocol
+	}
+	return 0
 }
 
 // MetricSpec declares one metric a module reports.
@@ -2205,7 +2224,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06fields\x18\x03 \x03(\v2 .sparkhost.plugin.v1.EntityFieldR\x06fields\x12%\n" +
 	"\x0eposition_field\x18\x04 \x01(\tR\rpositionField\x122\n" +
 	"\abox_min\x18\x05 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMin\x122\n" +
-	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xa3\x03\n" +
+	"\abox_max\x18\x06 \x01(\v2\x19.sparkhost.plugin.v1.Vec3R\x06boxMax\"\xe8\x03\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x127\n" +
@@ -2217,7 +2236,9 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x05rooms\x18\b \x01(\bR\x05rooms\x12\x19\n" +
 	"\bno_match\x18\t \x01(\bR\anoMatch\x12*\n" +
 	"\x11answers_next_tick\x18\n" +
-	" \x01(\bR\x0fanswersNextTick\"i\n" +
+	" \x01(\bR\x0fanswersNextTick\x12\x1a\n" +
+	"\bprotocol\x18\v \x01(\rR\bprotocol\x12'\n" +
+	"\x0foldest_protocol\x18\f \x01(\rR\x0eoldestProtocol\"i\n" +
 	"\n" +
 	"MetricSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +

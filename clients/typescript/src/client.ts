@@ -12,7 +12,7 @@ import {
 } from "./handshake";
 import { Sealer, Opener, SEAL_OVERHEAD } from "./seal";
 import { Channel, Record, parseBody, recordHeaderLen, writeRecord } from "./body";
-import { MessageSchema, ModuleSchemas, RefuseReason, checkFromServer, fieldLayout, parseModuleSchemas, BUILTIN_CLIENT_TYPES } from "./schemas";
+import { MessageSchema, ModuleProtocols, ModuleSchemas, RefuseReason, checkFromServer, fieldLayout, parseModuleProtocols, parseModuleSchemas, BUILTIN_CLIENT_TYPES } from "./schemas";
 import { HoldQueue } from "./hold";
 import { GameStateSync, parseGameStateSync } from "./gamestate";
 
@@ -26,6 +26,7 @@ const T_ACK = 6;
 const T_GAME_STATE_SYNC = 14;
 const T_MESSAGE_REFUSED = 20;
 const T_MODULE_SCHEMAS = 21;
+const T_MODULE_PROTOCOLS = 22;
 
 /** Disconnect reasons (§6). */
 export const DisconnectReason: { [code: number]: string } = {
@@ -155,6 +156,8 @@ export class Client {
   gameState: GameStateSync | undefined;
   /** The highest-revision ModuleSchemas announcement received (§10.2). */
   moduleSchemas: ModuleSchemas | undefined;
+  /** The highest-revision ModuleProtocols announcement received (§10.4). */
+  moduleProtocols: ModuleProtocols | undefined;
 
   /** Called for every message delivered (module messages and the built-in types the runtime does not consume). */
   onMessage: ((m: Message) => void) | undefined;
@@ -826,6 +829,11 @@ export class Client {
         case T_MODULE_SCHEMAS:
           adopted = this.onModuleSchemas(payload);
           break;
+        case T_MODULE_PROTOCOLS: {
+          const p = parseModuleProtocols(payload);
+          if (!this.moduleProtocols || p.revision > this.moduleProtocols.revision) this.moduleProtocols = p;
+          break;
+        }
         case T_GAME_STATE_SYNC:
           this.gameState = parseGameStateSync(payload);
           if (!this.admitted) {

@@ -2,7 +2,7 @@
 export * from "./wire";
 export { Channel, Record, parseBody, buildBody } from "./body";
 export {
-  Direction, MessageSchema, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleSchemas,
+  Direction, MessageSchema, ModuleProtocol, ModuleProtocols, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleProtocols, parseModuleSchemas,
   Kind, FieldSchema, Layout, MAX_FIELDS, MAX_FIELD_NAME, fieldLayout, checkFields, validFieldName,
 } from "./schemas";
 export { HoldQueue, HeldMessage, HOLD_MAX_MESSAGES, HOLD_MAX_BYTES, HOLD_UNANNOUNCED_MS } from "./hold";

@@ -261,6 +261,49 @@ const ENTRY_MIN = 2 + 1 + 1 + 4 + 4 + 4 + 1 + 3 + 3;
 /** The smallest encoded field: a 1-byte name and a kind. */
 const FIELD_MIN = 3 + 1;
 
+/** A module's protocol: the newest version it speaks and the oldest it serves (§10.4). */
+export interface ModuleProtocol {
+  module: string;
+  protocol: number;
+  oldest: number;
+}
+
+/** A ModuleProtocols announcement (§10.4). */
+export interface ModuleProtocols {
+  revision: number;
+  modules: ModuleProtocol[];
+}
+
+/** Parses a ModuleProtocols payload, refusing anything §10.4 forbids. */
+export function parseModuleProtocols(payload: Uint8Array): ModuleProtocols {
+  const r = new Reader(payload);
+  const revision = r.u32();
+  const count = r.u16();
+  if (count * (3 + 2 + 2) > r.remaining) throw new WireError("ModuleProtocols count exceeds the payload");
+  const modules: ModuleProtocol[] = [];
+  let last: Uint8Array | undefined;
+  for (let i = 0; i < count; i++) {
+    const raw = r.raw(r.u16());
+    const module = checkName(raw, 64, "ModuleProtocols module");
+    if (last !== undefined && compareBytes(last, raw) >= 0) throw new WireError("ModuleProtocols modules must ascend without repeats");
+    last = raw;
+    const protocol = r.u16();
+    const oldest = r.u16();
+    if (oldest < 1 || oldest > protocol) throw new WireError("ModuleProtocols needs 1 ≤ oldest ≤ protocol");
+    modules.push({ module, protocol, oldest });
+  }
+  if (r.remaining !== 0) throw new WireError("ModuleProtocols: bytes after the last entry");
+  return { revision, modules };
+}
+
+/** Compares two byte strings as unsigned bytes (the order of module names). */
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    if (a[i] !== b[i]) return a[i] - b[i];
+  }
+  return a.length - b.length;
+}
+
 /** Parses a ModuleSchemas payload, refusing anything §10.2 forbids. */
 export function parseModuleSchemas(payload: Uint8Array): ModuleSchemas {
   const r = new Reader(payload);
@@ -371,6 +414,7 @@ export const BUILTIN_SERVER_TYPES: { [type: number]: BuiltinRule } = {
   18: { channel: O, min: 2, max: ANY }, // ScoreUpdate
   20: { channel: U, min: 12, max: 12 }, // MessageRefused
   21: { channel: R, min: 6, max: ANY }, // ModuleSchemas
+  22: { channel: R, min: 6, max: ANY }, // ModuleProtocols
   33: { channel: O, min: 6, max: 5254 }, // RoomList
   41: { channel: R, min: 15, max: 301 }, // RoomChat
   42: { channel: O, min: 9, max: 265 }, // RoomResult

@@ -50,6 +50,10 @@ type Session struct {
 	Iterations int
 	// Timeout bounds each request (default 10 s).
 	Timeout time.Duration
+	// Protocol is the mmo protocol the session states at login (docs/mmo.md
+	// §1.1): 0 states mmoproto.Protocol; 1 behaves as a client of the first
+	// protocol, which stated none (a test of old clients).
+	Protocol uint16
 	// Sent, when set, sees the plaintext of every request handed to the
 	// channel (tests assert no password ever appears in it).
 	Sent func(t wire.MessageType, payload []byte)
@@ -344,6 +348,17 @@ func (s *Session) Register(ctx context.Context, account, password string) (strin
 // account's verifier.
 var ErrServerNotProven = errors.New("the server did not prove it knows the account (bad server signature): not logged in")
 
+// statedProtocol is the protocol field of LoginStart: none for protocol 1.
+func (s *Session) statedProtocol() uint16 {
+	switch s.Protocol {
+	case 0:
+		return mmoproto.Protocol
+	case 1:
+		return 0
+	}
+	return s.Protocol
+}
+
 // Login runs the SCRAM-SHA-256 exchange bound to this connection's
 // handshake transcript.
 func (s *Session) Login(ctx context.Context, account, password string) (string, error) {
@@ -353,7 +368,7 @@ func (s *Session) Login(ctx context.Context, account, password string) (string, 
 		return "", err
 	}
 	r, err := s.request(ctx, func(id uint32) mmoproto.Message {
-		return &mmoproto.LoginStart{RequestID: id, ClientFirst: cl.First()}
+		return &mmoproto.LoginStart{RequestID: id, ClientFirst: cl.First(), Protocol: s.statedProtocol()}
 	})
 	if err != nil {
 		return "", err

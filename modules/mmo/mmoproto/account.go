@@ -1,6 +1,11 @@
 package mmoproto
 
-import "github.com/sparkhost/sparkhost/netstack/wire"
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
 
 // Register (1100, C→S) creates an account from a SCRAM-SHA-256 verifier the
 // client computed; the password never travels. Answered by RegisterResult or
@@ -68,23 +73,43 @@ func (m *RegisterResult) decode(r *wire.Reader) {
 // ParseRegisterResult parses a RegisterResult payload.
 func ParseRegisterResult(p []byte) (RegisterResult, error) { return parseAs[RegisterResult](p) }
 
-// LoginStart (1102, C→S) carries the SCRAM client-first-message. Answered by
-// LoginChallenge or Result (Throttled, AlreadyLoggedIn, AuthFailed,
-// BadRequest).
+// LoginStart (1102, C→S) carries the SCRAM client-first-message and the mmo
+// protocol the client speaks. Answered by LoginChallenge or Result
+// (Throttled, AlreadyLoggedIn, AuthFailed, BadRequest, ProtocolUnsupported).
 type LoginStart struct {
 	RequestID   uint32
 	ClientFirst string // ≤ MaxSCRAMField bytes
+	// Protocol is the mmo protocol the client speaks (docs/mmo.md §1.1), a
+	// trailing u16; 0 leaves it out: a client of protocol 1, written before
+	// the field existed.
+	Protocol uint16
 }
 
 // Type returns TypeLoginStart.
 func (*LoginStart) Type() wire.MessageType { return TypeLoginStart }
 
 // Append appends m's encoding to dst.
-func (m *LoginStart) Append(dst []byte) []byte { return appendIDStr(dst, m.RequestID, m.ClientFirst) }
+func (m *LoginStart) Append(dst []byte) []byte {
+	dst = appendIDStr(dst, m.RequestID, m.ClientFirst)
+	if m.Protocol != 0 {
+		dst = binary.LittleEndian.AppendUint16(dst, m.Protocol)
+	}
+	return dst
+}
 
 func (m *LoginStart) decode(r *wire.Reader) {
 	m.RequestID, m.ClientFirst = r.U32(), readStr(r, MaxSCRAMField)
+	if r.Remaining() == 2 {
+		if m.Protocol = r.U16(); m.Protocol == 0 {
+			r.Fail(errZeroProtocol)
+		}
+	}
 }
+
+// Speaks returns the mmo protocol the client stated: 1 when it stated none.
+func (m *LoginStart) Speaks() uint16 { return max(m.Protocol, 1) }
+
+var errZeroProtocol = errors.New("mmo: protocol 0 stated in LoginStart (leave the field out instead)")
 
 // ParseLoginStart parses a LoginStart payload.
 func ParseLoginStart(p []byte) (LoginStart, error) { return parseAs[LoginStart](p) }

@@ -38,6 +38,7 @@ const (
 	TicketsNotAccepted    Code = 27 // gateway ticket: this server is not an area server of a world
 	AccountBanned         Code = 28 // login: the password is right but the account is banned; detail is the reason
 	RegistrationLimited   Code = 29 // registration: too many from this address; retry after RetryAfterMS
+	ProtocolUnsupported   Code = 30 // login: the client's mmo protocol is not one this server serves; detail says which it serves
 )
 
 var codeNames = [...]string{
@@ -51,6 +52,7 @@ var codeNames = [...]string{
 	TicketInvalid: "TicketInvalid", TicketSignature: "TicketSignature", TicketExpired: "TicketExpired",
 	TicketWrongServer: "TicketWrongServer", TicketReplayed: "TicketReplayed", CharacterElsewhere: "CharacterElsewhere",
 	TicketsNotAccepted: "TicketsNotAccepted", AccountBanned: "AccountBanned", RegistrationLimited: "RegistrationLimited",
+	ProtocolUnsupported: "ProtocolUnsupported",
 }
 
 // String returns the code's name, or "Code(n)" for a code this version does
@@ -93,6 +95,7 @@ var codeText = [...]string{
 	TicketsNotAccepted:    "this server takes no gateway tickets; log in with your password",
 	AccountBanned:         "this account is banned",
 	RegistrationLimited:   "too many registrations from your address; wait and try again",
+	ProtocolUnsupported:   "this server does not serve your client's mmo protocol; update the client",
 }
 
 // Text returns a one-line English explanation of c for users.

@@ -87,11 +87,19 @@ var (
 	s2c = wire.ServerToClient
 )
 
+// The mmo protocol versions this code speaks (docs/mmo.md §1.1): 2
+// replicates with WorldUpdate, 1 with Appear, Positions and Disappear. A
+// client states its version in LoginStart (none stated: 1).
+const (
+	Protocol       uint16 = 2
+	OldestProtocol uint16 = 1
+)
+
 // schemas is the table of docs/mmo.md §2, indexed by type − FirstType.
 var schemas = [...]wire.Schema{
 	sc(TypeRegister, "Register", c2s, registerFixed, registerFixed+MaxNameField, 4),
 	sc(TypeRegisterResult, "RegisterResult", s2c, 4+strMin, 4+strMin+MaxNameField, 4),
-	sc(TypeLoginStart, "LoginStart", c2s, 4+strMin, 4+strMin+MaxSCRAMField, 4),
+	sc(TypeLoginStart, "LoginStart", c2s, 4+strMin, 4+strMin+MaxSCRAMField+2, 4), // + the protocol, optional
 	sc(TypeLoginChallenge, "LoginChallenge", s2c, 4+strMin, 4+strMin+MaxSCRAMField, 4),
 	sc(TypeLoginFinish, "LoginFinish", c2s, 4+strMin, 4+strMin+MaxSCRAMField, 4),
 	sc(TypeLoginResult, "LoginResult", s2c, 4+2*strMin, 4+2*strMin+MaxNameField+MaxSCRAMField, 4),
