@@ -32,8 +32,8 @@ type schemaTable struct {
 	mu        sync.Mutex
 	rev       uint32
 	built     bool
-	payload   []byte // ModuleSchemas
-	protocols []byte // ModuleProtocols
+	payload   []byte        // ModuleSchemas
+	protocols []byte        // ModuleProtocols
 	announced atomic.Uint32 // revision AnnounceSchemas last sent to every peer, +1 (0: none)
 }
 

@@ -112,7 +112,7 @@ type moduleType struct {
 type Registry struct {
 	mu        sync.Mutex // serializes writers; readers never take it
 	snap      atomic.Pointer[map[MessageType]moduleType]
-	rev       atomic.Uint32                            // changes of the module types (Revision)
+	rev       atomic.Uint32                             // changes of the module types (Revision)
 	protocols atomic.Pointer[map[string]ModuleProtocol] // by owner (protocols.go)
 }
 
