@@ -12,6 +12,12 @@ func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.S
 	n := &cfg.Network
 	nc.Internet = cfg.Internet()
 	nc.RefuseV3 = !n.AllowV3
+	if cfg.Rooms.Enabled {
+		// A v3 client cannot send the room requests that are the only way
+		// out of the lobby: it is refused with a reason rather than
+		// admitted to nothing (docs/protocol.md §3.2).
+		nc.RefuseV3, nc.RefuseV3Detail = true, roomsNeedV4
+	}
 	nc.SkipAddressValidation = !n.AddressValidation && !cfg.Internet()
 	nc.PrefixBudget = ratelimit.Config{Burst: n.PrefixBurst, RefillPerSecond: n.PrefixRefillPerSecond}
 	nc.HandshakeBudget = globalBudget(n.HandshakesPerSecond)
