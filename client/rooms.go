@@ -304,21 +304,10 @@ func roomEventText(ev gamemsg.RoomEvent) string {
 	case gamemsg.RoomRenamed:
 		return fmt.Sprintf("renamed to %q by %d", ev.Name, ev.Client)
 	case gamemsg.RoomClosed:
-		return "closed (" + closeReasonText(gamemsg.CloseReason(ev.Value)) + ")"
+		return "closed (" + gamemsg.CloseReason(ev.Value).String() + ")"
 	case gamemsg.RoomPasswordFailures:
 		return fmt.Sprintf("%d wrong password(s) tried for your room, the latest by %s", ev.Value, who)
 	}
 	return ev.Kind.String()
 }
 
-func closeReasonText(r gamemsg.CloseReason) string {
-	switch r {
-	case gamemsg.CloseAdmin:
-		return "admin"
-	case gamemsg.CloseModuleFailed:
-		return "module failed"
-	case gamemsg.CloseShutdown:
-		return "shutdown"
-	}
-	return "empty"
-}

@@ -384,20 +384,9 @@ func (s *Server) closeRoom(r *room, why gamemsg.CloseReason) {
 	info := r.roomInfo()
 	info.Players, info.Open = 0, false
 	s.update(gamemsg.RoomUpdate{Kind: gamemsg.RoomGone, Room: info})
-	s.log.Info("room closed", "room", r.info.ID, "name", r.info.Name, "why", closeText(why))
+	s.log.Info("room closed", "room", r.info.ID, "name", r.info.Name, "why", why.String())
 }
 
-func closeText(why gamemsg.CloseReason) string {
-	switch why {
-	case gamemsg.CloseAdmin:
-		return "admin"
-	case gamemsg.CloseModuleFailed:
-		return "module failed"
-	case gamemsg.CloseShutdown:
-		return "shutdown"
-	}
-	return "empty"
-}
 
 // update tells the browsing clients in the lobby about a room.
 func (s *Server) update(u gamemsg.RoomUpdate) {

@@ -8,13 +8,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
+
+	"github.com/sparkhost/sparkhost/module"
 )
 
 // Builtin is the Owner of the host's own commands, help among them.
 const Builtin = "builtin"
 
 // maxNameLen bounds a command name so that help stays one readable column.
-const maxNameLen = 32
+const maxNameLen = module.MaxCommandNameLen
 
 // Errors Register and Execute wrap; match them with errors.Is.
 var (
@@ -101,22 +103,9 @@ func checkCommand(c Command) error {
 	return nil
 }
 
-// ValidName reports whether name is a valid command name: a lower-case
-// letter, then lower-case letters, digits, '-', '_' or '.', at most 32 bytes.
-// Module names follow the same rule.
-func ValidName(name string) bool {
-	if name == "" || len(name) > maxNameLen || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidName reports whether name is a valid command name: the module
+// contract's rule (module.ValidCommandName), which module names follow too.
+func ValidName(name string) bool { return module.ValidCommandName(name) }
 
 func describeOwner(owner string) string {
 	if owner == Builtin {

@@ -51,3 +51,29 @@ func SyncDir(dir string) {
 	d.Sync()
 	d.Close()
 }
+
+// CreateExclusive writes data to a new file at path with mode perm: created
+// with O_EXCL, so an existing file is never replaced (the error then
+// matches fs.ErrExist), written fully and fsynced. On a failure after the
+// create the partial file is removed. Secret key files use it: a second
+// process starting at the same moment loses the race and loads the
+// winner's key instead of writing its own.
+func CreateExclusive(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return err
+	}
+	SyncDir(filepath.Dir(path))
+	return nil
+}

@@ -124,25 +124,11 @@ func createIdentity(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trust: generating server identity: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := atomicfile.CreateExclusive(path, priv, 0o600); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("trust: creating server identity: %w", err)
-	}
-	_, err = f.Write(priv)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// O_EXCL made this file ours, so removing the partial one loses nothing.
-		os.Remove(path)
 		return nil, fmt.Errorf("trust: writing server identity %s: %w", path, err)
 	}
-	atomicfile.SyncDir(filepath.Dir(path))
 	return priv, nil
 }

@@ -1,6 +1,10 @@
 package gamemsg
 
-import "github.com/sparkhost/sparkhost/netstack/wire"
+import (
+	"strconv"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
 
 // Rooms (docs/protocol.md §13): the lobby's requests, answers and events.
 // Every admitted client starts in the lobby (or, on a server that runs one
@@ -157,6 +161,23 @@ const (
 	CloseShutdown                        // the server shuts down
 	CloseEmpty                           // empty past the grace time (told to the lobby only)
 )
+
+// String returns the reason as people read it in logs and the console:
+// "admin", "module failed", "shutdown", "empty", or "reason N" for one this
+// version does not know.
+func (r CloseReason) String() string {
+	switch r {
+	case CloseAdmin:
+		return "admin"
+	case CloseModuleFailed:
+		return "module failed"
+	case CloseShutdown:
+		return "shutdown"
+	case CloseEmpty:
+		return "empty"
+	}
+	return "reason " + strconv.Itoa(int(r))
+}
 
 // ChatScope says whom a RoomChat reaches.
 type ChatScope uint8

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+
+	"github.com/sparkhost/sparkhost/internal/atomicfile"
 )
 
 // The world key file holds 64 bytes, the Ed25519 seed followed by its
@@ -31,19 +33,10 @@ func CreateWorldKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.Write(priv)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := atomicfile.CreateExclusive(path, priv, 0o600); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("gateway: writing the world key %s: %w", path, err)
 	}
 	return priv, nil
