@@ -77,3 +77,31 @@ func TestConsoleDecodesTagMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestModeGivenByPathIsNamedByItsDeclaration: a module given by path —
+// `--module ./scripts/tag.lua` on a one-match server, `--mode
+// ./scripts/tag.lua` on a lobby — is offered and shown under the name its
+// spark.module{name=} declares, not the path; a room is created by it.
+func TestModeGivenByPathIsNamedByItsDeclaration(t *testing.T) {
+	bin := buildBinary(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := shortTempDir(t)
+	one := startServerIn(t, bin, root, filepath.Join(tmp, "one"), "--module", "./scripts/tag.lua")
+	c := startClient(t, bin, filepath.Join(tmp, "c1"), one.pin,
+		`connect `+one.addr.String()+` ann; rooms; wait 'room 1 "[^"]*" mode tag map'; quit`)
+	c.waitExit(t, "client of the one-match server")
+	if out := c.output(); !strings.Contains(out, "rooms: 1 of 1 (modes tag)") || strings.Contains(out, "tag.lua") {
+		t.Errorf("one-match server: the mode is not named tag:\n%s", out)
+	}
+
+	lobby := startServerIn(t, bin, root, filepath.Join(tmp, "lobby"), "--rooms", "--mode", "./scripts/tag.lua")
+	c = startClient(t, bin, filepath.Join(tmp, "c2"), lobby.pin,
+		`connect `+lobby.addr.String()+` ann; rooms; room_create fun tag; wait 'in room [0-9]+ "fun" mode tag '; quit`)
+	c.waitExit(t, "client of the lobby")
+	if out := c.output(); !strings.Contains(out, "rooms: 0 of 0 (modes tag)") || strings.Contains(out, "tag.lua") {
+		t.Errorf("lobby: the mode is not named tag:\n%s", out)
+	}
+}

@@ -34,7 +34,9 @@ Without --rooms the server runs one match, a room every admitted client
 joins, with the --module modules. --rooms (rooms.enabled) gives it a lobby:
 clients list, create and join rooms, each running one of the --mode modules
 (rooms.modes) with its own match, entities and module instance; --module
-modules then run for the whole server beside the rooms.
+modules then run for the whole server beside the rooms. A mode given by path
+(--mode ./scripts/tag.lua) is offered under the name its module declares
+(tag); one given by name keeps that name.
 `
 
 // moduleFlags collects repeated --module values.
