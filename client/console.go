@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/sparkhost/sparkhost/netstack"
@@ -57,6 +58,9 @@ type Config struct {
 	// Protocol is the handshake: 0 speaks v4 and falls back to v3 for a v3
 	// server, 4 insists on v4, 3 speaks v3 only (netstack.ClientConfig).
 	Protocol uint16
+	// AnswerTimeout bounds a room command's wait for the server's answer
+	// (0 = DefaultAnswerTimeout).
+	AnswerTimeout time.Duration
 }
 
 // MessageHook is called for an incoming message of the type it was added for.
@@ -98,6 +102,7 @@ type Console struct {
 	dialing  bool
 	closed   bool
 	known    map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
+	roomWait *roomWaiter                 // the room command waiting for its answer
 	runCtx   context.Context             // RunInteractive's context while it runs
 	input    *terminalInput              // RunInteractive's terminal while it runs
 }

@@ -13,8 +13,10 @@ import (
 )
 
 // Rooms at the console (docs/protocol.md §13): the commands send the room
-// requests; the answers and events arrive as event lines that wait
-// matches:
+// requests and wait for the answer (RoomList, or the RoomResult of their
+// request; Config.AnswerTimeout), which prints before the command returns;
+// a refusal fails the command. Answers and events are event lines that
+// wait matches:
 //
 //	rooms: 2 of 2 (modes deathmatch, tag)
 //	room 3 "friday" mode tag map arena players 1/8 waiting open
@@ -78,7 +80,7 @@ func cmdRooms(c *Console, args []string) error {
 		}
 		offset = int(n)
 	}
-	return c.sendRoom("rooms", gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{Offset: uint16(offset)}))
+	return c.roomRequest("rooms", gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{Offset: uint16(offset)}))
 }
 
 func cmdRoomCreate(c *Console, args []string) error {
@@ -104,7 +106,7 @@ func cmdRoomCreate(c *Console, args []string) error {
 		}
 		m.Password, m.Salt, m.Iterations, m.StoredKey = true, v.Salt, v.Iterations, v.StoredKey
 	}
-	return c.sendRoom("room_create", gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &m))
+	return c.roomRequest("room_create", gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &m))
 }
 
 func cmdRoomJoin(c *Console, args []string) error {
@@ -133,7 +135,7 @@ func cmdRoomJoin(c *Console, args []string) error {
 		}
 		m.Proof = proof[:]
 	}
-	return c.sendRoom("room_join", gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &m))
+	return c.roomRequest("room_join", gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &m))
 }
 
 func noArgs(name string, t wire.MessageType) func(c *Console, args []string) error {
@@ -141,7 +143,7 @@ func noArgs(name string, t wire.MessageType) func(c *Console, args []string) err
 		if len(args) != 0 {
 			return usageError(name)
 		}
-		return c.sendRoom(name, t, nil)
+		return c.roomRequest(name, t, nil)
 	}
 }
 
@@ -156,7 +158,7 @@ func cmdRoomRename(c *Console, args []string) error {
 	if !wire.ValidName([]byte(name), gamemsg.MaxRoomNameLen) {
 		return usageError("room_rename NAME... (1..32 bytes)")
 	}
-	return c.sendRoom("room_rename", gamemsg.TypeRoomRename, gamemsg.AppendRoomRename(nil, &gamemsg.RoomRename{Name: name}))
+	return c.roomRequest("room_rename", gamemsg.TypeRoomRename, gamemsg.AppendRoomRename(nil, &gamemsg.RoomRename{Name: name}))
 }
 
 func cmdRoomKick(c *Console, args []string) error {
@@ -167,7 +169,7 @@ func cmdRoomKick(c *Console, args []string) error {
 	if err != nil {
 		return fmt.Errorf("room_kick: %q is not a client id", args[0])
 	}
-	return c.sendRoom("room_kick", gamemsg.TypeRoomKick, gamemsg.AppendRoomKick(nil, &gamemsg.RoomKick{Client: uint32(id)}))
+	return c.roomRequest("room_kick", gamemsg.TypeRoomKick, gamemsg.AppendRoomKick(nil, &gamemsg.RoomKick{Client: uint32(id)}))
 }
 
 func roomSay(name string, scope gamemsg.ChatScope) func(c *Console, args []string) error {
@@ -203,6 +205,7 @@ func (c *Console) printRoom(m netstack.Message) (bool, error) {
 			c.remember(ri)
 			c.Printf("room %s", roomText(ri))
 		}
+		c.answerRoom(gamemsg.TypeRoomListRequest, nil)
 	case gamemsg.TypeRoomResult:
 		rr, err := gamemsg.ParseRoomResult(m.Payload)
 		if err != nil {
@@ -213,6 +216,7 @@ func (c *Console) printRoom(m netstack.Message) (bool, error) {
 			line += ": " + rr.Detail
 		}
 		c.Printf("%s", line)
+		c.answerRoom(rr.Request, &rr)
 	case gamemsg.TypeRoomState:
 		rs, err := gamemsg.ParseRoomState(m.Payload)
 		if err != nil {

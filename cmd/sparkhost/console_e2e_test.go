@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hexRecv is a module message the console could only print as hex: its
@@ -103,5 +104,36 @@ func TestModeGivenByPathIsNamedByItsDeclaration(t *testing.T) {
 	c.waitExit(t, "client of the lobby")
 	if out := c.output(); !strings.Contains(out, "rooms: 0 of 0 (modes tag)") || strings.Contains(out, "tag.lua") {
 		t.Errorf("lobby: the mode is not named tag:\n%s", out)
+	}
+}
+
+// TestRoomCommandsWaitForTheirAnswer: each room command waits for the
+// server's answer and prints it before the next command runs, and a
+// refusal fails the script (exit 1) at that command.
+func TestRoomCommandsWaitForTheirAnswer(t *testing.T) {
+	bin := buildBinary(t)
+	tmp := shortTempDir(t)
+	rs := startServer(t, bin, filepath.Join(tmp, "data"), "--rooms", "--mode", "deathmatch")
+	addr := rs.addr.String()
+	ok := startClient(t, bin, filepath.Join(tmp, "ok"), rs.pin,
+		`connect `+addr+` ann; rooms; room_create fun deathmatch; room_leave; quit`)
+	ok.waitExit(t, "the client whose requests succeed")
+	out := ok.output()
+	for _, want := range []string{"rooms: 0 of 0 (modes deathmatch)\n", "room result: RoomCreate OK room ", "room result: RoomLeave OK room "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q (the command did not wait for its answer):\n%s", want, out)
+		}
+	}
+
+	bad := startClient(t, bin, filepath.Join(tmp, "bad"), rs.pin,
+		`connect `+addr+` bob; room_join 99; say never`)
+	select {
+	case err := <-bad.done:
+		out := bad.output()
+		if err == nil || !strings.Contains(out, "error: room_join: refused: NoSuchRoom") || strings.Contains(out, "said: never") {
+			t.Errorf("a refused room_join: exit %v; output:\n%s", err, out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("client still running after 60 s; output:\n%s", bad.output())
 	}
 }
