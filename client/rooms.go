@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ func roomCommands() []Command {
 	return []Command{
 		{Name: "rooms", Usage: "rooms [OFFSET]", Help: "list the rooms (a page of 16 from OFFSET) and the modes", Run: cmdRooms},
 		{Name: "room_create", Usage: "room_create NAME MODE [CAPACITY [PASSWORD]]", Help: "create a room (capacity 0: the server's default) and join it as its owner", Run: cmdRoomCreate},
-		{Name: "room_join", Usage: "room_join ID [PASSWORD]", Help: "join a room (list the rooms first for one with a password)", Run: cmdRoomJoin},
+		{Name: "room_join", Usage: "room_join ID [PASSWORD]", Help: "join a room (list the rooms first for one with a password; asked for at a terminal when omitted)", Run: cmdRoomJoin},
 		{Name: "room_leave", Usage: "room_leave", Help: "leave your room for the lobby", Run: cmdRoomLeave},
 		{Name: "room_rename", Usage: "room_rename NAME...", Help: "rename your room (owner)", Run: cmdRoomRename},
 		{Name: "room_start", Usage: "room_start", Help: "start your room's match (owner)", Run: cmdRoomStart},
@@ -118,15 +119,26 @@ func cmdRoomJoin(c *Console, args []string) error {
 		return fmt.Errorf("room_join: %q is not a room id", args[0])
 	}
 	m := gamemsg.RoomJoin{Room: uint32(id)}
+	c.mu.Lock()
+	info, known := c.known[m.Room]
+	c.mu.Unlock()
+	if len(args) == 1 && known && info.Password {
+		// A room known to want a password: ask for it at the terminal.
+		pw, err := c.ReadSecret(fmt.Sprintf("password for room %d: ", id))
+		if errors.Is(err, ErrNoTerminal) {
+			return fmt.Errorf("room_join: room %d has a password; give it: room_join %d PASSWORD", id, id)
+		}
+		if err != nil {
+			return fmt.Errorf("room_join: %w", err)
+		}
+		args = append(args, pw)
+	}
 	if len(args) == 2 {
 		conn, err := c.current("room_join")
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		info, ok := c.known[m.Room]
-		c.mu.Unlock()
-		if !ok || !info.Password {
+		if !known || !info.Password {
 			return fmt.Errorf("room_join: room %d is not known to have a password; list the rooms first (rooms)", id)
 		}
 		proof, err := roomauth.Proof(args[1], info.Salt, info.Iterations, m.Room, conn.client.ChannelBinding())
