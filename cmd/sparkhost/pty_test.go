@@ -290,3 +290,50 @@ func TestRoomPasswordPrompt(t *testing.T) {
 		t.Errorf("the password was shown:\n%q", p.text())
 	}
 }
+
+// TestServerConsoleLineEditing: `sparkhost run` with its stdin on a
+// terminal reads admin commands with line editing and history (arrow-up
+// runs the last command again) behind a prompt; Ctrl-C still stops the
+// server cleanly.
+func TestServerConsoleLineEditing(t *testing.T) {
+	bin := buildBinary(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd := exec.Command(bin, "run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", filepath.Join(shortTempDir(t), "data"))
+	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p := &ptyClient{cmd: cmd, master: master}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			p.mu.Lock()
+			p.screen.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	p.wait(t, "server identity pin:")
+	p.wait(t, "> ")
+	p.keys("players\r")
+	p.waitN(t, "no players", 1)
+	p.keys("\x1b[A\r") // arrow-up: players again
+	p.waitN(t, "no players", 2)
+	p.keys("plyers\x1b[D\x1b[D\x1b[D\x1b[Da\r") // insert the missing a
+	p.waitN(t, "no players", 3)
+	p.keys("\x03")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("server exit %d after Ctrl-C; screen:\n%q", code, p.text())
+	}
+	if strings.Contains(p.text(), "^[[") || strings.Contains(p.text(), "unknown command") {
+		t.Errorf("arrow keys reached the admin console as text:\n%q", p.text())
+	}
+}
