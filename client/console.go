@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/sparkhost/sparkhost/netstack"
@@ -59,6 +59,9 @@ type Config struct {
 	// Protocol is the handshake: 0 speaks v4 and falls back to v3 for a v3
 	// server, 4 insists on v4, 3 speaks v3 only (netstack.ClientConfig).
 	Protocol uint16
+	// AnswerTimeout bounds a room command's wait for the server's answer
+	// (0 = DefaultAnswerTimeout).
+	AnswerTimeout time.Duration
 }
 
 // MessageHook is called for an incoming message of the type it was added for.
@@ -78,13 +81,10 @@ type connection struct {
 // concurrent use; commands run on the caller's goroutine, incoming messages
 // are printed on the console's receive goroutine.
 type Console struct {
-	cfg   Config
-	outMu sync.Mutex // one writer for every line, so lines never interleave
-	out   io.Writer  // guarded by outMu
-	// promptShown (guarded by outMu): the interactive prompt is the last
-	// thing on the terminal, so an event line replaces it and re-prints it.
-	promptShown bool
-	events      eventLog
+	cfg    Config
+	outMu  sync.Mutex // one writer for every line, so lines never interleave
+	out    io.Writer  // guarded by outMu
+	events eventLog
 	// blocked counts the commands blocked in a wait or a sleep (tests
 	// use it to act once a command is known to wait).
 	blocked atomic.Int32
@@ -92,16 +92,18 @@ type Console struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // guards the fields below
-	commands map[string]Command
-	order    []string // registration order, for help
-	hooks    map[wire.MessageType][]MessageHook
-	conn     *connection
-	dialing  bool
-	closed   bool
-	known    map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
-	runCtx   context.Context             // RunInteractive's context while it runs
-	input    *terminalInput              // RunInteractive's terminal while it runs
+	mu        sync.Mutex // guards the fields below
+	commands  map[string]Command
+	order     []string // registration order, for help
+	hooks     map[wire.MessageType][]MessageHook
+	conn      *connection
+	dialing   bool
+	closed    bool
+	known     map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
+	roomWait  *roomWaiter                 // the room command waiting for its answer
+	runCtx    context.Context             // the running command's context (RunInteractive)
+	interrupt context.CancelFunc          // ends the running command (Interrupt)
+	editor    *lineEditor                 // RunInteractive's terminal while it runs
 }
 
 // NewConsole returns a console with the built-in commands registered.
@@ -233,43 +235,11 @@ func (c *Console) println(line string) {
 }
 
 func (c *Console) writeLineLocked(line string) {
-	if c.promptShown {
-		// Return to the line's start and clear it (ANSI EL), print the event,
-		// then the prompt again below it.
-		io.WriteString(c.out, "\r\x1b[K"+line+"\n"+promptText)
-		return
-	}
 	io.WriteString(c.out, line+"\n")
 }
 
+// promptText is the interactive prompt.
 const promptText = "> "
-
-// prompt prints the interactive prompt without a newline.
-func (c *Console) prompt() {
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	io.WriteString(c.out, promptText)
-	c.promptShown = true
-}
-
-// endPrompt ends the prompt's line when the console stops reading (end of
-// input or interrupt), so the shell's prompt starts on a line of its own.
-func (c *Console) endPrompt() {
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	if c.promptShown {
-		io.WriteString(c.out, "\n")
-		c.promptShown = false
-	}
-}
-
-// promptAnswered notes that the user ended a line: the terminal's cursor has
-// left the prompt.
-func (c *Console) promptAnswered() {
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	c.promptShown = false
-}
 
 // OnMessage adds a hook for incoming messages of type t. Hooks run on the
 // console's receive goroutine after the built-in printer, in the order added;
@@ -297,6 +267,11 @@ func (c *Console) Close() {
 	}
 }
 
+// Context is the context a command blocks under: it ends when the command
+// is interrupted (Interrupt, Ctrl-C at the interactive console) or the
+// console closes. Module commands pass it to what they wait for.
+func (c *Console) Context() context.Context { return c.context() }
+
 // context returns the context commands block under: RunInteractive's while
 // it runs, else the console's own; both end at Close.
 func (c *Console) context() context.Context {
@@ -316,14 +291,4 @@ func (c *Console) current(cmd string) (*connection, error) {
 		return nil, fmt.Errorf("%s: %w", cmd, ErrNotConnected)
 	}
 	return c.conn, nil
-}
-
-// isTerminal reports whether r is a character device (an interactive terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(interface{ Stat() (os.FileInfo, error) })
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,8 +14,10 @@ import (
 )
 
 // Rooms at the console (docs/protocol.md §13): the commands send the room
-// requests; the answers and events arrive as event lines that wait
-// matches:
+// requests and wait for the answer (RoomList, or the RoomResult of their
+// request; Config.AnswerTimeout), which prints before the command returns;
+// a refusal fails the command. Answers and events are event lines that
+// wait matches:
 //
 //	rooms: 2 of 2 (modes deathmatch, tag)
 //	room 3 "friday" mode tag map arena players 1/8 waiting open
@@ -39,7 +42,7 @@ func roomCommands() []Command {
 	return []Command{
 		{Name: "rooms", Usage: "rooms [OFFSET]", Help: "list the rooms (a page of 16 from OFFSET) and the modes", Run: cmdRooms},
 		{Name: "room_create", Usage: "room_create NAME MODE [CAPACITY [PASSWORD]]", Help: "create a room (capacity 0: the server's default) and join it as its owner", Run: cmdRoomCreate},
-		{Name: "room_join", Usage: "room_join ID [PASSWORD]", Help: "join a room (list the rooms first for one with a password)", Run: cmdRoomJoin},
+		{Name: "room_join", Usage: "room_join ID [PASSWORD]", Help: "join a room (list the rooms first for one with a password; asked for at a terminal when omitted)", Run: cmdRoomJoin},
 		{Name: "room_leave", Usage: "room_leave", Help: "leave your room for the lobby", Run: cmdRoomLeave},
 		{Name: "room_rename", Usage: "room_rename NAME...", Help: "rename your room (owner)", Run: cmdRoomRename},
 		{Name: "room_start", Usage: "room_start", Help: "start your room's match (owner)", Run: cmdRoomStart},
@@ -78,7 +81,7 @@ func cmdRooms(c *Console, args []string) error {
 		}
 		offset = int(n)
 	}
-	return c.sendRoom("rooms", gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{Offset: uint16(offset)}))
+	return c.roomRequest("rooms", gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{Offset: uint16(offset)}))
 }
 
 func cmdRoomCreate(c *Console, args []string) error {
@@ -104,7 +107,7 @@ func cmdRoomCreate(c *Console, args []string) error {
 		}
 		m.Password, m.Salt, m.Iterations, m.StoredKey = true, v.Salt, v.Iterations, v.StoredKey
 	}
-	return c.sendRoom("room_create", gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &m))
+	return c.roomRequest("room_create", gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &m))
 }
 
 func cmdRoomJoin(c *Console, args []string) error {
@@ -116,15 +119,26 @@ func cmdRoomJoin(c *Console, args []string) error {
 		return fmt.Errorf("room_join: %q is not a room id", args[0])
 	}
 	m := gamemsg.RoomJoin{Room: uint32(id)}
+	c.mu.Lock()
+	info, known := c.known[m.Room]
+	c.mu.Unlock()
+	if len(args) == 1 && known && info.Password {
+		// A room known to want a password: ask for it at the terminal.
+		pw, err := c.ReadSecret(fmt.Sprintf("password for room %d: ", id))
+		if errors.Is(err, ErrNoTerminal) {
+			return fmt.Errorf("room_join: room %d has a password; give it: room_join %d PASSWORD", id, id)
+		}
+		if err != nil {
+			return fmt.Errorf("room_join: %w", err)
+		}
+		args = append(args, pw)
+	}
 	if len(args) == 2 {
 		conn, err := c.current("room_join")
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		info, ok := c.known[m.Room]
-		c.mu.Unlock()
-		if !ok || !info.Password {
+		if !known || !info.Password {
 			return fmt.Errorf("room_join: room %d is not known to have a password; list the rooms first (rooms)", id)
 		}
 		proof, err := roomauth.Proof(args[1], info.Salt, info.Iterations, m.Room, conn.client.ChannelBinding())
@@ -133,7 +147,7 @@ func cmdRoomJoin(c *Console, args []string) error {
 		}
 		m.Proof = proof[:]
 	}
-	return c.sendRoom("room_join", gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &m))
+	return c.roomRequest("room_join", gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &m))
 }
 
 func noArgs(name string, t wire.MessageType) func(c *Console, args []string) error {
@@ -141,7 +155,7 @@ func noArgs(name string, t wire.MessageType) func(c *Console, args []string) err
 		if len(args) != 0 {
 			return usageError(name)
 		}
-		return c.sendRoom(name, t, nil)
+		return c.roomRequest(name, t, nil)
 	}
 }
 
@@ -156,7 +170,7 @@ func cmdRoomRename(c *Console, args []string) error {
 	if !wire.ValidName([]byte(name), gamemsg.MaxRoomNameLen) {
 		return usageError("room_rename NAME... (1..32 bytes)")
 	}
-	return c.sendRoom("room_rename", gamemsg.TypeRoomRename, gamemsg.AppendRoomRename(nil, &gamemsg.RoomRename{Name: name}))
+	return c.roomRequest("room_rename", gamemsg.TypeRoomRename, gamemsg.AppendRoomRename(nil, &gamemsg.RoomRename{Name: name}))
 }
 
 func cmdRoomKick(c *Console, args []string) error {
@@ -167,7 +181,7 @@ func cmdRoomKick(c *Console, args []string) error {
 	if err != nil {
 		return fmt.Errorf("room_kick: %q is not a client id", args[0])
 	}
-	return c.sendRoom("room_kick", gamemsg.TypeRoomKick, gamemsg.AppendRoomKick(nil, &gamemsg.RoomKick{Client: uint32(id)}))
+	return c.roomRequest("room_kick", gamemsg.TypeRoomKick, gamemsg.AppendRoomKick(nil, &gamemsg.RoomKick{Client: uint32(id)}))
 }
 
 func roomSay(name string, scope gamemsg.ChatScope) func(c *Console, args []string) error {
@@ -203,6 +217,7 @@ func (c *Console) printRoom(m netstack.Message) (bool, error) {
 			c.remember(ri)
 			c.Printf("room %s", roomText(ri))
 		}
+		c.answerRoom(gamemsg.TypeRoomListRequest, nil)
 	case gamemsg.TypeRoomResult:
 		rr, err := gamemsg.ParseRoomResult(m.Payload)
 		if err != nil {
@@ -213,6 +228,7 @@ func (c *Console) printRoom(m netstack.Message) (bool, error) {
 			line += ": " + rr.Detail
 		}
 		c.Printf("%s", line)
+		c.answerRoom(rr.Request, &rr)
 	case gamemsg.TypeRoomState:
 		rs, err := gamemsg.ParseRoomState(m.Payload)
 		if err != nil {
@@ -310,4 +326,3 @@ func roomEventText(ev gamemsg.RoomEvent) string {
 	}
 	return ev.Kind.String()
 }
-

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/sparkhost/sparkhost/internal/cmdline"
 )
@@ -33,69 +36,99 @@ func (c *Console) RunScript(lines []string) int {
 
 // RunInteractive reads command lines from in until quit, end of input or the
 // end of ctx, and returns the exit code: 0 if every command succeeded, else 1.
-// When in is a terminal it prints the prompt "> ", reports a failed command
-// and reads on; otherwise it runs in as a script and stops at the first
-// failure, like RunScript. Waits and sleeps end early when ctx ends; ending
-// ctx during a scripted run returns 1. A read of in blocked at that moment
-// is left to the process's exit (an io.Reader cannot be interrupted).
+// When in is a terminal (IsTerminal) it reads with line editing and history
+// (the prompt "> "), reports a failed command and reads on; Ctrl-C discards
+// the line being typed, Ctrl-D at an empty prompt leaves. Otherwise it runs
+// in as a script and stops at the first failure, like RunScript. Waits and
+// sleeps end early when ctx ends, or when Interrupt is called (that command
+// fails; an interactive console reads on); ending ctx during a scripted run
+// returns 1. A read of in blocked at that moment is left to the process's
+// exit (an io.Reader cannot be interrupted).
 func (c *Console) RunInteractive(ctx context.Context, in io.Reader) int {
-	terminal := isTerminal(in)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopOnClose := context.AfterFunc(c.ctx, cancel)
 	defer stopOnClose()
+	if f, ok := in.(*os.File); ok && IsTerminal(f) {
+		return c.runTerminal(runCtx, f)
+	}
 	lines, want := make(chan string), make(chan struct{})
 	go readLines(runCtx, in, want, lines)
-	c.mu.Lock()
-	c.runCtx = runCtx
-	if terminal {
-		c.input = &terminalInput{in: in, want: want, lines: lines, ctx: runCtx}
-	}
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.runCtx, c.input = nil, nil
-		c.mu.Unlock()
-	}()
-
-	code := 0
+	c.setRunContext(runCtx)
+	defer c.setRunContext(nil)
 	for {
-		if terminal {
-			c.prompt()
+		select {
+		case want <- struct{}{}:
+		case <-runCtx.Done():
+			return 1
 		}
 		var line string
 		var ok bool
 		select {
-		case want <- struct{}{}:
 		case <-runCtx.Done():
-		}
-		select {
-		case <-runCtx.Done():
-			if terminal {
-				c.endPrompt()
-				return code
-			}
 			return 1
 		case line, ok = <-lines:
 		}
 		if !ok {
-			if terminal {
-				c.endPrompt()
+			return 0
+		}
+		err := c.runLine(runCtx, line)
+		switch {
+		case errors.Is(err, ErrQuit):
+			return c.quitCode(err)
+		case err != nil:
+			c.println("error: " + err.Error())
+			return 1
+		}
+	}
+}
+
+// runTerminal is RunInteractive at a terminal, with the line editor.
+func (c *Console) runTerminal(ctx context.Context, f *os.File) int {
+	if state, err := term.GetState(int(f.Fd())); err == nil {
+		// A line read blocked when ctx ends keeps raw mode: undo it.
+		defer term.Restore(int(f.Fd()), state)
+	}
+	c.outMu.Lock()
+	ed := newLineEditor(f, c.out)
+	c.out = ed.term // output between prompts redraws the line being typed
+	c.outMu.Unlock()
+	go ed.serve(ctx)
+	c.mu.Lock()
+	c.editor = ed
+	c.mu.Unlock()
+	c.setRunContext(ctx)
+	defer func() {
+		c.setRunContext(nil)
+		c.mu.Lock()
+		c.editor = nil
+		c.mu.Unlock()
+		c.outMu.Lock()
+		c.out = c.cfg.Out
+		c.outMu.Unlock()
+	}()
+	code := 0
+	for {
+		a, ok := ed.ask(ctx, lineRequest{})
+		switch {
+		case !ok:
+			c.println("")
+			return code
+		case a.interrupted:
+			c.println("(line discarded; type quit or press Ctrl-D to leave)")
+			continue
+		case a.err != nil:
+			if !errors.Is(a.err, io.EOF) {
+				c.println("error: reading the terminal: " + a.err.Error())
 			}
 			return code
 		}
-		if terminal {
-			c.promptAnswered()
-		}
-		err := c.Exec(line)
+		err := c.runLine(ctx, a.line)
 		switch {
 		case errors.Is(err, ErrQuit):
 			return max(code, c.quitCode(err))
 		case err != nil:
 			c.println("error: " + err.Error())
-			if !terminal {
-				return 1
-			}
 			code = 1
 		}
 	}
@@ -111,10 +144,45 @@ func (c *Console) quitCode(err error) int {
 	return 1
 }
 
+// runLine runs one command line under a context of its own, which
+// Interrupt ends.
+func (c *Console) runLine(ctx context.Context, line string) error {
+	cmdCtx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.runCtx, c.interrupt = cmdCtx, cancel
+	c.mu.Unlock()
+	defer func() {
+		cancel()
+		c.mu.Lock()
+		c.runCtx, c.interrupt = ctx, nil
+		c.mu.Unlock()
+	}()
+	return c.Exec(line)
+}
+
+// setRunContext sets the context commands block under (nil: the console's).
+func (c *Console) setRunContext(ctx context.Context) {
+	c.mu.Lock()
+	c.runCtx = ctx
+	c.mu.Unlock()
+}
+
+// Interrupt ends the command RunInteractive is running now (its wait,
+// sleep, room request or password prompt fails) and nothing else: the
+// console reads its next line. Without a running command it does nothing.
+// Programs call it on SIGINT when the console reads a terminal.
+func (c *Console) Interrupt() {
+	c.mu.Lock()
+	stop := c.interrupt
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
 // readLines reads one line of in for each request on want and sends it to
-// lines; it closes lines at the end of input. Reading only on request keeps
-// the terminal free while a command runs, so a command can ask for a line
-// itself (Console.ReadSecret) without a second reader racing for it.
+// lines; it closes lines at the end of input. Reading only on request
+// leaves the rest of the input unread while a command runs.
 func readLines(ctx context.Context, in io.Reader, want <-chan struct{}, lines chan<- string) {
 	defer close(lines)
 	sc := bufio.NewScanner(in)

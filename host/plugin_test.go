@@ -83,7 +83,7 @@ func TestPluginEndToEnd(t *testing.T) {
 		return err == nil && out == "shouts 1, players 2"
 	})
 	out, err := srv.Exec("module info greeter")
-	if err != nil || !strings.Contains(out, "kind plugin") || !strings.Contains(out, "version 1.0.0") || !strings.Contains(out, "message types [UserDefined(1000) UserDefined(1001)]") ||
+	if err != nil || !strings.Contains(out, "kind plugin") || !strings.Contains(out, "version 1.0.0") || !strings.Contains(out, "message types 2\n  1000 Shout c2s reliable untyped 3..202 bytes\n  1001 Shouted s2c reliable untyped 2..302 bytes\n") ||
 		!regexp.MustCompile(`\nprocess [1-9][0-9]*\n`).MatchString(out) {
 		t.Fatalf("module info: %q %v", out, err)
 	}

@@ -31,9 +31,18 @@ func (rc *roomConsole) do(lines ...string) {
 	}
 }
 
-// TestConsoleRoomCommands: the console's room commands send the requests,
-// and the answers and events print as lines that wait matches — a
-// password room included.
+// refused runs a room command the server refuses with code: the command
+// fails, naming the code, and the answer still prints as an event line.
+func (rc *roomConsole) refused(line, code string) {
+	rc.t.Helper()
+	if err := rc.c.Exec(line); err == nil || !strings.Contains(err.Error(), "refused: "+code) {
+		rc.t.Fatalf("%s: %v, want a refusal %s\noutput:\n%s", line, err, code, rc.out.String())
+	}
+}
+
+// TestConsoleRoomCommands: the console's room commands send the requests
+// and wait for the answers (a refusal fails the command); the answers and
+// events print as lines that wait matches — a password room included.
 func TestConsoleRoomCommands(t *testing.T) {
 	srv := startLobby(t, []string{"entities"}, nil, nil)
 	addr := srv.Addr().String()
@@ -42,12 +51,15 @@ func TestConsoleRoomCommands(t *testing.T) {
 		"room_create den entities 4 sesame", `wait "room result: RoomCreate OK room 1" 10s`,
 		`wait "in room 1 \"den\" mode entities map arena players 1/4 waiting open password, owner 1: alice\(1\)" 10s`,
 		`wait "entity spawn: \d+ ball owner 1" 10s`)
-	bob.do("connect "+addr+" bob", "room_join 1", `wait "room result: RoomJoin WrongPassword room 1" 10s`)
-	bob.do("rooms", `wait "room 1 \"den\" .* password" 10s`,
-		"room_join 1 wrong", `wait "room result: RoomJoin WrongPassword room 1: room 1 needs its password" 10s`,
+	bob.do("connect " + addr + " bob")
+	bob.refused("room_join 1", "WrongPassword")
+	bob.do(`wait "room result: RoomJoin WrongPassword room 1" 10s`, "rooms", `wait "room 1 \"den\" .* password" 10s`)
+	bob.refused("room_join 1 wrong", "WrongPassword")
+	bob.do(`wait "room result: RoomJoin WrongPassword room 1: room 1 needs its password" 10s`,
 		"room_join 1 sesame", `wait "room result: RoomJoin OK room 1" 10s`, `wait "entity spawn: \d+ ball owner 2" 10s`)
 	alice.do(`wait "room 1: bob\(2\) joined" 10s`, "room_start", `wait "room 1: started by 1" 10s`)
-	bob.do("room_rename mine", `wait "room result: RoomRename NotOwner" 10s`,
+	bob.refused("room_rename mine", "NotOwner")
+	bob.do(`wait "room result: RoomRename NotOwner" 10s`,
 		"room_pause", `wait "room 1: paused by 2" 10s`, "room_say hi alice")
 	alice.do(`wait "room 1: paused by 2" 10s`, `wait "room chat bob: hi alice" 10s`,
 		"global_say hello all", "room_rename cave", `wait "room 1: renamed to \"cave\" by 1" 10s`,
@@ -56,7 +68,8 @@ func TestConsoleRoomCommands(t *testing.T) {
 	if !strings.Contains(bob.out.String(), "entities: none") {
 		t.Errorf("bob's world after the kick still holds room 1's entities:\n%s", bob.out.String())
 	}
-	bob.do("room_leave", `wait "room result: RoomLeave NotInRoom" 10s`)
+	bob.refused("room_leave", "NotInRoom")
+	bob.do(`wait "room result: RoomLeave NotInRoom" 10s`)
 	alice.do("room_leave", `wait "room result: RoomLeave OK room 1" 10s`)
 	// Help lists the room commands.
 	alice.do("help")

@@ -236,6 +236,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.nameFixedMode(specs)
 	if s.fixed != nil {
 		s.fixed.syncNoMatch() // before the first admission's GameStateSync
 		s.publishView(s.start)
@@ -269,13 +270,23 @@ var roomRequestTypes = [...]wire.MessageType{gamemsg.TypeRoomListRequest, gamems
 // server.
 func (s *Server) openRooms(specs []modules.Spec) error {
 	if s.cfg.Rooms.Enabled {
-		for _, name := range s.cfg.Rooms.Modes {
-			spec, err := s.resolveModule(name)
+		names := make([]string, 0, len(s.cfg.Rooms.Modes))
+		for _, arg := range s.cfg.Rooms.Modes {
+			spec, err := s.resolveModule(arg)
 			if err != nil {
 				return fmt.Errorf("rooms.modes: %w", err)
 			}
+			name, err := s.modeName(arg, spec)
+			if err != nil {
+				return fmt.Errorf("rooms.modes: %s: %w", arg, err)
+			}
+			if _, dup := s.modes[name]; dup {
+				return fmt.Errorf("rooms.modes: %s is a second module named %q; offer each mode once", arg, name)
+			}
 			s.modes[name] = spec
+			names = append(names, name)
 		}
+		s.lobby.SetModes(names)
 		return nil
 	}
 	mode := "none"

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,11 @@ func TestPluginTypedSchemas(t *testing.T) {
 	eventually(t, "both refusals counted on both sides", func() bool {
 		return srv.Stats().Net.RefusedBy[wire.RefusedMalformed] == 2 && c.Stats().PeerRefusals == 2
 	})
+	// The operator sees the same declaration: module info names each type.
+	info, err := srv.Exec("module info typed")
+	if err != nil || !strings.Contains(info, "\n  1300 move c2s reliable fields: who str(16), pos vec3, tags array(4) of str(8)\n") {
+		t.Errorf("module info typed: %v\n%s", err, info)
+	}
 }
 
 // waitMoved waits for a moved message and checks it, decoding it with the

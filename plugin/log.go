@@ -10,11 +10,17 @@ import (
 // (@level, @message, @timestamp, then the attributes) on the original
 // stderr, which go-plugin parses on the server side and hands to the
 // server's log with the module's name and the record's level. Everything
-// is passed through; the server's log level decides what is kept.
+// is passed through; the server's log level decides what is kept. A
+// time.Duration travels as its text ("1.5s"), which JSON has no type for.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				// JSON would carry nanoseconds, which the server reads
+				// back as a bare number (lease=1e+10): send "10s".
+				return slog.String(a.Key, a.Value.Duration().String())
+			}
 			if len(groups) > 0 {
 				return a
 			}

@@ -11,11 +11,11 @@
 -- ROUND_PENALTY points. The next round starts INTERMISSION seconds later
 -- with a random "it". Rounds need at least two players.
 --
--- Messages (little-endian NetBuffer encoding):
---   1400 tag_tag       c2s reliable  u32 target
---   1401 tag_state     s2c ordered   u32 it (0: nobody), u16 round,
---                                    u16 seconds_left, u8 running (0/1)
---   1402 tag_announce  s2c reliable  str text
+-- Messages (little-endian NetBuffer encoding, typed fields):
+--   1400 tag_tag       c2s reliable  target u32
+--   1401 tag_state     s2c ordered   it u32 (0: nobody), round u16,
+--                                    seconds_left u16, running u8 (0/1)
+--   1402 tag_announce  s2c reliable  text str (at most 200 bytes)
 -- Console: tag_status, tag_restart.
 
 spark.module{name = "tag", version = "1.0"}
@@ -25,12 +25,16 @@ local ROUND_PENALTY = 3
 local INTERMISSION = 5
 local TAG_COOLDOWN = 1.0
 
+-- Each message declares its fields, so clients decode them without this
+-- file: `sparkhost client` prints `recv tag_state it=2 round=1 ...` and
+-- sends `send tag_tag target=3`.
 local TAG = spark.message{id = 1400, name = "tag_tag", direction = "c2s",
-  channel = "reliable", min = 4, max = 4}
+  channel = "reliable", fields = {{"target", "u32"}}}
 local STATE = spark.message{id = 1401, name = "tag_state", direction = "s2c",
-  channel = "ordered", min = 9, max = 9}
+  channel = "ordered", fields = {{"it", "u32"}, {"round", "u16"},
+    {"seconds_left", "u16"}, {"running", "u8"}}}
 local ANNOUNCE = spark.message{id = 1402, name = "tag_announce", direction = "s2c",
-  channel = "reliable", min = 2, max = 2 + 200, string_offset = 0}
+  channel = "reliable", fields = {{"text", "str", 200}}}
 
 local players = {}      -- client id → {name = ..., tags = n}
 local count = 0         -- number of players

@@ -28,9 +28,10 @@ const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN
                      [--rooms R [--mode MODE]]
 
 Runs N headless deathmatch players, named bot1 … botN, in this process, for
-tests and load. Each bot is its own protocol v3 client (its own socket and
-session). It keeps the replicated entities the server sends, and every tick
-it takes the other players' bodies of another team from them (their
+tests and load. Each bot is its own protocol v4 client (its own socket and
+session; v3 only when the server speaks nothing newer). It keeps the
+replicated entities the server sends, and every tick it takes the other
+players' bodies of another team from them (their
 replicated position and team), asks the bot brain (modules/deathmatch/bot)
 for an input — wander the map, aim at the nearest enemy in sight, fire when
 aimed — predicts it with the server's movement code (client/predict) and

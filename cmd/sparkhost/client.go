@@ -22,11 +22,13 @@ import (
 const clientUsage = `usage: sparkhost client [--data-dir DIR] [--pin PIN] [--protocol N] [--exec "CMD; CMD..."]
 
 Starts the player console. Commands come from --exec (run in order, then
-exit), else from standard input: a prompt when it is a terminal, otherwise a
-script. A script stops at its first failed command; the exit code is 0 when
-every command succeeded, 1 otherwise (2 for bad flags). quit and disconnect
-leave the server once it confirmed what was sent (a line said just before),
-waiting at most 1 s; when it did not, they fail.
+exit), else from standard input: at a terminal, a prompt with line editing
+and history (arrow keys; Ctrl-C discards the line or interrupts the running
+command, Ctrl-D or quit leaves); otherwise a script. A script stops at its
+first failed command; the exit code is 0 when every command succeeded, 1
+otherwise (2 for bad flags). quit and disconnect leave the server once it
+confirmed what was sent (a line said just before), waiting at most 1 s; when
+it did not, they fail.
 
 flags:
   --data-dir DIR   holds known_hosts (default: the user config dir + /sparkhost)
@@ -89,7 +91,12 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	interactive := !hasExec && client.IsTerminal(stdin)
+	stopSignals := []os.Signal{syscall.SIGTERM}
+	if !interactive {
+		stopSignals = append(stopSignals, os.Interrupt)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	con, err := newConsole(client.Config{Out: stdout, DataDir: dir, Pin: *pin, Protocol: uint16(*protocol)})
 	if err != nil {
@@ -102,7 +109,32 @@ func runClient(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer context.AfterFunc(ctx, con.Close)()
 		return con.RunScript(lines)
 	}
+	if interactive {
+		defer interruptOnSIGINT(ctx, con)()
+	}
 	return con.RunInteractive(ctx, stdin)
+}
+
+// interruptOnSIGINT makes Ctrl-C while a command runs (the terminal is then
+// in its usual mode, so the key is SIGINT) end that command, not the
+// console; it returns the undo.
+func interruptOnSIGINT(ctx context.Context, con *client.Console) func() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sig:
+				con.Interrupt()
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(sig); close(done) }
 }
 
 // clientDataDir returns dir, or the default under the user config directory,

@@ -1,24 +1,17 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/sparkhost/sparkhost/client"
-	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // TestPluginInitBuildsOutsideTheRepository: `sparkhost plugin init` makes a
 // plugin module in a directory outside this repository; it builds offline
 // (the module cache only) against the checkout, passes gofmt and vet, loads
-// into a real server and answers a player.
+// into a real server and answers a player of the stock console.
 func TestPluginInitBuildsOutsideTheRepository(t *testing.T) {
 	bin := buildBinary(t)
 	sdk, err := filepath.Abs("../..")
@@ -46,38 +39,13 @@ func TestPluginInitBuildsOutsideTheRepository(t *testing.T) {
 	}
 
 	rs := startServer(t, bin, filepath.Join(shortTempDir(t), "data"), "--module", filepath.Join(dir, "pingpong"))
-	reg := gamemsg.NewRegistry()
-	for _, s := range []wire.Schema{
-		{ID: 1500, Name: "Ping", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 202, RequiresAdmitted: true},
-		{ID: 1501, Name: "Pong", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 302, RequiresAdmitted: true},
-	} {
-		if err := reg.Register("pingpong", s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: rs.addr, Name: "alice", Pin: rs.pin, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w := wire.NewWriter(nil)
-	w.Str("hi")
-	if err := c.Send(1500, wire.Reliable, w.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		m, err := c.Receive(ctx)
-		if err != nil {
-			t.Fatalf("no Pong: %v", err)
-		}
-		if m.Header.Type == 1501 {
-			r := wire.NewReader(m.Payload)
-			if got := r.Str(); got != "hello alice: hi" {
-				t.Fatalf("Pong %q", got)
-			}
-			return
-		}
+	// The stock console knows nothing of pingpong: it sends and prints the
+	// messages from the fields the scaffold declares.
+	tmp := shortTempDir(t)
+	c := startClient(t, bin, filepath.Join(tmp, "c"), rs.pin,
+		`connect `+rs.addr.String()+` alice; send Ping text="hi"; wait 'recv Pong line="hello alice: hi"' 20s; quit`)
+	c.waitExit(t, "client")
+	if hexRecv.MatchString(c.output()) {
+		t.Errorf("a pingpong message printed as hex:\n%s", c.output())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"golang.org/x/term"
 )
 
 const runUsage = `usage: sparkhost run [--module NAME|PATH]... [--config FILE] [--port N] [--bind ADDR]
@@ -22,8 +23,9 @@ const runUsage = `usage: sparkhost run [--module NAME|PATH]... [--config FILE] [
 Starts a dedicated server. Without --config the built-in defaults apply (the
 same values as the repository's config.toml). Flags override the file;
 SPARK_NETWORK_BIND_ADDRESS overrides the file's bind address, --bind overrides
-both. Admin commands are read from stdin and from DATA_DIR/admin.sock
-(sparkhost admin COMMAND).
+both. Admin commands are read from stdin (at a terminal: a prompt with line
+editing and history; Ctrl-D ends it, Ctrl-C stops the server) and from
+DATA_DIR/admin.sock (sparkhost admin COMMAND).
 
 By default the server serves loopback or one LAN only. --internet (or
 network.exposure = "internet") opts into facing the internet: it allows a
@@ -34,7 +36,9 @@ Without --rooms the server runs one match, a room every admitted client
 joins, with the --module modules. --rooms (rooms.enabled) gives it a lobby:
 clients list, create and join rooms, each running one of the --mode modules
 (rooms.modes) with its own match, entities and module instance; --module
-modules then run for the whole server beside the rooms.
+modules then run for the whole server beside the rooms. A mode given by path
+(--mode ./scripts/tag.lua) is offered under the name its module declares
+(tag); one given by name keeps that name.
 `
 
 // moduleFlags collects repeated --module values.
@@ -107,17 +111,30 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 1
 	}
 
-	log, closeLog, err := host.NewLogger(cfg.Logging.Level, cfg.Logging.File, stderr)
+	var console io.Reader
+	consoleOut, logOut := stdout, stderr
+	if f, ok := stdin.(*os.File); ok {
+		if at, ok := openAdminTerminal(f, stdout); ok {
+			defer at.restore()
+			// Answers and log lines go through the line editor, which
+			// redraws the prompt and the line being typed below them.
+			console, consoleOut = at, at.term
+			if ef, ok := stderr.(*os.File); ok && term.IsTerminal(int(ef.Fd())) {
+				logOut = at.term
+			}
+		}
+	}
+	if console == nil && stdinIsUsable(stdin) {
+		console = stdin
+	}
+	log, closeLog, err := host.NewLogger(cfg.Logging.Level, cfg.Logging.File, logOut)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
 	}
 	defer closeLog()
 
-	opts := host.Options{Config: cfg, Logger: log, ConsoleOut: stdout, Builtin: builtinLookup, Version: readBuildInfo().Version}
-	if stdinIsUsable(stdin) {
-		opts.Console = stdin
-	}
+	opts := host.Options{Config: cfg, Logger: log, Console: console, ConsoleOut: consoleOut, Builtin: builtinLookup, Version: readBuildInfo().Version}
 	srv, err := host.New(opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // buildInfo is what the binary knows of how it was built.
@@ -58,7 +60,7 @@ func versionMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	b := readBuildInfo()
-	fmt.Fprintf(stdout, "sparkhost %s (protocol v3)\n", b.Version)
+	fmt.Fprintf(stdout, "sparkhost %s (protocol v%d; v%d to older clients on private binds)\n", b.Version, wire.ProtocolVersion4, wire.ProtocolVersion)
 	if b.Module != "" {
 		fmt.Fprintf(stdout, "module %s\n", b.Module)
 	}

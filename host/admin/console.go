@@ -12,8 +12,8 @@ import (
 // errLineTooLong: a line over MaxRequest bytes; it is skipped, never cut.
 var errLineTooLong = fmt.Errorf("line longer than %d KiB; nothing was run", MaxRequest>>10)
 
-// ServeConsole reads command lines from r (the server's stdin) and runs
-// each through exec, writing to w the output — with a final newline added
+// ServeConsole reads command lines from r (the server's stdin; a LineReader
+// reads its own lines) and runs each through exec, writing to w the output — with a final newline added
 // if missing — or "error: MESSAGE". It prints no prompt and skips blank
 // lines, so operators can pipe commands into the server. A last line
 // without a newline is run too. It returns at the end of r, on a read
@@ -56,11 +56,35 @@ type consoleLine struct {
 	err  error // a skipped over-long line
 }
 
+// LineReader is an input that reads whole lines itself: a terminal's line
+// editor (the program's, with history), which ServeConsole then reads
+// instead of splitting the bytes of r.
+type LineReader interface {
+	// ReadLine returns the next line without its end; io.EOF ends the
+	// console.
+	ReadLine() (string, error)
+}
+
 func readConsole(r io.Reader, lines chan<- consoleLine, stop <-chan struct{}) {
 	defer close(lines)
-	br := bufio.NewReader(r)
+	var next func() (string, error)
+	if lr, ok := r.(LineReader); ok {
+		next = func() (string, error) {
+			text, err := lr.ReadLine()
+			if err == nil && len(text) > MaxRequest {
+				return "", errLineTooLong
+			}
+			return text, err
+		}
+	} else {
+		br := bufio.NewReader(r)
+		next = func() (string, error) {
+			text, _, err := readLine(br, MaxRequest)
+			return text, err
+		}
+	}
 	for {
-		text, _, err := readLine(br, MaxRequest)
+		text, err := next()
 		l := consoleLine{text: text}
 		switch {
 		case errors.Is(err, errLineTooLong):

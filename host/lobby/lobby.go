@@ -121,6 +121,10 @@ func New(cfg Config) *Lobby {
 // Modes lists the modes rooms may be created with.
 func (l *Lobby) Modes() []string { return l.cfg.Modes }
 
+// SetModes replaces the modes rooms may be created with (the server names
+// them once it knows what their modules declare).
+func (l *Lobby) SetModes(modes []string) { l.cfg.Modes = modes }
+
 // Max is how many rooms may exist at once.
 func (l *Lobby) Max() int { return l.cfg.Max }
 

@@ -156,8 +156,9 @@ func (m *Manager) infoText(arg string) (string, error) {
 		if st.PID != 0 {
 			fmt.Fprintf(&b, "process %d\n", st.PID)
 		}
-		fmt.Fprintf(&b, "message types %v\ninbox %d/%d, drops %d, over the per-client limit %d\nfaults %d",
-			st.Types, st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.OverLimit, st.Faults)
+		typesText(&b, st.Messages)
+		fmt.Fprintf(&b, "inbox %d/%d, drops %d, over the per-client limit %d\nfaults %d",
+			st.InboxDepth, st.InboxCapacity, st.InboxDrops, st.OverLimit, st.Faults)
 		if st.Panics > 0 {
 			fmt.Fprintf(&b, " (panics %d)", st.Panics)
 		}

@@ -740,6 +740,8 @@ type Status struct {
 	// OverLimit counts the module's messages dropped because their client
 	// was over its per-tick quota (Config.ClientMessagesPerTick).
 	OverLimit uint64
+	// Messages are the declarations of Types (`module info` names them).
+	Messages []wire.Schema
 	// Panics counts the recovered panics among Faults.
 	Panics uint64
 	// Runtime are the runtime's own figures (module.Reporter): a plugin's
@@ -802,6 +804,7 @@ func (inst *instance) status() Status {
 	for _, s := range inst.manifest.Messages {
 		st.Types = append(st.Types, s.ID)
 	}
+	st.Messages = slices.Clone(inst.manifest.Messages)
 	return st
 }
 

@@ -462,7 +462,8 @@ func TestModuleInfoShowsRestartsAndEvents(t *testing.T) {
 	info := r.mustExec("module info echo")
 	want := `state running
 code hash 
-message types [UserDefined(1000)]
+message types 1
+  1000 t1000 c2s reliable untyped 0..8 bytes
 inbox 0/4096, drops 0, over the per-client limit 0
 faults 0
 restarts 1

@@ -109,8 +109,8 @@ func (b *logBridge) line(rec []byte) {
 }
 
 func (b *logBridge) emit(line []byte) {
-	var rec map[string]any
-	if err := json.Unmarshal(line, &rec); err != nil {
+	rec, err := decodeRecord(line)
+	if err != nil {
 		b.log().Debug(string(line))
 		return
 	}
@@ -148,6 +148,27 @@ func (b *logBridge) emit(line []byte) {
 		attrs = append(attrs, "source", "go-plugin")
 	}
 	b.base.Log(context.Background(), level, msg, attrs...)
+}
+
+// decodeRecord parses one JSON record, keeping integers integers (a plain
+// Unmarshal makes every number a float64: rows=1.2345678e+07).
+func decodeRecord(line []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	var rec map[string]any
+	if err := d.Decode(&rec); err != nil {
+		return nil, err
+	}
+	for k, v := range rec {
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				rec[k] = i
+			} else if f, err := n.Float64(); err == nil {
+				rec[k] = f
+			}
+		}
+	}
+	return rec, nil
 }
 
 func levelOf(s string) slog.Level {

@@ -89,6 +89,9 @@ func TestPluginLogsReachTheServerLog(t *testing.T) {
 	}
 	defer f.Unload()
 	f.Step(tick(1), []module.Event{h.admit(1, "alice"), {Kind: module.EventMessage, Client: 1, Type: 1100, Payload: str("panic")}})
+	// A time.Duration reads as one (not lease=1e+10), a large count as an
+	// integer (not 1.2345678e+07).
+	waitFor("INFO faulty loaded", "lease=10s", "budget=1.5s", "rows=12345678")
 	waitFor("ERROR panic: boom on request from alice", "module=faulty")
 	if find("ERROR goroutine ") {
 		t.Error("the panic's stack trace was logged at Error; it belongs at Debug")

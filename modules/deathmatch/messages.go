@@ -22,7 +22,8 @@ const (
 	// TypeTeam (5 bytes): client u32, team u8 (1 red, 2 blue). Broadcast
 	// in TeamDeathmatch when a player joins a team or is moved to another.
 	TypeTeam wire.MessageType = 1302
-	// TypeMap (3..66 bytes): name str (u16 length, 1..64 bytes of UTF-8).
+	// TypeMap (2..66 bytes): name str (u16 length, 1..64 bytes of UTF-8;
+	// the declared field takes 0..64, ParseMap refuses an empty name).
 	// The map the module plays: sent to every client when it is admitted
 	// and broadcast when the module loads the next map, before the
 	// PlayerRespawns there. The host announces a new map only with the
@@ -37,15 +38,19 @@ const (
 	FragSuicide
 )
 
+// schemas declare each message's fields, so that a client (the stock
+// console, a generated TypeScript client) decodes them without this code;
+// the transport derives the sizes above from them.
 var schemas = []wire.Schema{
-	{ID: TypeFrag, Name: "Frag", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
-		MinLen: 9, MaxLen: 9, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-	{ID: TypeHit, Name: "Hit", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
-		MinLen: 12, MaxLen: 12, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-	{ID: TypeTeam, Name: "Team", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
-		MinLen: 5, MaxLen: 5, StringFieldOffset: wire.NoStringFields, RequiresAdmitted: true},
-	{ID: TypeMap, Name: "Map", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
-		MinLen: 3, MaxLen: 2 + gamemsg.MaxMapLen, StringFieldOffset: 0, RequiresAdmitted: true},
+	{ID: TypeFrag, Name: "Frag", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, RequiresAdmitted: true,
+		Fields: []wire.Field{{Name: "killer", Kind: wire.KindU32}, {Name: "victim", Kind: wire.KindU32}, {Name: "flags", Kind: wire.KindU8}}},
+	{ID: TypeHit, Name: "Hit", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, RequiresAdmitted: true,
+		Fields: []wire.Field{{Name: "attacker", Kind: wire.KindU32}, {Name: "victim", Kind: wire.KindU32},
+			{Name: "damage", Kind: wire.KindU16}, {Name: "health", Kind: wire.KindU16}}},
+	{ID: TypeTeam, Name: "Team", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, RequiresAdmitted: true,
+		Fields: []wire.Field{{Name: "client", Kind: wire.KindU32}, {Name: "team", Kind: wire.KindU8}}},
+	{ID: TypeMap, Name: "Map", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, RequiresAdmitted: true,
+		Fields: []wire.Field{{Name: "name", Kind: wire.KindStr, Max: gamemsg.MaxMapLen}}},
 }
 
 // Frag is the payload of TypeFrag.

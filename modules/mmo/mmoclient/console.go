@@ -102,7 +102,7 @@ func Register(con *client.Console, opts Options) error {
 			if err != nil {
 				return err
 			}
-			out, err := f(context.Background(), s, args)
+			out, err := f(c.Context(), s, args) // Ctrl-C at the console ends the wait
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}

@@ -36,7 +36,13 @@ func (f *faulty) Manifest() module.Manifest {
 	}
 }
 
-func (f *faulty) Load(h module.Host) error { f.h = h; return nil }
+func (f *faulty) Load(h module.Host) error {
+	f.h = h
+	// Typed values the server's log must keep readable: a duration, a
+	// large count.
+	h.Log().Info("faulty loaded", "lease", 10*time.Second, "budget", 1500*time.Millisecond, "rows", 12345678)
+	return nil
+}
 
 func (f *faulty) OnTick(module.Tick) { f.ticks++ }
 
