@@ -218,7 +218,7 @@ func cookieEchoer(t *testing.T, conn *net.UDPConn, server netip.AddrPort, stop <
 	}
 }
 
-// startHalfOpenFlood runs the attack of issue 12 from attackers (two
+// startHalfOpenFlood runs the half-open flood from attackers (two
 // addresses): 16 ports each, each at 8 hellos a second, echoing every cookie
 // and never finishing.
 func startHalfOpenFlood(t *testing.T, srv *netstack.Server, attackers ...string) (stop func(), accepted *atomic.Int64) {

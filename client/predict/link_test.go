@@ -14,7 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
-// The prediction tests of issue 7, on the in-memory link: a client and a
+// The prediction tests, on the in-memory link: a client and a
 // server 100 ms apart each way, losing (and in one case duplicating and
 // reordering) datagrams. Everything runs in a synctest bubble, so time is
 // virtual: a 12-second match takes milliseconds, and the run is exactly

@@ -51,7 +51,7 @@ func runScript(t *testing.T, bin, dir, pin, script string, code int, want ...str
 
 var atRE = regexp.MustCompile(`Alice ([0-9.]+),([0-9.]+)`)
 
-// TestProcessesMMOTwoClients is issue 6's scenario with real processes: a
+// TestProcessesMMOTwoClients is the MMO's first scenario with real processes: a
 // server running the built-in mmo module (a plugin subprocess of the
 // sparkhost binary), scripted `sparkhost client` processes registering,
 // logging in, creating and entering characters, moving, seeing each other,

@@ -13,7 +13,7 @@ import (
 // fired (or the tick that processes it, at up to one tick's error), and rtt
 // is the shooter's round-trip time as the server measures it (its ping, §11).
 //
-// This is issue 7's model: the shooter aimed at the world as it was one
+// The model: the shooter aimed at the world as it was one
 // one-way trip before its shot reached the server. The ClientInput's
 // client_time is deliberately not used: it runs on the client's clock, which
 // the server can only map to its own by trusting the client, and a forged

@@ -10,7 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// Issue 7's scenario. A target runs along +X at a constant speed, 10 units in
+// The lag-compensation scenario. A target runs along +X at a constant speed, 10 units in
 // front of a shooter at the origin, and the server records both every tick.
 // The shooter has a 150 ms RTT, so it saw the target as it was 75 ms before
 // its shot reached the server (RewindTime). Geometry, chosen so that hit and

@@ -336,18 +336,9 @@ func (s *Store) RegisterWorldKey(ctx context.Context, public []byte) error {
 // Transit returns the claim of the character named name: its holder, and
 // whether it is in transit and until when (for tests and mmo_online).
 func (s *Store) Transit(ctx context.Context, name string) (server string, inTransit bool, until time.Time, err error) {
-	ckey, err := CharacterKey(name)
+	c, err := s.claimOf(ctx, name)
 	if err != nil {
 		return "", false, time.Time{}, err
 	}
-	var transit sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT w.server, w.transit_until FROM in_world w JOIN characters c ON c.id = w.character_id
-		WHERE c.name_key = $1`, ckey).Scan(&server, &transit)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, time.Time{}, nil
-	}
-	if err != nil {
-		return "", false, time.Time{}, err
-	}
-	return server, transit.Valid, time.UnixMilli(transit.Int64), nil
+	return c.server, c.transit.Valid, time.UnixMilli(c.transit.Int64), nil
 }

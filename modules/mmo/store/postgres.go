@@ -197,7 +197,7 @@ var postgresDialect = &dialect{
 				public_key bytea   NOT NULL CHECK (length(public_key) = 32)
 			)`,
 		},
-		// 4: bans by account (issue 16).
+		// 4: bans by account.
 		{
 			`CREATE TABLE bans (
 				id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

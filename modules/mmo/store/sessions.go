@@ -350,19 +350,31 @@ func (s *Store) ReleaseCharacter(ctx context.Context, server string, p Position,
 // Holder returns the server that plays the character named name ("" if
 // none does) and when its lease runs out.
 func (s *Store) Holder(ctx context.Context, name string) (string, time.Time, error) {
+	c, err := s.claimOf(ctx, name)
+	if err != nil || c.server == "" {
+		return "", time.Time{}, err
+	}
+	return c.server, time.UnixMilli(c.lease.Int64), nil
+}
+
+// claim is a character's row of in_world, with its holder's lease.
+type claim struct {
+	server         string // "" when no server holds the character
+	transit, lease sql.NullInt64
+}
+
+// claimOf reads the claim of the character named name.
+func (s *Store) claimOf(ctx context.Context, name string) (claim, error) {
+	var c claim
 	ckey, err := CharacterKey(name)
 	if err != nil {
-		return "", time.Time{}, err
+		return c, err
 	}
-	var server string
-	var until sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT w.server, s.lease_until FROM in_world w JOIN characters c ON c.id = w.character_id
-		LEFT JOIN servers s ON s.id = w.server WHERE c.name_key = $1`, ckey).Scan(&server, &until)
+	err = s.db.QueryRowContext(ctx, `SELECT w.server, w.transit_until, s.lease_until FROM in_world w
+		JOIN characters c ON c.id = w.character_id LEFT JOIN servers s ON s.id = w.server
+		WHERE c.name_key = $1`, ckey).Scan(&c.server, &c.transit, &c.lease)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", time.Time{}, nil
+		return claim{}, nil
 	}
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	return server, time.UnixMilli(until.Int64), nil
+	return c, err
 }

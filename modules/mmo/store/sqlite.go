@@ -156,7 +156,7 @@ var sqliteDialect = &dialect{
 				public_key BLOB    NOT NULL CHECK (length(public_key) = 32)
 			) STRICT`,
 		},
-		// 4: bans by account (issue 16).
+		// 4: bans by account.
 		{
 			`CREATE TABLE bans (
 				id         INTEGER PRIMARY KEY,
