@@ -24,13 +24,18 @@ func (c *Console) receive(conn *connection) {
 		if err != nil {
 			break
 		}
-		c.applyWorld(conn.world, m)
+		ch := c.applyWorld(conn.world, m)
 		if admission && m.Header.Type == gamemsg.TypeGameStateSync {
 			admission = false
 			c.runHooks(m)
 			continue
 		}
-		c.dispatch(m)
+		if ch.Kind == Synced { // parsed once, by the World
+			c.Printf("%s", serverLine(ch.Sync))
+			c.runHooks(m)
+		} else {
+			c.dispatch(m)
+		}
 		c.printModule(conn.client, m)
 	}
 	reason, detail := conn.client.CloseReason()
@@ -44,23 +49,19 @@ func (c *Console) receive(conn *connection) {
 
 // applyWorld updates the connection's entities and prints the spawn and
 // destroy lines.
-func (c *Console) applyWorld(w *World, m netstack.Message) {
-	if err := w.Apply(m); err != nil {
+func (c *Console) applyWorld(w *World, m netstack.Message) Change {
+	ch, err := w.ApplyChange(m)
+	if err != nil {
 		c.Printf("ignored a malformed %s from the server: %v", m.Header.Type, err)
-		return
+		return ch
 	}
-	switch m.Header.Type {
-	case gamemsg.TypeEntitySpawn:
-		if sp, err := gamemsg.ParseEntitySpawn(m.Payload); err == nil {
-			if e, ok := w.Entity(sp.EntityID); ok {
-				c.Printf("%s", "entity spawn: "+entityText(&e))
-			}
-		}
-	case gamemsg.TypeEntityDestroy:
-		if d, err := gamemsg.ParseEntityDestroy(m.Payload); err == nil {
-			c.Printf("entity destroy: %d", d.EntityID)
-		}
+	switch ch.Kind {
+	case Spawned:
+		c.Printf("%s", "entity spawn: "+entityText(&ch.Entity))
+	case Destroyed:
+		c.Printf("entity destroy: %d", ch.Entity.ID)
 	}
+	return ch
 }
 
 // entityText renders "ID TYPE owner N at X,Y,Z" (without "at" for an
@@ -118,11 +119,6 @@ func (c *Console) printBuiltin(m netstack.Message) {
 				sender = "[server]"
 			}
 			c.Printf("chat %s: %s", sender, msg.Text)
-		}
-	case gamemsg.TypeGameStateSync:
-		var gs gamemsg.GameStateSync
-		if gs, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
-			c.Printf("%s", serverLine(gs))
 		}
 	case gamemsg.TypeMatchStart:
 		var ms gamemsg.MatchStart

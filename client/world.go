@@ -70,6 +70,30 @@ func NewWorld() *World {
 // the GameStateSync did not describe.
 var ErrUnknownEntityType = errors.New("client: EntitySpawn of a type GameStateSync did not describe")
 
+// Change says what one message did to the World, so that a caller (the
+// console, a bot) acts on it without parsing the message again.
+type Change struct {
+	Kind ChangeKind
+	// Sync is the GameStateSync applied (Kind Synced).
+	Sync gamemsg.GameStateSync
+	// Entity is the entity spawned (Kind Spawned, a copy), or the one
+	// destroyed (Kind Destroyed: its ID only).
+	Entity Entity
+}
+
+// ChangeKind is what Apply did.
+type ChangeKind uint8
+
+// What Apply did with a message.
+const (
+	Unchanged ChangeKind = iota // not a world message, or one about an unknown entity
+	Synced                      // a GameStateSync: the client's id and the entity types
+	Spawned                     // an entity appeared
+	Updated                     // an entity's fields changed
+	Destroyed                   // an entity went
+	Reset                       // the client entered or left a room's world: everything went
+)
+
 // Apply updates the world from one message; types other than
 // GameStateSync, EntitySpawn, EntityStateUpdate and EntityDestroy, and the
 // room messages that move the client to another room's world, are
@@ -82,26 +106,41 @@ var ErrUnknownEntityType = errors.New("client: EntitySpawn of a type GameStateSy
 // RoomLeave, or a RoomEvent that removes it, empties the world; the new
 // room's GameStateSync and spawns follow.
 func (w *World) Apply(m netstack.Message) error {
+	_, err := w.ApplyChange(m)
+	return err
+}
+
+// ApplyChange is Apply that also says what changed (see Change): the one
+// parse of the message, shared with whoever reacts to it.
+func (w *World) ApplyChange(m netstack.Message) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var ch Change
 	var err error
 	switch m.Header.Type {
 	case gamemsg.TypeGameStateSync:
-		var gs gamemsg.GameStateSync
-		if gs, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
-			w.self = gs.ClientID
-			w.sync(gs.Types)
+		if ch.Sync, err = gamemsg.ParseGameStateSync(m.Payload); err == nil {
+			w.self = ch.Sync.ClientID
+			w.sync(ch.Sync.Types)
+			ch.Kind = Synced
 		}
 	case gamemsg.TypeEntitySpawn:
-		err = w.spawn(m.Payload)
+		var e *entityState
+		if e, err = w.spawn(m.Payload); err == nil {
+			ch.Kind, ch.Entity = Spawned, e.copy()
+		}
 	case gamemsg.TypeEntityStateUpdate:
-		err = w.update(m.Header.Sequence, m.Payload)
+		var known bool
+		if known, err = w.update(m.Header.Sequence, m.Payload); err == nil && known {
+			ch.Kind = Updated
+		}
 	case gamemsg.TypeEntityDestroy:
 		var d gamemsg.EntityDestroy
 		if d, err = gamemsg.ParseEntityDestroy(m.Payload); err == nil {
 			if _, ok := w.entities[d.EntityID]; ok {
 				delete(w.entities, d.EntityID)
 				w.stats.Destroys++
+				ch.Kind, ch.Entity.ID = Destroyed, d.EntityID
 			} else {
 				w.stats.Unknown++
 			}
@@ -112,6 +151,7 @@ func (w *World) Apply(m netstack.Message) error {
 			switch rr.Request {
 			case gamemsg.TypeRoomCreate, gamemsg.TypeRoomJoin, gamemsg.TypeRoomLeave:
 				w.reset()
+				ch.Kind = Reset
 			}
 		}
 	case gamemsg.TypeRoomEvent:
@@ -119,13 +159,15 @@ func (w *World) Apply(m netstack.Message) error {
 		if ev, err = gamemsg.ParseRoomEvent(m.Payload); err == nil {
 			if ev.Kind == gamemsg.RoomClosed || ev.Kind == gamemsg.RoomLeft && ev.Client == w.self && w.self != 0 {
 				w.reset()
+				ch.Kind = Reset
 			}
 		}
 	}
 	if err != nil {
 		w.stats.Malformed++
+		return Change{}, err
 	}
-	return err
+	return ch, nil
 }
 
 // reset forgets every entity and type: the client moved to another world.
@@ -158,18 +200,18 @@ func sameSchema(a, b *gamemsg.EntityTypeSchema) bool {
 	return a.Name == b.Name && slices.Equal(a.Fields, b.Fields)
 }
 
-func (w *World) spawn(p []byte) error {
+func (w *World) spawn(p []byte) (*entityState, error) {
 	sp, err := gamemsg.ParseEntitySpawn(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, ok := w.types[sp.TypeID]
 	if !ok {
-		return fmt.Errorf("%w: entity %d type %d", ErrUnknownEntityType, sp.EntityID, sp.TypeID)
+		return nil, fmt.Errorf("%w: entity %d type %d", ErrUnknownEntityType, sp.EntityID, sp.TypeID)
 	}
 	_, vals, err := gamemsg.ParseEntitySpawnFields(p, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e := &entityState{Entity: Entity{ID: sp.EntityID, Type: sp.TypeID, TypeName: s.Name, Owner: sp.Owner,
 		Visible: sp.FieldsMask, Fields: make([]gamemsg.FieldValue, len(s.Fields)), schema: s}}
@@ -186,22 +228,24 @@ func (w *World) spawn(p []byte) error {
 	}
 	w.entities[sp.EntityID] = e
 	w.stats.Spawns++
-	return nil
+	return e, nil
 }
 
-func (w *World) update(seq uint32, p []byte) error {
+// update applies an EntityStateUpdate; known is false for an entity the
+// World does not know (counted, skipped).
+func (w *World) update(seq uint32, p []byte) (known bool, err error) {
 	up, err := gamemsg.ParseEntityStateUpdate(p)
 	if err != nil {
-		return err
+		return false, err
 	}
 	e, ok := w.entities[up.EntityID]
 	if !ok {
 		w.stats.Unknown++
-		return nil
+		return false, nil
 	}
 	_, vals, err := gamemsg.ParseEntityStateUpdateFields(p, e.schema, e.Visible)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, v := range vals {
 		if w.haveSeq && int32(seq-e.seq[v.Index]) <= 0 && e.seq[v.Index] != 0 {
@@ -215,7 +259,7 @@ func (w *World) update(seq uint32, p []byte) error {
 		w.maxSeq, w.haveSeq = seq, true
 	}
 	w.stats.Updates++
-	return nil
+	return true, nil
 }
 
 // Entities returns a copy of every known entity, by id.

@@ -159,3 +159,42 @@ func TestWorldRange(t *testing.T) {
 		t.Fatalf("Range allocates %v times", allocs)
 	}
 }
+
+// TestApplyChangeSaysWhatHappened: the one parse of a world message is
+// shared with the caller, which reacts to the Change instead of parsing
+// the message again (the console's lines, the bot's map).
+func TestApplyChangeSaysWhatHappened(t *testing.T) {
+	w := NewWorld()
+	destroy := netstack.Message{Header: wire.Header{Type: gamemsg.TypeEntityDestroy, Channel: wire.ReliableOrdered},
+		Payload: gamemsg.AppendEntityDestroy(nil, &gamemsg.EntityDestroy{EntityID: 5})}
+	for _, tc := range []struct {
+		m    netstack.Message
+		kind ChangeKind
+	}{
+		{gssMsg(testTypes), Synced},
+		{updateMsg(1, 5, 2, hp(1)), Unchanged}, // an entity it does not know
+		{spawnMsg(5, 3, pos(1), hp(100)), Spawned},
+		{updateMsg(2, 5, 2, hp(90)), Updated},
+		{destroy, Destroyed},
+		{destroy, Unchanged},
+	} {
+		ch, err := w.ApplyChange(tc.m)
+		if err != nil || ch.Kind != tc.kind {
+			t.Fatalf("%v: change %v, %v; want %v", tc.m.Header.Type, ch.Kind, err, tc.kind)
+		}
+		switch ch.Kind {
+		case Synced:
+			if ch.Sync.ClientID != 1 || len(ch.Sync.Types) != 1 {
+				t.Fatalf("Sync %+v", ch.Sync)
+			}
+		case Spawned:
+			if ch.Entity.ID != 5 || ch.Entity.TypeName != "player" || ch.Entity.Owner != 9 {
+				t.Fatalf("spawned %+v", ch.Entity)
+			}
+		case Destroyed:
+			if ch.Entity.ID != 5 {
+				t.Fatalf("destroyed %+v", ch.Entity)
+			}
+		}
+	}
+}

@@ -388,7 +388,8 @@ type body struct {
 }
 
 func (b *Bot) handle(m netstack.Message) {
-	if err := b.world.Apply(m); err != nil {
+	ch, err := b.world.ApplyChange(m)
+	if err != nil {
 		return // malformed for its schema: counted by the World
 	}
 	p := m.Payload
@@ -435,8 +436,8 @@ func (b *Bot) handle(m netstack.Message) {
 		b.alive = false // the next map starts with a respawn
 		b.teleported()
 	case gamemsg.TypeGameStateSync:
-		if g, err := gamemsg.ParseGameStateSync(p); err == nil && g.Map != b.mapName {
-			_ = b.setMap(g.Map)
+		if ch.Sync.Map != b.mapName { // the World parsed it
+			_ = b.setMap(ch.Sync.Map)
 		}
 	case deathmatch.TypeMap:
 		if name, err := deathmatch.ParseMap(p); err == nil && name != b.mapName {
