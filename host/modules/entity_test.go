@@ -107,6 +107,14 @@ func TestEntityTypesOwnedByModules(t *testing.T) {
 	if err := h.Send(1, gamemsg.TypeEntitySpawn, []byte{}); !errors.Is(err, module.ErrReplicated) {
 		t.Fatalf("sending EntitySpawn by hand: %v", err)
 	}
+	// The transport's own types are the transport's: a module can never
+	// forge an Ack, a Disconnect or an announcement.
+	for _, typ := range []wire.MessageType{wire.TypeAck, wire.TypeDisconnect, wire.TypeHeartbeat, wire.TypeMessageRefused, wire.TypeModuleSchemas, wire.TypeModuleProtocols} {
+		s, _, _ := wire.NewRegistry().Lookup(typ)
+		if err := h.Send(1, typ, make([]byte, s.MinLen)); !errors.Is(err, module.ErrNotYourType) {
+			t.Fatalf("a module sending %v: %v", typ, err)
+		}
+	}
 	if err := r.mgr.Unload("a"); err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,9 @@ func (h *moduleHost) channelFor(t wire.MessageType, payload []byte) (wire.Channe
 	if owner != h.inst.manifest.Name && owner != wire.BuiltinOwner {
 		return 0, fmt.Errorf("send type %d (owned by %s): %w", t, owner, module.ErrNotYourType)
 	}
+	if wire.IsTransportType(t) {
+		return 0, fmt.Errorf("send %s: %w (the transport's own type)", t, module.ErrNotYourType)
+	}
 	switch t {
 	case gamemsg.TypeEntitySpawn, gamemsg.TypeEntityStateUpdate, gamemsg.TypeEntityDestroy, gamemsg.TypeGameStateSync:
 		return 0, fmt.Errorf("send %s: %w", t, module.ErrReplicated)

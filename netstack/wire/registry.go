@@ -82,6 +82,12 @@ func isTransportType(t MessageType) bool {
 	return ok || t == TypeCookieReply
 }
 
+// IsTransportType reports whether t is one of the transport's own message
+// types (the handshake, Disconnect, Heartbeat, Ack, CookieReply,
+// MessageRefused, ModuleSchemas, ModuleProtocols): the transport alone
+// sends them; a game or a module never may.
+func IsTransportType(t MessageType) bool { return isTransportType(t) }
+
 // Errors of Registry.Register; the returned error wraps one of them and names
 // the type, the module and, for a collision, the module that owns the type.
 var (
