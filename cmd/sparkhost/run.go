@@ -126,6 +126,9 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
+	for _, p := range srv.StartProblems() {
+		fmt.Fprintln(stdout, p)
+	}
 	if a := srv.OpsAddr(); a != nil {
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
 	}

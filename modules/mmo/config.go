@@ -12,6 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/sparkhost/sparkhost/internal/tomlkeys"
+
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
 	"github.com/sparkhost/sparkhost/modules/mmo/store"
 )
@@ -164,16 +166,17 @@ func LoadConfig(dir string) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	lines := tomlkeys.Locate(b)
 	md, err := toml.Decode(string(b), &cfg)
 	if err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return cfg, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, oneLine(pe.Message))
+		}
+		return cfg, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return cfg, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("%s:%d: unknown key %s (docs/mmo.md lists the keys)", path, lines.LineOf(und[0]), und[0])
 	}
 	for _, k := range retiredKeys {
 		if md.IsDefined(k) {
@@ -181,13 +184,47 @@ func LoadConfig(dir string) (Config, error) {
 		}
 	}
 	if err := cfg.validate(); err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		return cfg, atKey(path, lines, err)
 	}
 	if _, err := cfg.areas(dir); err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		return cfg, atKey(path, lines, err)
 	}
 	return cfg, nil
 }
+
+// atKey prefixes a config error with the file and the line of the key it
+// is about (every message starts with the key: "speed = 0: …",
+// "[database] lease = 1: …", "[[world.areas]] …"); a key the file does
+// not set (a default that another key makes wrong) has no line.
+func atKey(path string, lines tomlkeys.Lines, err error) error {
+	if line := lines.LineOf(messageKey(err.Error())); line > 0 {
+		return fmt.Errorf("%s:%d: %w", path, line, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// messageKey reads the key a config error message starts with.
+func messageKey(msg string) toml.Key {
+	if rest, ok := strings.CutPrefix(msg, "[["); ok {
+		table, _, _ := strings.Cut(rest, "]]")
+		return toml.Key(strings.Split(table, "."))
+	}
+	var key toml.Key
+	if rest, ok := strings.CutPrefix(msg, "["); ok {
+		table, after, _ := strings.Cut(rest, "]")
+		key, msg = toml.Key{table}, strings.TrimLeft(after, " ")
+	}
+	name := msg
+	if i := strings.IndexAny(msg, " =:"); i >= 0 {
+		name = msg[:i]
+	}
+	if name != "" {
+		key = append(key, name)
+	}
+	return key
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (c Config) validate() error {
 	pos := func(name string, v, maxV float64) error {
