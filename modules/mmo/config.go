@@ -79,6 +79,43 @@ type Config struct {
 
 	// retired lists the keys the file set that no longer apply.
 	retired []string
+	// file and lines locate the keys of the file the config was read
+	// from (none: the defaults), for errors found after reading it.
+	file  string
+	lines tomlkeys.Lines
+}
+
+// located prefixes err with the config file and the line of key (or of
+// its table when the file does not set the key): one line naming the
+// file, the line and the key. A config without a file returns err.
+func (c Config) located(err error, key ...string) error {
+	if c.file == "" {
+		return err
+	}
+	if line := c.lines.LineOf(toml.Key(key)); line > 0 {
+		return fmt.Errorf("%s:%d: %w", c.file, line, err)
+	}
+	return fmt.Errorf("%s: %w", c.file, err)
+}
+
+// passwordEnv is the variable the database password is read from.
+func (c DatabaseConfig) passwordEnv() string {
+	if c.PasswordEnv != "" {
+		return c.PasswordEnv
+	}
+	return DatabasePasswordEnv
+}
+
+// databaseError says why the database r did not open, where it is
+// configured, and, when no password was given, which variable to set.
+func (c Config) databaseError(r ResolvedDatabase, getenv func(string) string, err error) error {
+	if r.URL != "" && r.Password == "" {
+		err = fmt.Errorf("%w; no password was given: set %s", err, c.Database.passwordEnv())
+	}
+	if getenv(DatabaseURLEnv) != "" {
+		return fmt.Errorf("%s: %w", DatabaseURLEnv, err)
+	}
+	return c.located(fmt.Errorf("[database] url: %w", err), "database", "url")
 }
 
 // retiredKeys no longer apply; a file that sets them loads with a warning.
@@ -125,11 +162,7 @@ func (c DatabaseConfig) Resolve(getenv func(string) string) (ResolvedDatabase, e
 	if env := getenv(DatabaseURLEnv); env != "" {
 		r.URL = env
 	}
-	name := c.PasswordEnv
-	if name == "" {
-		name = DatabasePasswordEnv
-	}
-	r.Password = getenv(name)
+	r.Password = getenv(c.passwordEnv())
 	if r.URL == "" && c.PasswordEnv != "" {
 		return r, errors.New("[database] password_env is set but there is no url: the SQLite default needs no password")
 	}
@@ -183,6 +216,7 @@ func LoadConfig(dir string) (Config, error) {
 			cfg.retired = append(cfg.retired, k)
 		}
 	}
+	cfg.file, cfg.lines = path, lines
 	if err := cfg.validate(); err != nil {
 		return cfg, atKey(path, lines, err)
 	}

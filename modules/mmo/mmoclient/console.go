@@ -94,7 +94,7 @@ func Register(con *client.Console, opts Options) error {
 	}
 	con.OnMessage(wire.TypeMessageRefused, func(c *client.Console, m netstack.Message) {
 		if s, err := cs.session(); err == nil {
-			s.HandleRefused(m.Payload)
+			s.Handle(m)
 		}
 	})
 	type run func(ctx context.Context, s *Session, args []string) (string, error)

@@ -134,9 +134,14 @@ func (s *Session) emit(format string, args ...any) {
 // considered still (the next change prints a "moving" line again).
 const stillAfter = time.Second
 
-// Handle takes one incoming message; it reports whether it was the mmo's.
+// Handle takes one incoming message; it reports whether it was the mmo's
+// (a MessageRefused notice about a request of ours counts: see
+// HandleRefused).
 func (s *Session) Handle(m netstack.Message) bool {
 	t := m.Header.Type
+	if t == wire.TypeMessageRefused {
+		return s.HandleRefused(m.Payload)
+	}
 	if t < mmoproto.FirstType || t > mmoproto.LastType {
 		return false
 	}
