@@ -236,8 +236,8 @@ func New(opts Options) (*Server, error) {
 		// it and tells the console); the server runs without it, not
 		// ready (/readyz) until `module load` starts it.
 		if _, err := s.mods.Start(spec); err != nil {
-			s.startProblems = append(s.startProblems, fmt.Sprintf("module %s failed to start: %s; the server runs without it and is not ready (/readyz): fix it, then module load %s",
-				spec.Source, strings.Join(strings.Fields(err.Error()), " "), spec.Source))
+			s.startProblems = append(s.startProblems, fmt.Sprintf("%s; the server runs without it, not ready (/readyz): fix it, then module load %s",
+				strings.Join(strings.Fields(err.Error()), " "), spec.Source))
 		}
 	}
 	if s.fixed != nil {

@@ -129,7 +129,7 @@ func writeModuleConfig(t *testing.T, dataDir, text string) string {
 // waiting for an answer that never comes.
 func assertModuleFailed(t *testing.T, bin, dataDir string, s *opsServer, cause string) {
 	t.Helper()
-	if !strings.Contains(s.printed, "module mmo failed to start: ") || !strings.Contains(s.printed, cause) {
+	if !strings.Contains(s.printed, "module mmo failed to load: ") || !strings.Contains(s.printed, cause) {
 		t.Errorf("run did not say the module failed to start (%q); it printed:\n%s", cause, s.printed)
 	}
 	if body := waitProbe(t, s.ops, "/readyz", http.StatusServiceUnavailable, "module mmo is failed"); !strings.Contains(body, cause) {

@@ -35,13 +35,25 @@ func (m *Manager) Start(spec Spec) (string, error) {
 	m.def.atts = append(m.def.atts, a)
 	m.mods = append(m.mods, inst)
 	inst.state, inst.neverRan = StateFailed, true
-	inst.lastErr = oneLine(err.Error())
+	inst.lastErr = startError(spec.Source, err)
 	inst.record("failed to start: " + inst.lastErr)
 	inst.log.Error("module failed to start; the server runs without it; fix it, then module load "+spec.Source,
 		"name", name, "err", inst.lastErr)
 	m.notify(fmt.Sprintf("module %s failed to start: %s; the server runs without it (fix it, then module load %s)",
 		name, inst.lastErr, spec.Source))
 	return "", err
+}
+
+// startError is a failed start's error without the "module SOURCE failed
+// to load: " its lines already begin with.
+func startError(source string, err error) string {
+	msg := oneLine(err.Error())
+	for _, p := range []string{"module " + source + " failed to load: ", "module " + source + ": "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return rest
+		}
+	}
+	return msg
 }
 
 // specName is the name a module that never started is listed by: its
