@@ -64,6 +64,8 @@ type runtime struct {
 	server  module.ServerInfo
 	timers  timerq.Queue
 	ents    entities
+	// shares is the room's share of each metric (metrics.go).
+	shares []float64
 }
 
 var _ module.Host = (*runtime)(nil)
@@ -232,6 +234,7 @@ func (sh *shared) dispatch(req *pluginv1.StepRequest, ev *pluginv1.Event) {
 		if r := sh.rooms[id]; r != nil {
 			delete(sh.rooms, id)
 			r.mod.Unload()
+			r.dropGauges()
 		}
 		return
 	}
@@ -278,6 +281,7 @@ func (sh *shared) openRoom(req *pluginv1.StepRequest, ev *pluginv1.Event) {
 	}
 	r.initEntities(module.IDRange{First: ev.GetEntityIdFirst(), Last: ev.GetEntityIdLast()})
 	if err := r.mod.Load(r); err != nil {
+		r.dropGauges()
 		r.Fault(fmt.Errorf("room %d: the module did not start: %w", id, err))
 		return
 	}
