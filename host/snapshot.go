@@ -191,6 +191,9 @@ func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
 	v := s.view.Load()
 	if !s.ops.agonesReady && s.ops.serving.Load() && s.modulesRunning() {
 		s.ops.agonesReady = true
+		// The pin, for the clients of whoever allocates this GameServer: a
+		// fleet gives every GameServer a fresh identity.
+		a.SetAnnotation("pin", s.Pin())
 		a.SetLabel("mode", s.cfg.Match.GameMode)
 		a.Ready()
 	}

@@ -78,7 +78,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *configPath != "" {
 		cfg, err = config.Load(*configPath)
 	} else {
-		cfg, err = config.Parse(config.DefaultTOML, "config.toml (built-in)")
+		cfg = config.BuiltIn()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
