@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,8 +32,10 @@ func startOpsServer(t *testing.T, bin string, env []string, args ...string) *ops
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS="), env...)
+	var stderr syncBuffer // what it says when it does not start
+	cmd.Stderr = &stderr
 	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -56,7 +59,8 @@ func startOpsServer(t *testing.T, bin string, env []string, args ...string) *ops
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("sparkhost %v exited before serving; it printed:\n%s", args, s.printed)
+				cmd.Wait()
+				t.Fatalf("sparkhost %v exited before serving; it printed:\n%s%s", args, s.printed, lastLines(stderr.String(), 5))
 			}
 			s.printed += l + "\n"
 			if a, ok := strings.CutPrefix(l, "sparkhost listening on "); ok {
@@ -66,7 +70,7 @@ func startOpsServer(t *testing.T, bin string, env []string, args ...string) *ops
 				s.pin = p
 			}
 			if u, ok := strings.CutPrefix(l, "status page, metrics and probes on http://"); ok {
-				s.ops = strings.TrimSuffix(u, "/")
+				s.ops = loopbackTo(strings.TrimSuffix(u, "/"))
 			}
 		case <-deadline:
 			t.Fatalf("sparkhost %v did not print its addresses in 60 s; it printed:\n%s", args, s.printed)
@@ -78,6 +82,23 @@ func startOpsServer(t *testing.T, bin string, env []string, args ...string) *ops
 		}
 	}()
 	return s
+}
+
+// loopbackTo is the address to reach a listener bound to addr from this
+// host: 127.0.0.1 for a wildcard bind (0.0.0.0, ::), which is printed as
+// bound; tests only ever send to loopback.
+func loopbackTo(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// lastLines is the last n lines of a log.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // probe answers a GET on the ops listener: status code and body.
