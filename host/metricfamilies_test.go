@@ -69,7 +69,9 @@ func (s scraped) check(name string, ok func(float64) bool, what string, labels .
 	checkedMu.Unlock()
 }
 
-func ftoa(v float64) string { return strings.TrimRight(strings.TrimRight(time.Duration(v*1e9).String(), "s"), "n") }
+func ftoa(v float64) string {
+	return strings.TrimRight(strings.TrimRight(time.Duration(v*1e9).String(), "s"), "n")
+}
 
 // scrapeNow scrapes the server.
 func scrapeNow(t *testing.T, srv *host.Server) scraped {
@@ -373,7 +375,6 @@ func firstHello(t *testing.T, edit func(b []byte)) []byte {
 	}
 	return b
 }
-
 
 // metricsOfRooms: a lobby, rooms opened and closed, their players, and
 // room passwords wrong, refused in a back-off and their guesser kicked.
