@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,9 +70,7 @@ func (s scraped) check(name string, ok func(float64) bool, what string, labels .
 	checkedMu.Unlock()
 }
 
-func ftoa(v float64) string {
-	return strings.TrimRight(strings.TrimRight(time.Duration(v*1e9).String(), "s"), "n")
-}
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // scrapeNow scrapes the server.
 func scrapeNow(t *testing.T, srv *host.Server) scraped {
@@ -574,12 +573,124 @@ func dialAsV3(t *testing.T, srv *host.Server, name string) *netstack.Client {
 }
 
 // metricsOfHandshakes: crafted Connects for every refusal reason a
-// datagram can cause, cookies, half-open handshakes, a full server and a
-// banned address, and datagrams dropped before any session.
+// hello can cause, a full server and a banned address, cookies sent,
+// verified and failed, and half-open handshakes (validated, never
+// finished) in a table of one, the second evicting the first.
 func metricsOfHandshakes(t *testing.T) *host.Server {
 	srv, _ := startHostWith(t, host.Options{}, func(c *config.Config) {
 		withOps(c)
 		c.Server.MaxClients = 1
 	})
+	first := dialAs(t, srv, "first", nil)
+	defer first.Close()
+	if _, err := dialFrom(context.Background(), srv, netip.MustParseAddr("127.0.0.2"), "second"); err == nil {
+		t.Fatal("a second client joined a server of one slot")
+	}
+	if _, err := srv.Exec("ban 127.0.0.3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dialFrom(context.Background(), srv, netip.MustParseAddr("127.0.0.3"), "banned"); err == nil {
+		t.Fatal("a banned address joined")
+	}
+	version := func(v uint16) func([]byte) { return func(b []byte) { b[4], b[5] = byte(v), byte(v>>8) } }
+	for i, hello := range [][]byte{
+		make([]byte, handshake.ClientHello4Size),          // no SPNH magic: protocol_missing
+		firstHello(t, version(2)),                         // protocol_too_old
+		firstHello(t, version(9)),                         // protocol_too_new
+		firstHello(t, func(b []byte) { b[6] = 7 }),        // unsupported_suite
+		firstHello(t, func(b []byte) { b[len(b)-1] = 1 }), // padding not zero: malformed_handshake
+	} {
+		raw := rawSocket(t, netip.AddrFrom4([4]byte{127, 0, 1, byte(i + 1)}))
+		raw.send(t, srv, connectDatagram(hello))
+	}
+	s := await(t, srv, "the refusals counted", func(s scraped) bool {
+		return s.v("sparkhost_net_handshake_refusals_total", "reason=malformed_handshake") == 1
+	})
+	for _, reason := range []string{"protocol_missing", "protocol_too_old", "protocol_too_new", "unsupported_suite",
+		"malformed_handshake", "server_full", "banned"} {
+		s.want("sparkhost_net_handshake_refusals_total", 1, "reason="+reason)
+	}
+
+	// Another server, whose half-open table holds one: two handshakes
+	// validated and answered, never finished; the newer evicts the older.
+	// The second sends a forged cookie first.
+	ho, _ := startHostWith(t, host.Options{}, func(c *config.Config) {
+		withOps(c)
+		c.Network.HalfOpenMax, c.Network.HalfOpenTimeout = 1, 60
+	})
+	halfOpen(t, ho, rawSocket(t, netip.MustParseAddr("127.0.2.1")), nil)
+	halfOpen(t, ho, rawSocket(t, netip.MustParseAddr("127.0.2.2")), []byte("not a cookie of this server"))
+	s = await(t, ho, "the half-open handshakes counted", func(s scraped) bool {
+		return s.v("sparkhost_net_half_open_evicted_total") == 1
+	})
+	s.want("sparkhost_net_half_open", 1)
+	s.want("sparkhost_net_half_open_evicted_total", 1)
+	s.want("sparkhost_net_handshakes_total", 2)
+	s.want("sparkhost_net_cookies_total", 1, "result=failed")
+	s.want("sparkhost_net_cookies_total", 2, "result=verified")
+	s.want("sparkhost_net_cookies_total", 3, "result=sent")
 	return srv
+}
+
+// rawUDP is a socket bound to a loopback address, for crafted datagrams.
+type rawUDP struct{ *net.UDPConn }
+
+func rawSocket(t *testing.T, from netip.Addr) rawUDP {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(from, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return rawUDP{c}
+}
+
+func (r rawUDP) send(t *testing.T, srv *host.Server, d []byte) {
+	t.Helper()
+	if _, err := r.WriteToUDPAddrPort(d, srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answer reads the server's next datagram to r: its header and payload.
+func (r rawUDP) answer(t *testing.T) (wire.Header, []byte) {
+	t.Helper()
+	buf := make([]byte, 2048)
+	r.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := r.ReadFromUDPAddrPort(buf)
+	if err != nil || n < 1 || buf[0] != 0x01 {
+		t.Fatalf("no plain answer: %v (%d bytes)", err, n)
+	}
+	h, p, err := wire.ParsePacket(buf[1:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
+// halfOpen validates its address with the cookie the server sends and
+// is answered ConnectAccepted, then never sends ClientFinished; a forged
+// cookie sent first fails.
+func halfOpen(t *testing.T, srv *host.Server, r rawUDP, forged []byte) {
+	t.Helper()
+	hs, err := handshake.NewClientHandshake4(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forged != nil {
+		r.send(t, srv, connectDatagram(hs.Hello4(forged)))
+		if h, _ := r.answer(t); h.Type != wire.TypeCookieReply {
+			t.Fatalf("a forged cookie answered with %v, want a fresh CookieReply", h.Type)
+		}
+	}
+	r.send(t, srv, connectDatagram(hs.Hello4(nil)))
+	h, p := r.answer(t)
+	cr, err := handshake.ParseCookieReply(p)
+	if h.Type != wire.TypeCookieReply || err != nil {
+		t.Fatalf("answer %v: %v", h.Type, err)
+	}
+	r.send(t, srv, connectDatagram(hs.Hello4(cr.Cookie)))
+	if h, _ := r.answer(t); h.Type != wire.TypeConnectAccepted {
+		t.Fatalf("a validated hello answered with %v", h.Type)
+	}
 }
