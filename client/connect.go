@@ -38,7 +38,7 @@ func cmdConnect(c *Console, args []string) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol}
+	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol, DeliverRefusals: true}
 	if cfg.Pin == "" {
 		if c.cfg.DataDir == "" {
 			return errors.New("connect: no pin and no data directory for known_hosts; give the server's pin (--pin ed25519:...) or a data directory")

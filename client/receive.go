@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -134,6 +135,11 @@ func (c *Console) printBuiltin(m netstack.Message) {
 		var su gamemsg.ScoreUpdate
 		if su, err = gamemsg.ParseScoreUpdate(m.Payload); err == nil {
 			c.Printf("%s", scoresLine(su))
+		}
+	case wire.TypeMessageRefused:
+		var n wire.MessageRefused
+		if n, err = wire.ParseMessageRefused(m.Payload); err == nil {
+			c.Printf("the server refused our message of type %d: %s", n.Type, n.Reason)
 		}
 	case gamemsg.TypePlayerRespawn:
 		var pr gamemsg.PlayerRespawn

@@ -30,7 +30,7 @@ func newAgonesSidecar(t *testing.T) *agonesSidecar {
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		call := r.Method + " " + r.URL.Path
-		if r.URL.Path == "/metadata/label" {
+		if strings.HasPrefix(r.URL.Path, "/metadata/") {
 			call += " " + string(body)
 		}
 		s.mu.Lock()
@@ -81,8 +81,9 @@ func TestAgonesLifecycle(t *testing.T) {
 
 	eventually(t, "Ready and health pings", func() bool { return sc.count("POST /health") >= 3 })
 	calls := sc.snapshot()
-	if calls[0] != "POST /ready" {
-		t.Errorf("first call %q, want POST /ready", calls[0])
+	pin := `PUT /metadata/annotation {"key":"pin","value":"` + srv.Pin() + `"}`
+	if ready := slices.Index(calls, "POST /ready"); ready < 0 || !slices.Contains(calls[:ready], pin) {
+		t.Errorf("calls %q: want the pin annotation before POST /ready", calls)
 	}
 	for _, want := range []string{`PUT /metadata/label {"key":"mode","value":"deathmatch"}`, `PUT /metadata/label {"key":"map","value":"arena"}`} {
 		if !slices.Contains(calls, want) {

@@ -11,7 +11,7 @@ import (
 func withHandshakeRules(cfg *config.Config, nc netstack.ServerConfig) netstack.ServerConfig {
 	n := &cfg.Network
 	nc.Internet = cfg.Internet()
-	nc.RefuseV3 = !n.AllowV3
+	nc.RefuseV3 = !n.AllowV3 || cfg.Internet() // internet mode is v4 only, whatever the default says
 	if cfg.Rooms.Enabled {
 		// A v3 client cannot send the room requests that are the only way
 		// out of the lobby: it is refused with a reason rather than

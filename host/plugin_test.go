@@ -169,21 +169,24 @@ func echoOnce(t *testing.T, c *netstack.Client, n uint32) {
 	}
 }
 
-// TestPluginLoadErrors: the documented one-line errors stop start-up.
+// TestPluginLoadErrors: the documented one-line errors. A module that
+// does not start is listed failed, with the line, and the server runs
+// without it; one that is not a module at all stops start-up.
 func TestPluginLoadErrors(t *testing.T) {
 	v2 := testplugin.Build(t, "./examples/greeter", "-X github.com/sparkhost/sparkhost/internal/pluginwire.protocolVersion=2")
 	good := testplugin.Build(t, "./examples/greeter")
 	for _, tc := range []struct {
-		name string
-		mod  func(*config.Config)
-		want string
+		name    string
+		mod     func(*config.Config)
+		want    string
+		refused bool // start-up stops
 	}{
-		{"version", withModules(v2), "module " + v2 + " failed to load: the plugin speaks sparkhost plugin protocol 2, this server speaks 1: rebuild the plugin against the github.com/sparkhost/sparkhost/plugin SDK of this server's release"},
+		{"version", withModules(v2), "module " + v2 + " failed to load: the plugin speaks sparkhost plugin protocol 2, this server speaks 1: rebuild the plugin against the github.com/sparkhost/sparkhost/plugin SDK of this server's release", false},
 		{"checksum", func(c *config.Config) {
 			c.Modules.Load = []string{good}
 			c.Modules.SHA256 = map[string]string{good: strings.Repeat("ab", 32)}
-		}, "module " + good + " failed to load: checksum mismatch: config expects sha256 " + strings.Repeat("ab", 32) + ", the file has "},
-		{"not executable", withModules("../README.md"), "module ../README.md: not a .lua script nor an executable Go plugin"},
+		}, "module " + good + " failed to load: checksum mismatch: config expects sha256 " + strings.Repeat("ab", 32) + ", the file has ", false},
+		{"not executable", withModules("../README.md"), "module ../README.md: not a .lua script nor an executable Go plugin", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
@@ -191,14 +194,28 @@ func TestPluginLoadErrors(t *testing.T) {
 			cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
 			tc.mod(&cfg)
 			srv, err := host.New(host.Options{Config: cfg, Logger: testLogger()})
-			if err == nil {
-				ctx, cancel := context.WithCancel(context.Background())
-				cancel()
-				srv.Run(ctx)
-				t.Fatal("server started")
+			if tc.refused {
+				if err == nil {
+					srv.Net().Close()
+					t.Fatal("server started")
+				}
+				if !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("got  %v\nwant %s…", err, tc.want)
+				}
+				return
 			}
-			if !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("got  %v\nwant %s…", err, tc.want)
+			if err != nil {
+				t.Fatalf("start-up stopped: %v", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			defer srv.Run(ctx)
+			p := srv.StartProblems()
+			if len(p) != 1 || !strings.HasPrefix(p[0], tc.want) || !strings.HasSuffix(p[0], "fix it, then module load "+cfg.Modules.Load[0]) {
+				t.Fatalf("got  %q\nwant %s…", p, tc.want)
+			}
+			if mods := srv.Modules().Modules(); len(mods) != 1 || mods[0].State != "failed" {
+				t.Fatalf("modules: %+v", mods)
 			}
 		})
 	}

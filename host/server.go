@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,16 +58,18 @@ type Options struct {
 
 // Server is the DedicatedServer.
 type Server struct {
-	cfg   config.Config
-	log   *slog.Logger
-	net   *netstack.Server
-	loop  *tick.Loop
-	cmds  *admin.Registry
-	mods  *modules.Manager
-	bans  *bans.Store
-	sock  *admin.SocketServer
-	disc  *discovery.Responder
-	start time.Time
+	cfg  config.Config
+	log  *slog.Logger
+	net  *netstack.Server
+	loop *tick.Loop
+	cmds *admin.Registry
+	mods *modules.Manager
+	// startProblems: a line for each configured module that did not start.
+	startProblems []string
+	bans          *bans.Store
+	sock          *admin.SocketServer
+	disc          *discovery.Responder
+	start         time.Time
 
 	events   lifecycleQueue // admissions and departures, never dropped
 	leaving  []event        // departures drained, applied after the chat and requests sent before them
@@ -230,10 +233,12 @@ func New(opts Options) (*Server, error) {
 	}
 	s.publishView(s.start)
 	for _, spec := range specs {
-		if _, err := s.mods.Load(spec); err != nil {
-			s.mods.UnloadAll()
-			s.net.Close()
-			return nil, err
+		// A module that does not start is listed failed (the manager logs
+		// it and tells the console); the server runs without it, not
+		// ready (/readyz) until `module load` starts it.
+		if _, err := s.mods.Start(spec); err != nil {
+			s.startProblems = append(s.startProblems, fmt.Sprintf("%s; the server runs without it, not ready (/readyz): fix it, then module load %s",
+				strings.Join(strings.Fields(err.Error()), " "), spec.Source))
 		}
 	}
 	s.nameFixedMode(specs)
@@ -251,6 +256,10 @@ func New(opts Options) (*Server, error) {
 
 // Modules is the module manager (game thread).
 func (s *Server) Modules() *modules.Manager { return s.mods }
+
+// StartProblems are one line for each configured module that failed to
+// start (it is listed failed; the server runs without it).
+func (s *Server) StartProblems() []string { return s.startProblems }
 
 // World is the entity replication of the server's one room (game thread);
 // nil on a server with a lobby, whose rooms have their own.

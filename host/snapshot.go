@@ -191,6 +191,9 @@ func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
 	v := s.view.Load()
 	if !s.ops.agonesReady && s.ops.serving.Load() && s.modulesRunning() {
 		s.ops.agonesReady = true
+		// The pin, for the clients of whoever allocates this GameServer: a
+		// fleet gives every GameServer a fresh identity.
+		a.SetAnnotation("pin", s.Pin())
 		a.SetLabel("mode", s.cfg.Match.GameMode)
 		a.Ready()
 	}
@@ -237,7 +240,8 @@ func (s *Server) Snapshot() ops.Snapshot {
 	v := s.view.Load()
 	ts := s.loop.Stats()
 	snap := ops.Snapshot{
-		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: s.opsMode(v), MatchState: v.status.State.String(),
+		Name: s.cfg.Server.Name, Pin: s.Pin(), GameAddress: s.Addr().String(),
+		Map: v.status.Map, Mode: s.opsMode(v), MatchState: v.status.State.String(),
 		Round: v.status.Round, Started: s.start, Version: s.opts.Version,
 		TickRate: ts.Rate, Ticks: ts.Ticks, LateTicks: ts.LateTicks, SkippedTicks: ts.Skipped, Serving: s.ops.serving.Load(),
 		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,

@@ -89,6 +89,17 @@ type StartInfo struct {
 	EntityIDs IDRange
 }
 
+// Starter is implemented by a Host that can say what a module's start is
+// for: the facts (Server.Room names the room; 0 the whole server) and the
+// entity ids of the first room the instance serves. A module that serves
+// many rooms has an own Host scoped to none of them, so a runtime that
+// starts the module elsewhere (a plugin process, which loads its first
+// room while it starts) asks the Host for this rather than for Server and
+// EntityIDs.
+type Starter interface {
+	StartInfo() StartInfo
+}
+
 // CodeHasher is the optional capability of a module that can name the code
 // it runs (the SHA-256 of a script or an executable), shown by
 // `module info`.

@@ -76,6 +76,12 @@ type ClientConfig struct {
 	HeartbeatInterval time.Duration
 	Rotation          seal.RotationConfig
 	Reliable          reliable.Config
+	// DeliverRefusals: the server's MessageRefused notices (docs/protocol.md
+	// §5.6: it refused a message of ours, and why) are delivered to Receive
+	// as messages of type wire.TypeMessageRefused, besides being counted,
+	// so that a request the server refused fails at once instead of
+	// waiting for an answer that will not come.
+	DeliverRefusals bool
 	// InboxSize bounds undelivered messages; 0 means 4096. When it is full a
 	// message is dropped and counted in InboxDrops.
 	InboxSize int
@@ -467,7 +473,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	}
 	now := time.Now()
 	chcfg := channelConfig{rotation: c.cfg.Rotation, reliable: c.cfg.Reliable, heartbeat: c.cfg.HeartbeatInterval, timeout: c.cfg.Timeout,
-		datagramSize: c.cfg.DatagramSize, closeLinger: c.cfg.CloseLinger}
+		datagramSize: c.cfg.DatagramSize, closeLinger: c.cfg.CloseLinger, deliverRefusals: c.cfg.DeliverRefusals}
 	chcfg.populate()
 	if res.Version >= handshake.ProtocolVersion4 {
 		// A module message may overtake the announcement of its type

@@ -160,6 +160,9 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 	case wire.TypeMessageRefused:
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
+			if s.deliverRefusals {
+				s.rx0.deliver(h, payload)
+			}
 		}
 	default:
 		s.rx0.deliver(h, payload)

@@ -64,7 +64,6 @@ func (s *Server) handlePlain(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropMalformed) // ConnectAccepted/Rejected travel S→C only
 		return
 	}
-	s.ctr.PacketsReceived.Add(1)
 	if s.isConnected(from) {
 		s.ctr.drop(dropMalformed) // §5.5 names no counter, so the default one
 		return
@@ -270,7 +269,6 @@ func (s *Server) handleLegacy(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropMalformed)
 		return
 	}
-	s.ctr.PacketsReceived.Add(1)
 	rule := s.unvalidated(s.compatVersion(), len(d), 1)
 	if s.allowV3 {
 		rule.limit *= compatAmplification

@@ -18,6 +18,10 @@ const (
 // policy first, then the frame class; plain and legacy datagrams are charged
 // to their address and prefix budgets before any framing.
 func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
+	// Every datagram read counts, whatever becomes of it (dropped, a
+	// handshake, a session's): as every datagram written does.
+	s.ctr.PacketsReceived.Add(1)
+	s.ctr.BytesReceived.Add(uint64(len(d)))
 	addr := from.Addr()
 	if from.Port() == 0 || !s.policy.Allows(addr) {
 		s.ctr.drop(dropPolicy)
@@ -70,8 +74,6 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	s.mu.RUnlock()
 	if p == nil {
 		if ho := s.halfOpen.lookup(from); ho != nil {
-			s.ctr.PacketsReceived.Add(1)
-			s.ctr.BytesReceived.Add(uint64(len(d)))
 			s.finishHalfOpen(ho, d, now)
 			return
 		}
@@ -82,9 +84,6 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity) // no channel for that endpoint
 		return
 	}
-	s.ctr.PacketsReceived.Add(1)
-	s.ctr.BytesReceived.Add(uint64(len(d)))
-
 	p.mu.Lock()
 	if p.state == slotClosed {
 		p.mu.Unlock()

@@ -113,6 +113,9 @@ type session struct {
 	held      []heldMessage
 	heldBytes int
 	holdFor   time.Duration
+	// deliverRefusals: the peer's MessageRefused notices are delivered
+	// too (ClientConfig.DeliverRefusals), besides being counted.
+	deliverRefusals bool
 
 	// MessageRefused notices (v4): a token bucket and the refusals not told.
 	noticeTokens float64
@@ -160,23 +163,24 @@ func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, v
 	}
 	s := &session{
 		conn: conn, addr: addr, id: id, server: server, version: version, origin: origin,
-		sealer:       seal.NewSealer(keys.send, cfg.rotation),
-		opener:       seal.NewOpener(keys.recv),
-		rel:          reliable.New(rc, now),
-		th:           keys.th,
-		lastAuth:     now,
-		hbInterval:   cfg.heartbeat,
-		timeout:      cfg.timeout,
-		uqMax:        cfg.maxQueuedUnreliable,
-		unrel:        1,
-		datagramSize: cfg.datagramSize,
-		flushDelay:   cfg.flushDelay,
-		holdFor:      cfg.holdFor,
-		closeLinger:  cfg.closeLinger,
-		finishing:    !server,
-		noticeTokens: noticeBurst,
-		noticeAt:     now,
-		open:         make([]byte, 0, 2048),
+		sealer:          seal.NewSealer(keys.send, cfg.rotation),
+		opener:          seal.NewOpener(keys.recv),
+		rel:             reliable.New(rc, now),
+		th:              keys.th,
+		lastAuth:        now,
+		hbInterval:      cfg.heartbeat,
+		timeout:         cfg.timeout,
+		uqMax:           cfg.maxQueuedUnreliable,
+		unrel:           1,
+		datagramSize:    cfg.datagramSize,
+		flushDelay:      cfg.flushDelay,
+		holdFor:         cfg.holdFor,
+		closeLinger:     cfg.closeLinger,
+		deliverRefusals: cfg.deliverRefusals,
+		finishing:       !server,
+		noticeTokens:    noticeBurst,
+		noticeAt:        now,
+		open:            make([]byte, 0, 2048),
 	}
 	s.emitFn = s.emitRecord
 	s.checkedFn = s.deliverChecked
@@ -196,6 +200,7 @@ type channelConfig struct {
 	maxQueuedUnreliable int
 	holdFor             time.Duration // held.go: the server's not-loaded hold, a v4 client's unannounced one
 	closeLinger         time.Duration // linger.go: the graceful close's wait (0: none)
+	deliverRefusals     bool          // a client's MessageRefused notices also go to Receive
 }
 
 func (c *channelConfig) populate() {

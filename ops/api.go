@@ -5,10 +5,13 @@ import (
 	"time"
 )
 
-// statusJSON is /api/status: what the page's header and tables show.
+// statusJSON is /status and /api/status: what the page's header and
+// tables show, and the identity pin a fleet's tooling hands clients.
 type statusJSON struct {
 	Name              string       `json:"name"`
 	Version           string       `json:"version"`
+	Pin               string       `json:"pin"`          // the identity clients pin (docs/protocol.md §8)
+	GameAddress       string       `json:"game_address"` // where the game port is bound (behind NAT, not what clients dial)
 	Map               string       `json:"map"`
 	Mode              string       `json:"mode"`
 	MatchState        string       `json:"match_state"`
@@ -80,7 +83,8 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	now := time.Now()
 	snap := s.cfg.Source.Snapshot()
 	out := statusJSON{
-		Name: snap.Name, Version: snap.Version, Map: snap.Map, Mode: snap.Mode, MatchState: snap.MatchState, Round: snap.Round,
+		Name: snap.Name, Version: snap.Version, Pin: snap.Pin, GameAddress: snap.GameAddress,
+		Map: snap.Map, Mode: snap.Mode, MatchState: snap.MatchState, Round: snap.Round,
 		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
 		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
 		Modules: []moduleJSON{}, PlayerList: []playerJSON{}, Rooms: []roomJSON{},

@@ -27,7 +27,8 @@ func (s *Server) health(now time.Time) (bool, string) {
 }
 
 // ready says whether the server should get players: serving, ticking,
-// and every loaded module running.
+// and every module running (the host lists a configured module that did
+// not start as failed).
 func (s *Server) ready(now time.Time) (bool, string) {
 	if ok, why := s.health(now); !ok {
 		return false, "not ready: " + strings.TrimPrefix(why, "unhealthy: ")
@@ -42,7 +43,11 @@ func (s *Server) ready(now time.Time) (bool, string) {
 	var down []string
 	for _, m := range snap.Modules {
 		if m.State != StateRunning {
-			down = append(down, fmt.Sprintf("module %s is %s", m.Name, m.State))
+			d := fmt.Sprintf("module %s is %s", m.Name, m.State)
+			if m.State == StateFailed && m.LastError != "" {
+				d += ": " + m.LastError
+			}
+			down = append(down, d)
 		}
 	}
 	if len(down) > 0 {

@@ -124,6 +124,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.probe(s.health))
 	mux.HandleFunc("GET /readyz", s.probe(s.ready))
 	mux.HandleFunc("GET /api/status", s.serveStatus)
+	mux.HandleFunc("GET /status", s.serveStatus) // the same document, for tooling (the pin)
 	mux.HandleFunc("GET /api/history", s.serveHistory)
 	mux.Handle("GET /", pageHandler())
 	return secure(mux)

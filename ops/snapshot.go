@@ -18,6 +18,9 @@ type Snapshot struct {
 	Round                       int
 	Started                     time.Time // when the server was built
 	Version                     string    // the program's version
+	// Pin is the server's identity pin ("ed25519:…"), GameAddress the
+	// game port's bound address.
+	Pin, GameAddress string
 
 	TickRate     int    // configured ticks per second (Hz)
 	Ticks        uint64 // ticks run

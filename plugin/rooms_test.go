@@ -44,7 +44,8 @@ func roomTick(id uint32) *pluginv1.RoomTick {
 }
 
 // TestServeRoomsDispatchesByRoom: one process, one Step for two rooms: each
-// room's module is made on EVENT_ROOM_OPEN with the room's facts, gets its
+// room's module is made on EVENT_ROOM_OPEN (the first room's during Init)
+// with the room's facts, gets its
 // own events, acts in its own room; commands take @ROOM; EVENT_ROOM_CLOSE
 // unloads it.
 func TestServeRoomsDispatchesByRoom(t *testing.T) {
@@ -57,7 +58,9 @@ func TestServeRoomsDispatchesByRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := sh.Init(context.Background(), &pluginv1.InitRequest{Server: &pluginv1.ServerInfo{TickRate: 60}})
+	// Started for room 5 (the first room the server runs it in), which its
+	// Init loads; the EVENT_ROOM_OPEN of room 5 that follows finds it open.
+	resp, err := sh.Init(context.Background(), &pluginv1.InitRequest{Server: roomTick(5).GetServer(), EntityIdFirst: 1 << 24, EntityIdLast: 2<<24 - 1})
 	if err != nil || resp.GetError() != "" || !resp.GetManifest().GetRooms() {
 		t.Fatalf("init: %v %q rooms=%v", err, resp.GetError(), resp.GetManifest().GetRooms())
 	}
@@ -104,5 +107,43 @@ func TestServeRoomsDispatchesByRoom(t *testing.T) {
 	}
 	if cr, _ := sh.Command(context.Background(), &pluginv1.CommandRequest{Name: "x"}); cr.GetOutput() != "room 6 players 1" {
 		t.Errorf("command with one room left: %q %q", cr.GetOutput(), cr.GetError())
+	}
+}
+
+// failingRoom is a room module whose Load refuses to start.
+type failingRoom struct{ roomModule }
+
+func (*failingRoom) Load(module.Host) error { return fmt.Errorf("config.toml:3: unknown key speeed") }
+
+// TestServeRoomsInitLoadsItsRoom: a ServeRooms plugin loads the room it is
+// started for within Init, so a Load that fails fails the start (the
+// server lists the module failed) instead of leaving a room without its
+// module while the server believes it runs.
+func TestServeRoomsInitLoadsItsRoom(t *testing.T) {
+	var unloaded []module.RoomID
+	sh, err := newRoomsServer(func() Module { return &failingRoom{roomModule{unloaded: &unloaded}} }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := sh.Init(context.Background(), &pluginv1.InitRequest{Server: &pluginv1.ServerInfo{TickRate: 60}})
+	if err != nil || resp.GetError() != "config.toml:3: unknown key speeed" {
+		t.Fatalf("init: %v, error %q", err, resp.GetError())
+	}
+	if len(sh.rooms) != 0 {
+		t.Errorf("a room whose Load failed is open: %v", sh.rooms)
+	}
+	if _, err := sh.Step(context.Background(), &pluginv1.StepRequest{Tick: 1}); err == nil {
+		t.Error("a plugin whose start failed took a Step")
+	}
+
+	ok, err := newRoomsServer(func() Module { return &roomModule{unloaded: &unloaded} }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := ok.Init(context.Background(), &pluginv1.InitRequest{Server: &pluginv1.ServerInfo{TickRate: 60}}); err != nil || resp.GetError() != "" {
+		t.Fatalf("init: %v %q", err, resp.GetError())
+	}
+	if r := ok.rooms[0]; r == nil || !r.loaded {
+		t.Fatalf("the whole server's room (0) was not loaded by Init: %v", ok.rooms)
 	}
 }

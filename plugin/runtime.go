@@ -64,6 +64,8 @@ type runtime struct {
 	server  module.ServerInfo
 	timers  timerq.Queue
 	ents    entities
+	// shares is the room's share of each metric (metrics.go).
+	shares []float64
 }
 
 var _ module.Host = (*runtime)(nil)
@@ -168,6 +170,8 @@ func (sh *shared) Init(_ context.Context, req *pluginv1.InitRequest) (*pluginv1.
 		r.initEntities(module.IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()})
 		acts = sh.call(func() { err = r.mod.Load(r) })
 		r.loaded = err == nil
+	} else {
+		acts, err = sh.openFirstRoom(req)
 	}
 	resp := &pluginv1.InitResponse{Manifest: manifestToPB(sh.manifest), Actions: acts}
 	if err != nil {
@@ -230,12 +234,35 @@ func (sh *shared) dispatch(req *pluginv1.StepRequest, ev *pluginv1.Event) {
 		if r := sh.rooms[id]; r != nil {
 			delete(sh.rooms, id)
 			r.mod.Unload()
+			r.dropGauges()
 		}
 		return
 	}
 	if r := sh.rooms[id]; r != nil {
 		r.dispatch(ev)
 	}
+}
+
+// openFirstRoom starts, within Init, the module of the room the plugin is
+// started for (the InitRequest's server facts name it; none: the whole
+// server, room 0), so that a module whose Load fails — a bad config file,
+// a database it cannot open — fails the start, which the server reports
+// and counts, instead of a room that silently has no module. The
+// EventRoomOpen the server sends for that room later finds it open.
+func (sh *shared) openFirstRoom(req *pluginv1.InitRequest) ([]*pluginv1.Action, error) {
+	id := req.GetServer().GetRoom().GetId()
+	r := sh.newRoomRuntime(id, sh.newRoom())
+	r.setServer(req.GetServer())
+	r.initEntities(module.IDRange{First: req.GetEntityIdFirst(), Last: req.GetEntityIdLast()})
+	sh.rooms[id] = r // listed during Load, so its updates are finished with the call's
+	var err error
+	acts := sh.call(func() { err = r.mod.Load(r) })
+	if err != nil {
+		delete(sh.rooms, id)
+		return acts, err
+	}
+	r.loaded = true
+	return acts, nil
 }
 
 // openRoom starts a module for a room the server opened: its facts are
@@ -254,6 +281,7 @@ func (sh *shared) openRoom(req *pluginv1.StepRequest, ev *pluginv1.Event) {
 	}
 	r.initEntities(module.IDRange{First: ev.GetEntityIdFirst(), Last: ev.GetEntityIdLast()})
 	if err := r.mod.Load(r); err != nil {
+		r.dropGauges()
 		r.Fault(fmt.Errorf("room %d: the module did not start: %w", id, err))
 		return
 	}

@@ -52,7 +52,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		name = *configPath
 		cfg, err = config.Load(*configPath)
 	} else {
-		cfg, err = config.Parse(config.DefaultTOML, name)
+		cfg = config.BuiltIn()
 	}
 	if err == nil && (*dataDir != "" || *rooms || len(modes) > 0) {
 		o := config.Overrides{Rooms: *rooms, Modes: modes}

@@ -26,6 +26,7 @@ commands:
   check      validate the config and load every module without serving (sparkhost check --help)
   schema     export the module message schemas as JSON; schema gen-ts = gen-ts (sparkhost schema --help)
   health     probe a running server's /healthz (sparkhost health --help)
+  identity   print the server identity pin, creating the key first if missing (sparkhost identity --help)
   mmo        mmo world tools: world-key FILE creates an area world's key (sparkhost mmo --help)
   gen-ts     generate TypeScript client codecs from a schema export (also: sparkhost schema gen-ts)
   version    print the version, VCS revision and Go version
@@ -63,6 +64,8 @@ func dispatch(args []string) int {
 		return schemaCommand(args[1:])
 	case "health":
 		return healthCommand(args[1:])
+	case "identity":
+		return identityCommand(args[1:])
 	case "gen-ts":
 		return genTSCommand(args[1:])
 	case "mmo":

@@ -82,7 +82,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *configPath != "" {
 		cfg, err = config.Load(*configPath)
 	} else {
-		cfg, err = config.Parse(config.DefaultTOML, "config.toml (built-in)")
+		cfg = config.BuiltIn()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
@@ -143,6 +143,9 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
+	for _, p := range srv.StartProblems() {
+		fmt.Fprintln(stdout, p)
+	}
 	if a := srv.OpsAddr(); a != nil {
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
 	}

@@ -116,7 +116,7 @@ func schemasFromModules(configPath, dataDir string, mods []string) ([]wire.Modul
 	if configPath != "" {
 		cfg, err = config.Load(configPath)
 	} else {
-		cfg, err = config.Parse(config.DefaultTOML, "config.toml (built-in)")
+		cfg = config.BuiltIn()
 		cfg.Modules.Load = nil
 	}
 	if err == nil && dataDir != "" {

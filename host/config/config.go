@@ -251,6 +251,12 @@ type LimitsSection struct {
 	ModuleMessagesPerTick int `toml:"module_messages_per_tick"`
 }
 
+// BuiltIn is the configuration of a server run without a config file:
+// Default, whose values count as defaults, not as keys an operator wrote
+// (DefaultTOML writes every key, and parsing it would make each look
+// chosen: `sparkhost run --internet` would then be refused for allow_v3).
+func BuiltIn() Config { return Default() }
+
 // Default returns the built-in configuration, the one DefaultTOML documents.
 // Every call returns fresh slices and maps.
 func Default() Config {

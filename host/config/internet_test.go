@@ -70,12 +70,36 @@ func TestInternetFlag(t *testing.T) {
 	if !c.Internet() || c.Network.BindAddress != "::" {
 		t.Fatalf("exposure %q bind %q", c.Network.Exposure, c.Network.BindAddress)
 	}
-	// The default allow_v3 = true is not the operator's choice: no refusal.
-	if !c.Network.AllowV3 {
-		t.Fatal("the default changed")
+	// The default allow_v3 = true is not the operator's choice: no
+	// refusal, and internet mode is v4 only.
+	if c.Network.AllowV3 {
+		t.Fatal("--internet left v3 on")
 	}
 	c.Apply(Overrides{Internet: true, Bind: ptr("::/0")}, nil)
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "(--bind)") {
 		t.Fatalf("Validate = %v, want a refusal naming --bind", err)
+	}
+}
+
+// TestInternetFlagOnTheBuiltInDefaults: `sparkhost run --internet` on the
+// built-in defaults (DefaultTOML, which the repository's config.toml
+// copies) serves v4 only; allow_v3 = true written by the operator is
+// refused with the file, the line and the key.
+func TestInternetFlagOnTheBuiltInDefaults(t *testing.T) {
+	c := BuiltIn()
+	c.Apply(Overrides{Internet: true, Bind: ptr("127.0.0.1")}, nil)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("--internet on the defaults: %v", err)
+	}
+	if c.Network.AllowV3 {
+		t.Error("--internet left allow_v3 on: internet mode is v4 only")
+	}
+	c, err := Parse([]byte("[network]\nallow_v3 = true\n"), "my.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(Overrides{Internet: true}, nil)
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "my.toml:2: network.allow_v3 = true: internet mode never accepts protocol v3") {
+		t.Fatalf("allow_v3 = true with --internet: %v", err)
 	}
 }

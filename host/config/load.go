@@ -56,7 +56,7 @@ func decode(data []byte, file string) (Config, error) {
 	}
 	for _, key := range md.Keys() {
 		if msg, errKey := checkKey(key, raw); msg != "" {
-			return Config{}, &Error{File: file, Line: lines.lineOf(key), Key: errKey, Msg: msg}
+			return Config{}, &Error{File: file, Line: lines.LineOf(key), Key: errKey, Msg: msg}
 		}
 	}
 	c := Default()
@@ -68,11 +68,11 @@ func decode(data []byte, file string) (Config, error) {
 			if v, ok := table[f.key]; ok {
 				f.set(sections.Field(sec.index).Field(f.index), v)
 				key := toml.Key{sec.key, f.key}
-				c.origin.fromFile[key.String()] = lines.lineOf(key)
+				c.origin.fromFile[key.String()] = lines.LineOf(key)
 				if entries, isTable := v.(map[string]any); isTable {
 					for name := range entries {
 						entry := toml.Key{sec.key, f.key, name}
-						c.origin.fromFile[entry.String()] = lines.lineOf(entry)
+						c.origin.fromFile[entry.String()] = lines.LineOf(entry)
 					}
 				}
 			}

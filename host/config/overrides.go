@@ -27,7 +27,9 @@ type Overrides struct {
 //     (read through env; empty means unset, as for netstack/policy.Resolve),
 //     then the file, then the default.
 //   - server.port, server.data_dir, server.max_clients, network.exposure
-//     (--internet): the flag, then the file, then the default.
+//     (--internet): the flag, then the file, then the default. --internet
+//     also turns network.allow_v3 off unless the file sets it (internet
+//     mode is v4 only; Validate refuses allow_v3 = true written with it).
 //   - modules.load: any --module REPLACES the file's whole list rather than
 //     adding to it, so that the command line can also run fewer modules than
 //     the file names, and what runs is exactly what the command line says.
@@ -55,6 +57,11 @@ func (c *Config) Apply(o Overrides, env func(string) string) {
 	if o.Internet {
 		c.Network.Exposure = ExposureInternet
 		c.setBy("network.exposure", "--internet")
+		if !c.givenExplicitly("network.allow_v3") {
+			// Internet mode is v4 only; an allow_v3 the operator wrote
+			// stays, for Validate to refuse with its line.
+			c.Network.AllowV3 = false
+		}
 	}
 	if o.Rooms {
 		c.Rooms.Enabled = true

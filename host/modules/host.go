@@ -28,6 +28,7 @@ type moduleHost struct {
 var (
 	_ module.Host     = (*moduleHost)(nil)
 	_ module.RoomHost = (*moduleHost)(nil)
+	_ module.Starter  = (*moduleHost)(nil)
 )
 
 // room returns the room a call acts in.
@@ -225,6 +226,18 @@ func (h *moduleHost) Server() module.ServerInfo {
 		si.DataDir = h.inst.m.moduleDir(h.inst.manifest.Name)
 	}
 	return si
+}
+
+// StartInfo is what the instance's start is for (module.Starter): its
+// first room, also for an instance that serves many rooms, whose own Host
+// is scoped to none. An instance not attached anywhere starts for the
+// whole server.
+func (h *moduleHost) StartInfo() module.StartInfo {
+	first := h // the own Host of a one-room instance is its room's
+	if h.att == nil && h.inst.multi && len(h.inst.rooms) > 0 {
+		first = h.inst.rooms[0].host
+	}
+	return module.StartInfo{Server: first.Server(), EntityIDs: first.EntityIDs()}
 }
 
 // AddScore goes to the room's match, which ignores a client not in it.

@@ -171,6 +171,9 @@ type instance struct {
 	runningSince time.Time // tick time of the last (re)start
 	history      []LifecycleEvent
 	tickTime     time.Duration // wall time spent in the module's Step since it was loaded
+	// neverRan: listed by Start after its start failed; it holds nothing
+	// and its name is its source's (it has no manifest).
+	neverRan bool
 }
 
 // Manager loads modules and runs them on the game thread. All methods except
@@ -284,6 +287,8 @@ func (m *Manager) load(sc *scope, spec Spec) (string, error) {
 	var prev *instance
 	if pa := sc.find(man.Name); pa != nil {
 		prev = pa.inst
+	} else {
+		prev = sc.neverStarted(spec.Source)
 	}
 	if prev != nil && prev.state != StateFailed && prev.state != StateRestarting {
 		inst.unloadModule(mod)
@@ -661,6 +666,7 @@ func (m *Manager) afterCall(inst *instance) {
 
 // failed tells the host a module failed for good, with its rooms.
 func (m *Manager) failed(inst *instance) {
+	m.abandonTypes(inst.manifest.Name)
 	if m.cfg.Failed != nil {
 		m.cfg.Failed(inst.manifest.Name, inst.roomIDs())
 	}

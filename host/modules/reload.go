@@ -22,7 +22,9 @@ func (m *Manager) Reload(name string) error {
 	swapped := false
 	for _, inst := range group {
 		var err error
-		if inst.state == StateRestarting {
+		if inst.neverRan { // nothing to reload: start it (Start listed it)
+			_, err = m.load(inst.rooms[0].sc, inst.spec)
+		} else if inst.state == StateRestarting {
 			err = m.restart(inst)
 		} else if err = m.reloadOne(inst, name, !swapped); err == nil {
 			swapped = true

@@ -174,7 +174,7 @@ func (m *Manager) beginRestart(inst *instance) {
 		m.finishRestart(inst, mod, err)
 		return
 	}
-	info := module.StartInfo{Server: inst.own.Server(), EntityIDs: inst.own.EntityIDs()}
+	info := inst.own.StartInfo()
 	ch := make(chan prepared, 1)
 	inst.preparing = ch
 	inst.log.Info("module restarting in the background", "name", inst.manifest.Name)

@@ -215,15 +215,36 @@ func (m *Module) Load(h module.Host) (module.Manifest, error) {
 	if m.prepared != nil { // Prepare did the slow part off the game thread
 		p := m.prepared
 		m.prepared = nil
-		m.apply(p.actions)
+		m.applyInit(p.manifest, p.room, p.actions)
 		return p.manifest, nil
 	}
-	man, actions, err := m.launch(module.StartInfo{Server: h.Server(), EntityIDs: h.EntityIDs()})
+	info := startInfo(h)
+	man, actions, err := m.launch(info)
 	if err != nil {
 		return module.Manifest{}, err
 	}
-	m.apply(actions)
+	m.applyInit(man, info.Server.Room.ID, actions)
 	return man, nil
+}
+
+// startInfo is what a start through h is for: the Host's own account of
+// it (module.Starter: the first room of a module that serves many), else
+// its facts.
+func startInfo(h module.Host) module.StartInfo {
+	if s, ok := h.(module.Starter); ok {
+		return s.StartInfo()
+	}
+	return module.StartInfo{Server: h.Server(), EntityIDs: h.EntityIDs()}
+}
+
+// applyInit applies Init's actions. A plugin that serves many rooms
+// loaded the room it was started for during Init (plugin.ServeRooms), so
+// its actions name that room: it is noted as open first.
+func (m *Module) applyInit(man module.Manifest, room module.RoomID, actions []*pluginv1.Action) {
+	if man.Rooms {
+		m.openRoom(room)
+	}
+	m.apply(actions)
 }
 
 // answerNextTick reports whether Step leaves this tick's answer for the
@@ -239,13 +260,14 @@ func (m *Module) Prepare(info module.StartInfo) error {
 	if err != nil {
 		return err
 	}
-	m.prepared = &preparedStart{manifest: man, actions: actions}
+	m.prepared = &preparedStart{manifest: man, room: info.Server.Room.ID, actions: actions}
 	return nil
 }
 
 // preparedStart is what Prepare leaves for Load.
 type preparedStart struct {
 	manifest module.Manifest
+	room     module.RoomID // the room the start was for
 	actions  []*pluginv1.Action
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/sparkhost/sparkhost/internal/tomlkeys"
+
 	"github.com/sparkhost/sparkhost/modules/deathmatch/game"
 )
 
@@ -78,18 +80,31 @@ func LoadConfig(dir string) (Config, error) {
 	return ParseConfig(data, file)
 }
 
-// ParseConfig is LoadConfig for text already read.
+// ParseConfig is LoadConfig for text already read. An error is one line
+// naming the file, the line and the key ("deathmatch.toml:3: unknown key
+// "respawn_secs"").
 func ParseConfig(data []byte, file string) (Config, error) {
 	c := DefaultConfig()
+	lines := tomlkeys.Locate(data)
+	at := func(key toml.Key) string {
+		if line := lines.LineOf(key); line > 0 {
+			return fmt.Sprintf("%s:%d", file, line)
+		}
+		return file
+	}
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return c, fmt.Errorf("%s:%d: %s", file, pe.Position.Line, strings.Join(strings.Fields(pe.Message), " "))
+		}
 		return c, fmt.Errorf("%s: %s", file, strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "toml: ")), " "))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return c, fmt.Errorf("%s: unknown key %q", file, und[0].String())
+		return c, fmt.Errorf("%s: unknown key %q", at(und[0]), und[0].String())
 	}
 	bad := func(key string, v any, want string) error {
-		return fmt.Errorf("%s: %s = %v: %s", file, key, v, want)
+		return fmt.Errorf("%s: %s = %v: %s", at(toml.Key(strings.Split(key, "."))), key, v, want)
 	}
 	switch {
 	case !inRange(c.RespawnSeconds, 0.001, 3600):

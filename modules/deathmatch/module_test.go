@@ -136,12 +136,12 @@ func TestConfigFile(t *testing.T) {
 		t.Fatalf("game config %+v", gc)
 	}
 	for _, bad := range []struct{ text, want string }{
-		{"colour = 1", `f.toml: unknown key "colour"`},
-		{"[weapon]\nspeed = 1", `unknown key "weapon.speed"`},
-		{"respawn_seconds = 0", "respawn_seconds = 0: want 0.001..3600"},
+		{"colour = 1", `f.toml:1: unknown key "colour"`},
+		{"[weapon]\nspeed = 1", `f.toml:2: unknown key "weapon.speed"`},
+		{"respawn_seconds = 0", "f.toml:1: respawn_seconds = 0: want 0.001..3600"},
 		{"respawn_seconds = nan", "respawn_seconds = NaN"},
 		{"lag_window_seconds = 1", `unknown key "lag_window_seconds"`}, // the server's window now
-		{"[weapon]\ndamage = 0", "weapon.damage = 0"},
+		{"[weapon]\ndamage = 0", "f.toml:2: weapon.damage = 0"},
 		{"[weapon]\nfire_interval_seconds = 0", "weapon.fire_interval_seconds"},
 		{"[weapon]\nrange = inf", "weapon.range = +Inf"},
 		{"friendly_fire = 1", "f.toml: line 1"},

@@ -12,6 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/sparkhost/sparkhost/internal/tomlkeys"
+
 	"github.com/sparkhost/sparkhost/modules/mmo/scram"
 	"github.com/sparkhost/sparkhost/modules/mmo/store"
 )
@@ -77,6 +79,43 @@ type Config struct {
 
 	// retired lists the keys the file set that no longer apply.
 	retired []string
+	// file and lines locate the keys of the file the config was read
+	// from (none: the defaults), for errors found after reading it.
+	file  string
+	lines tomlkeys.Lines
+}
+
+// located prefixes err with the config file and the line of key (or of
+// its table when the file does not set the key): one line naming the
+// file, the line and the key. A config without a file returns err.
+func (c Config) located(err error, key ...string) error {
+	if c.file == "" {
+		return err
+	}
+	if line := c.lines.LineOf(toml.Key(key)); line > 0 {
+		return fmt.Errorf("%s:%d: %w", c.file, line, err)
+	}
+	return fmt.Errorf("%s: %w", c.file, err)
+}
+
+// passwordEnv is the variable the database password is read from.
+func (c DatabaseConfig) passwordEnv() string {
+	if c.PasswordEnv != "" {
+		return c.PasswordEnv
+	}
+	return DatabasePasswordEnv
+}
+
+// databaseError says why the database r did not open, where it is
+// configured, and, when no password was given, which variable to set.
+func (c Config) databaseError(r ResolvedDatabase, getenv func(string) string, err error) error {
+	if r.URL != "" && r.Password == "" {
+		err = fmt.Errorf("%w; no password was given: set %s", err, c.Database.passwordEnv())
+	}
+	if getenv(DatabaseURLEnv) != "" {
+		return fmt.Errorf("%s: %w", DatabaseURLEnv, err)
+	}
+	return c.located(fmt.Errorf("[database] url: %w", err), "database", "url")
 }
 
 // retiredKeys no longer apply; a file that sets them loads with a warning.
@@ -123,11 +162,7 @@ func (c DatabaseConfig) Resolve(getenv func(string) string) (ResolvedDatabase, e
 	if env := getenv(DatabaseURLEnv); env != "" {
 		r.URL = env
 	}
-	name := c.PasswordEnv
-	if name == "" {
-		name = DatabasePasswordEnv
-	}
-	r.Password = getenv(name)
+	r.Password = getenv(c.passwordEnv())
 	if r.URL == "" && c.PasswordEnv != "" {
 		return r, errors.New("[database] password_env is set but there is no url: the SQLite default needs no password")
 	}
@@ -164,30 +199,66 @@ func LoadConfig(dir string) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	lines := tomlkeys.Locate(b)
 	md, err := toml.Decode(string(b), &cfg)
 	if err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return cfg, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, oneLine(pe.Message))
+		}
+		return cfg, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return cfg, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("%s:%d: unknown key %s (docs/mmo.md lists the keys)", path, lines.LineOf(und[0]), und[0])
 	}
 	for _, k := range retiredKeys {
 		if md.IsDefined(k) {
 			cfg.retired = append(cfg.retired, k)
 		}
 	}
+	cfg.file, cfg.lines = path, lines
 	if err := cfg.validate(); err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		return cfg, atKey(path, lines, err)
 	}
 	if _, err := cfg.areas(dir); err != nil {
-		return cfg, fmt.Errorf("%s: %v", path, err)
+		return cfg, atKey(path, lines, err)
 	}
 	return cfg, nil
 }
+
+// atKey prefixes a config error with the file and the line of the key it
+// is about (every message starts with the key: "speed = 0: …",
+// "[database] lease = 1: …", "[[world.areas]] …"); a key the file does
+// not set (a default that another key makes wrong) has no line.
+func atKey(path string, lines tomlkeys.Lines, err error) error {
+	if line := lines.LineOf(messageKey(err.Error())); line > 0 {
+		return fmt.Errorf("%s:%d: %w", path, line, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// messageKey reads the key a config error message starts with.
+func messageKey(msg string) toml.Key {
+	if rest, ok := strings.CutPrefix(msg, "[["); ok {
+		table, _, _ := strings.Cut(rest, "]]")
+		return toml.Key(strings.Split(table, "."))
+	}
+	var key toml.Key
+	if rest, ok := strings.CutPrefix(msg, "["); ok {
+		table, after, _ := strings.Cut(rest, "]")
+		key, msg = toml.Key{table}, strings.TrimLeft(after, " ")
+	}
+	name := msg
+	if i := strings.IndexAny(msg, " =:"); i >= 0 {
+		name = msg[:i]
+	}
+	if name != "" {
+		key = append(key, name)
+	}
+	return key
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (c Config) validate() error {
 	pos := func(name string, v, maxV float64) error {

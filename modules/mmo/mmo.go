@@ -223,7 +223,7 @@ func (m *Module) Load(h module.Host) error {
 	}
 	dbc, err := cfg.Database.Resolve(os.Getenv)
 	if err != nil {
-		return fmt.Errorf("mmo: %w", err)
+		return cfg.located(err, "database", "url")
 	}
 	id, err := loadServerID(filepath.Join(dir, serverIDFile))
 	if err != nil {
@@ -241,7 +241,7 @@ func (m *Module) Load(h module.Host) error {
 		m.db, err = store.Open(octx, dir, sopt)
 	}
 	if err != nil {
-		return fmt.Errorf("mmo: %w", err)
+		return cfg.databaseError(dbc, os.Getenv, err)
 	}
 	if err := m.db.StartServer(octx, id, dbc.Lease); err != nil {
 		m.db.Close()
@@ -251,7 +251,7 @@ func (m *Module) Load(h module.Host) error {
 		if err := m.loadWorldKey(octx); err != nil {
 			m.db.StopServer(octx, id)
 			m.db.Close()
-			return fmt.Errorf("mmo: %w", err)
+			return cfg.located(fmt.Errorf("[world] key_file: %w", err), "world", "key_file")
 		}
 	}
 	m.pres = &presence{id: id, lease: dbc.Lease}

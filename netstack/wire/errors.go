@@ -13,6 +13,9 @@ var (
 	// ErrTypeNotLoaded: a module type whose module is not loaded now (it
 	// unloaded, crashed and is restarting, or is reloading); §10.
 	ErrTypeNotLoaded = errors.New("wire: message type belongs to a module that is not loaded now")
+	// ErrTypeFailed: a module type whose module failed for good (only an
+	// operator starts it again): refused NotLoaded at once, never held.
+	ErrTypeFailed = errors.New("wire: message type belongs to a module that failed and is not coming back by itself")
 	// ErrWrongDirection: the type may not travel in this direction (§4).
 	ErrWrongDirection = errors.New("wire: message type not allowed in this direction")
 	// ErrWrongChannel: the packet's channel differs from the type's (§4).

@@ -52,7 +52,7 @@ func RefusalOf(err error) RefusalReason {
 	switch err {
 	case ErrUnknownType:
 		return RefusedUnknownType
-	case ErrTypeNotLoaded:
+	case ErrTypeNotLoaded, ErrTypeFailed:
 		return RefusedNotLoaded
 	case ErrWrongDirection:
 		return RefusedDirection

@@ -107,6 +107,9 @@ type moduleType struct {
 	// crashed, reloading): it is not registered, but Validate can say
 	// ErrTypeNotLoaded rather than ErrUnknownType, and the id is free.
 	gone bool
+	// failed marks a gone type whose module failed for good (Abandon):
+	// Validate says ErrTypeFailed, so that nothing waits for it.
+	failed bool
 }
 
 // Registry is the message-type table: the built-ins of §4 plus the UserDefined
@@ -275,7 +278,7 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	next := make(map[MessageType]moduleType, len(old))
 	for id, t := range old {
 		if t.owner == owner {
-			t.gone, t.check = true, nil
+			t.gone, t.failed, t.check = true, false, nil
 		}
 		next[id] = t
 	}
@@ -284,6 +287,28 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	r.rev.Add(1)
 	slices.Sort(gone)
 	return gone
+}
+
+// Abandon marks the types owner unregistered as those of a module that
+// failed for good: until a module registers the id again, Validate refuses
+// a message of it with ErrTypeFailed (refused NotLoaded at once, §10.3)
+// rather than ErrTypeNotLoaded (held while the module restarts). Types
+// still registered are left alone.
+func (r *Registry) Abandon(owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.types()
+	next := make(map[MessageType]moduleType, len(old))
+	changed := false
+	for id, t := range old {
+		if t.owner == owner && t.gone && !t.failed {
+			t.failed, changed = true, true
+		}
+		next[id] = t
+	}
+	if changed {
+		r.snap.Store(&next)
+	}
 }
 
 // types returns the current module snapshot; it must not be modified.

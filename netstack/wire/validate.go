@@ -36,6 +36,8 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 		switch {
 		case !ok:
 			return ErrUnknownType
+		case mt.failed:
+			return ErrTypeFailed
 		case mt.gone:
 			return ErrTypeNotLoaded
 		}

@@ -57,7 +57,7 @@ type Adapter struct {
 	labels   chan struct{}
 
 	mu      sync.Mutex
-	pending map[string]string // labels not yet sent
+	pending map[metaKey]string // labels and annotations not yet sent
 
 	lastPing time.Time // game thread
 	stop     chan struct{}
@@ -88,7 +88,7 @@ func Start(cfg Config) *Adapter {
 		cfg: cfg, base: fmt.Sprintf("http://127.0.0.1:%d", cfg.Port), log: cfg.Log.With("component", "agones"),
 		client: &http.Client{Timeout: 2 * time.Second},
 		ready:  make(chan struct{}), health: make(chan struct{}, 1), shutdown: make(chan struct{}), labels: make(chan struct{}, 1),
-		pending: make(map[string]string), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
+		pending: make(map[metaKey]string), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
 	}
 	a.wg.Add(1)
 	go a.run()
@@ -114,12 +114,31 @@ func (a *Adapter) Tick(now time.Time) {
 	}
 }
 
+// metaKey names one piece of GameServer metadata: a label or an
+// annotation (the sidecar path) and its key.
+type metaKey struct{ path, key string }
+
+// Sidecar paths of the metadata.
+const (
+	labelPath      = "/metadata/label"
+	annotationPath = "/metadata/annotation"
+)
+
 // SetLabel sets a GameServer label (agones.dev/sdk-KEY); the value is made a
 // valid Kubernetes label value. Non-blocking: the newest value per key is
-// sent.
-func (a *Adapter) SetLabel(key, value string) {
+// sent. Metadata set before Ready is sent before Ready.
+func (a *Adapter) SetLabel(key, value string) { a.setMeta(metaKey{labelPath, key}, LabelValue(value)) }
+
+// SetAnnotation sets a GameServer annotation (agones.dev/sdk-KEY) to value
+// as it is: annotations take any text (the identity pin, which a label
+// value cannot hold). Non-blocking, as SetLabel; set before Ready, it is
+// on the GameServer before Agones sees it Ready, so whoever allocates a
+// Ready GameServer finds it.
+func (a *Adapter) SetAnnotation(key, value string) { a.setMeta(metaKey{annotationPath, key}, value) }
+
+func (a *Adapter) setMeta(k metaKey, value string) {
 	a.mu.Lock()
-	a.pending[key] = LabelValue(value)
+	a.pending[k] = value
 	a.mu.Unlock()
 	select {
 	case a.labels <- struct{}{}:
@@ -144,6 +163,7 @@ func (a *Adapter) run() {
 	case <-a.stop:
 		return
 	}
+	a.sendLabels() // what was set before Ready (the pin) is there when it is
 	if !a.retry("ready", func() error { return a.post("/ready", struct{}{}) }) {
 		return
 	}
@@ -171,12 +191,12 @@ func (a *Adapter) run() {
 
 func (a *Adapter) sendLabels() {
 	a.mu.Lock()
-	labels := a.pending
-	a.pending = make(map[string]string)
+	meta := a.pending
+	a.pending = make(map[metaKey]string)
 	a.mu.Unlock()
-	for k, v := range labels {
-		body := map[string]string{"key": k, "value": v}
-		if !a.retry("label "+k, func() error { return a.put("/metadata/label", body) }) {
+	for k, v := range meta {
+		body := map[string]string{"key": k.key, "value": v}
+		if !a.retry(k.path+" "+k.key, func() error { return a.put(k.path, body) }) {
 			return
 		}
 	}

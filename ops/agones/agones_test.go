@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func newSidecar(t *testing.T, refuse int) *sidecar {
 			return
 		}
 		call := r.Method + " " + r.URL.Path
-		if r.URL.Path == "/metadata/label" {
+		if strings.HasPrefix(r.URL.Path, "/metadata/") {
 			var kv struct{ Key, Value string }
 			if err := json.Unmarshal(body, &kv); err != nil {
 				t.Errorf("label body %q: %v", body, err)
@@ -97,17 +98,19 @@ func TestRetriesWhileTheSidecarStarts(t *testing.T) {
 	sc := newSidecar(t, 3)
 	a := agones.Start(agones.Config{Port: sc.port(t), HealthInterval: time.Millisecond, Log: slog.New(slog.DiscardHandler)})
 	defer a.Close()
-	a.SetLabel("mode", "deathmatch")
+	a.SetAnnotation("pin", "ed25519:AAAA")
 	a.Tick(time.Now()) // a ping asked for before Ready waits for it
 	a.Ready()
-	eventually(t, "Ready, the label and a health ping", func() bool {
+	eventually(t, "the annotation, Ready and a health ping", func() bool {
 		c := sc.Calls()
 		return len(c) >= 3
 	})
 	c := sc.Calls()
-	if c[0] != "POST /ready" || c[1] != "PUT /metadata/label mode=deathmatch" || c[2] != "POST /health" {
-		t.Errorf("calls %q, want Ready, the label, then Health", c)
+	if c[0] != "PUT /metadata/annotation pin=ed25519:AAAA" || c[1] != "POST /ready" || c[2] != "POST /health" {
+		t.Errorf("calls %q, want the annotation (set before Ready: sent first, so an allocator sees it), Ready, then Health", c)
 	}
+	a.SetLabel("mode", "deathmatch")
+	eventually(t, "the label", func() bool { return count(sc.Calls(), "PUT /metadata/label mode=deathmatch") == 1 })
 	if sc.refused != 3 {
 		t.Errorf("the sidecar refused %d calls, want 3 (retried)", sc.refused)
 	}

@@ -92,6 +92,11 @@ func Register(con *client.Console, opts Options) error {
 			}
 		})
 	}
+	con.OnMessage(wire.TypeMessageRefused, func(c *client.Console, m netstack.Message) {
+		if s, err := cs.session(); err == nil {
+			s.Handle(m)
+		}
+	})
 	type run func(ctx context.Context, s *Session, args []string) (string, error)
 	cmd := func(name, usage, help string, nargs []int, f run) client.Command {
 		return client.Command{Name: name, Usage: usage, Help: help, Run: func(c *client.Console, args []string) error {

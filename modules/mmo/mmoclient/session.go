@@ -138,9 +138,14 @@ func (s *Session) emit(format string, args ...any) {
 // considered still (the next change prints a "moving" line again).
 const stillAfter = time.Second
 
-// Handle takes one incoming message; it reports whether it was the mmo's.
+// Handle takes one incoming message; it reports whether it was the mmo's
+// (a MessageRefused notice about a request of ours counts: see
+// HandleRefused).
 func (s *Session) Handle(m netstack.Message) bool {
 	t := m.Header.Type
+	if t == wire.TypeMessageRefused {
+		return s.HandleRefused(m.Payload)
+	}
 	if t < mmoproto.FirstType || t > mmoproto.LastType {
 		return false
 	}
@@ -302,6 +307,9 @@ func (s *Session) request(ctx context.Context, build func(id uint32) mmoproto.Me
 	defer t.Stop()
 	select {
 	case r := <-ch:
+		if ref, ok := r.(refusal); ok {
+			return nil, refusedError(msg.Type(), ref.n)
+		}
 		if res, ok := r.(*mmoproto.Result); ok {
 			return r, res.Err()
 		}
@@ -311,6 +319,47 @@ func (s *Session) request(ctx context.Context, build func(id uint32) mmoproto.Me
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// refusal is what a waiting request gets when the server refused it.
+type refusal struct {
+	mmoproto.Message // nil: never read
+	n                wire.MessageRefused
+}
+
+// HandleRefused takes a MessageRefused notice (netstack.ClientConfig.
+// DeliverRefusals): the server refused a message of ours, so the requests
+// of that type waiting for an answer fail at once — a module that is not
+// running (NotLoaded, UnknownType) answers nothing. It reports whether a
+// request was waiting.
+func (s *Session) HandleRefused(payload []byte) bool {
+	n, err := wire.ParseMessageRefused(payload)
+	if err != nil || n.Type < mmoproto.FirstType || n.Type > mmoproto.LastType {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	waited := false
+	for _, w := range s.waiting {
+		if w.req == n.Type {
+			select {
+			case w.ch <- refusal{n: n}:
+			default:
+			}
+			waited = true
+		}
+	}
+	return waited
+}
+
+// refusedError says why the server refused a request.
+func refusedError(t wire.MessageType, n wire.MessageRefused) error {
+	why := "it refused it"
+	switch n.Reason {
+	case wire.RefusedNotLoaded, wire.RefusedUnknownType:
+		why = "the mmo module is not running there (ask the operator: module list)"
+	}
+	return fmt.Errorf("the server refused %s (%s): %s", mmoproto.Name(t), n.Reason, why)
 }
 
 // errUnexpected reports a reply of the wrong type.
