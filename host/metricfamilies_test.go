@@ -485,7 +485,9 @@ func metricsOfTheTransport(t *testing.T) *host.Server {
 	// broadcasts it Reliable: bob tells the server.
 	a.Send(metricsSchema.ID, wire.Reliable, []byte("b"))
 	waitFor(t, a, metricsSchema.ID)
-	// A v3 client asks the probe for a v4-only type: refused, never sent.
+	// A v3 client asks the probe for a v4-only type: refused before the
+	// transport (a module never sends the transport's own types), so the
+	// count of sends the transport refused for the protocol stays 0.
 	old := dialAsV3(t, srv, "carol")
 	old.Send(metricsSchema.ID, wire.Reliable, []byte("v"))
 	// Bob stops hearing: what the server sends him is sent again.
@@ -507,14 +509,14 @@ func metricsOfTheTransport(t *testing.T) *host.Server {
 	s := await(t, srv, "the refusals", func(s scraped) bool {
 		return s.v("sparkhost_net_messages_held_delivered_total") == 1 && s.v("sparkhost_net_refusals_reported_by_clients_total") == 1 &&
 			s.v("sparkhost_net_retransmissions_total") > before.v("sparkhost_net_retransmissions_total") &&
-			s.v("sparkhost_net_messages_not_in_protocol_total") == 1
+			s.v("sparkhost_net_messages_not_in_protocol_total") == 0
 	})
 	s.want("sparkhost_net_messages_refused_total", 1, "reason=wrong_channel")
 	s.want("sparkhost_net_messages_refused_total", 1, "reason=unknown_type")
 	s.want("sparkhost_net_messages_held_total", 1)
 	s.want("sparkhost_net_messages_held_delivered_total", 1)
 	s.atLeast("sparkhost_net_retransmissions_total", before.v("sparkhost_net_retransmissions_total")+1)
-	s.want("sparkhost_net_messages_not_in_protocol_total", 1)
+	s.want("sparkhost_net_messages_not_in_protocol_total", 0)
 	s.want("sparkhost_net_refusals_reported_by_clients_total", 1)
 
 	// Totals, exact once the clients are gone: what the server received is
@@ -629,6 +631,31 @@ func metricsOfHandshakes(t *testing.T) *host.Server {
 	s.want("sparkhost_net_cookies_total", 1, "result=failed")
 	s.want("sparkhost_net_cookies_total", 2, "result=verified")
 	s.want("sparkhost_net_cookies_total", 3, "result=sent")
+
+	// A third, with the admission caps on for its private bind: one client
+	// per address, one per /24. A second from 127.0.3.1 is refused by the
+	// address cap, one from 127.0.3.2 by the prefix cap.
+	capped, _ := startHostWith(t, host.Options{}, func(c *config.Config) {
+		withOps(c)
+		c.Network.AdmittedCapsPrivate = true
+		c.Network.AdmittedPerAddress, c.Network.AdmittedPerPrefix = 1, 1
+	})
+	one, err := dialFrom(context.Background(), capped, netip.MustParseAddr("127.0.3.1"), "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	for _, from := range []string{"127.0.3.1", "127.0.3.2"} {
+		if _, err := dialFrom(context.Background(), capped, netip.MustParseAddr(from), "more"); err == nil {
+			t.Fatalf("a second client from %s passed the caps", from)
+		}
+	}
+	s = await(t, capped, "the cap refusals counted", func(s scraped) bool {
+		return s.v("sparkhost_net_admission_cap_refusals_total", "cap=prefix") >= 1
+	})
+	s.want("sparkhost_net_admission_cap_refusals_total", 1, "cap=address")
+	s.want("sparkhost_net_admission_cap_refusals_total", 1, "cap=prefix")
+	s.want("sparkhost_net_handshake_refusals_total", 2, "reason=address_limit")
 	return srv
 }
 

@@ -136,3 +136,15 @@ func ParseMap(p []byte) (string, error) {
 // Schemas returns the module's message schemas: a client registers them
 // (netstack.ClientConfig.Registry) to receive Frag, Hit and Team.
 func Schemas() []wire.Schema { return slices.Clone(schemas) }
+
+// init derives each typed schema's sizes and screened string from its
+// fields (wire.Schema.Normalize), so that Schemas gives the receive rule a
+// client applies whether it reads the fields or only the sizes (a v3
+// client, which knows no fields).
+func init() {
+	for i := range schemas {
+		if err := schemas[i].Normalize(); err != nil {
+			panic(err) // a schema of this file breaks the field rules
+		}
+	}
+}
