@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/memlink"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -20,7 +21,7 @@ func sessionPair(t testing.TB) (srv, cli *session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := newPacketConn(mc)
+	conn := transport.FromPacketConn(mc)
 	var k1, k2 [32]byte
 	k1[0], k2[0] = 1, 2
 	now := time.Now()

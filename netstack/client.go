@@ -15,8 +15,8 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -50,7 +50,12 @@ type ClientConfig struct {
 	KnownHosts *trust.KnownHosts
 	// OnTrustNew is told when an unknown server key was recorded (TOFU).
 	OnTrustNew func(hostport, pin string)
-	// Conn, when set, is used instead of a new UDP socket.
+	// Transport, when set, carries the client's datagrams instead of a new
+	// UDP socket (another transport, or a socket the caller opened); the
+	// client does not close it.
+	Transport transport.Transport
+	// Conn is Transport for a net.PacketConn, wrapped with
+	// transport.FromPacketConn. Set one of the two at most.
 	Conn net.PacketConn
 	// Registry holds the schemas of the messages the client understands
 	// beyond the transport's own (sim/gamemsg's game messages, module
@@ -169,12 +174,13 @@ type Message struct {
 // Client is a connected client (protocol v4, or v3 after a fallback).
 type Client struct {
 	cfg      ClientConfig
-	conn     *packetConn
-	ownsConn bool
+	tr       transport.Transport
+	ownsConn bool // Dial opened tr and Close closes it
 	sess     *session
 	reg      *wire.Registry
 	identity [32]byte
-	welcome  Message // the first message of type cfg.Welcome (under sess.mu)
+	helloOut [1]transport.Message // the Dial goroutine's writeOne scratch
+	welcome  Message              // the first message of type cfg.Welcome (under sess.mu)
 	version  uint16
 
 	inbox     chan Message
@@ -186,9 +192,9 @@ type Client struct {
 	protocols wire.ModuleProtocols // the newest module protocols (under sess.mu)
 	gotProtos bool
 
-	rx       *udpbatch.Reader
-	rxFlush  *flusher // receive goroutine
-	svcFlush *flusher // service goroutine
+	rxMsgs   []transport.Message // receive goroutine
+	rxFlush  *flusher            // receive goroutine
+	svcFlush *flusher            // service goroutine
 	// flushMu serializes Flush and the flush timer on apiFlush.
 	flushMu    sync.Mutex
 	apiFlush   *flusher
@@ -247,23 +253,18 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	c.deliverFn = c.deliver
 	c.check.own = cfg.Registry
-	if cfg.Conn != nil {
-		c.conn = newPacketConn(cfg.Conn)
-	} else {
+	if c.tr = givenTransport(cfg.Transport, cfg.Conn); c.tr == nil {
 		network := "udp4"
 		if cfg.Server.Addr().Is6() && !cfg.Server.Addr().Is4In6() {
 			network = "udp6"
 		}
-		uc, err := net.ListenUDP(network, nil)
+		// As on the server: the default buffer holds only a few hundred
+		// datagrams, less than one window of replies.
+		u, err := transport.ListenUDP(network, netip.AddrPort{}, clientSocketBuffer)
 		if err != nil {
 			return nil, fmt.Errorf("netstack: open client socket: %w", err)
 		}
-		// As on the server: the default buffer holds only a few hundred
-		// datagrams, less than one window of replies; a smaller buffer than
-		// asked for only means more retransmissions.
-		_ = uc.SetReadBuffer(clientSocketBuffer)
-		_ = uc.SetWriteBuffer(clientSocketBuffer)
-		c.conn, c.ownsConn = newPacketConn(uc), true
+		c.tr, c.ownsConn = u, true
 	}
 	res, origin, err := c.handshake(ctx, pin)
 	if err != nil {
@@ -279,7 +280,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 
 func (c *Client) closeConn() {
 	if c.ownsConn {
-		_ = c.conn.pc.Close()
+		_ = c.tr.Close()
 	}
 }
 
@@ -350,7 +351,7 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 	}
 	var fellBack, sawCookie bool
 	cookies := 0
-	buf := make([]byte, wire.MaxDatagram+1)
+	in := readSlots(1)
 	verify := c.verifyIdentity(pin)
 	for attempt := 0; attempt <= c.cfg.ConnectRetries; attempt++ {
 		deadline, err := c.sendHello(ctx, a)
@@ -361,8 +362,9 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 			if err := ctx.Err(); err != nil {
 				return nil, origin, err
 			}
-			_ = c.conn.pc.SetReadDeadline(deadline)
-			n, from, err := c.conn.read(buf)
+			_ = c.tr.SetReadDeadline(deadline)
+			_, err := c.tr.ReadBatch(in)
+			buf, n, from := in[0].Buf, in[0].N, in[0].Addr
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
@@ -426,7 +428,7 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 				if fellBack && res.DowngradeMarked {
 					return nil, origin, &HandshakeError{Code: HandshakeDowngrade}
 				}
-				_ = c.conn.pc.SetReadDeadline(time.Time{})
+				_ = c.tr.SetReadDeadline(time.Time{})
 				return res, origin, nil
 			}
 		}
@@ -436,7 +438,7 @@ func (c *Client) handshake(ctx context.Context, pin [32]byte) (*handshake.Client
 
 // sendHello sends the current Connect and returns when to resend it.
 func (c *Client) sendHello(ctx context.Context, a *helloAttempt) (time.Time, error) {
-	if err := c.conn.write(a.connect, c.cfg.Server); err != nil {
+	if err := writeOne(c.tr, c.helloOut[:], a.connect, c.cfg.Server); err != nil {
 		return time.Time{}, fmt.Errorf("netstack: send Connect: %w", err)
 	}
 	deadline := time.Now().Add(c.cfg.ConnectRetry)
@@ -474,9 +476,9 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 		// (both Reliable, which does not order): hold it for the table.
 		chcfg.holdFor = DefaultHoldUnannounced
 	}
-	c.sess = newSession(c.conn, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
-	c.rx = udpbatch.NewReader(c.conn.pc, 1, wire.MaxDatagram+1)
-	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.conn.pc), newFlusher(c.conn.pc), newFlusher(c.conn.pc)
+	c.sess = newSession(c.tr, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	c.rxMsgs = readSlots(1)
+	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.tr), newFlusher(c.tr), newFlusher(c.tr)
 	c.flushTimer = time.AfterFunc(time.Hour, c.timerFlush)
 	c.flushTimer.Stop()
 
@@ -514,7 +516,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 func (c *Client) receiveLoop() {
 	defer c.wg.Done()
 	for {
-		n, err := c.rx.Read()
+		n, err := c.tr.ReadBatch(c.rxMsgs)
 		if err != nil {
 			select {
 			case <-c.done:
@@ -530,7 +532,7 @@ func (c *Client) receiveLoop() {
 		now := time.Now()
 		c.sess.mu.Lock()
 		for i := range n {
-			m := &c.rx.Msgs[i]
+			m := &c.rxMsgs[i]
 			if m.Addr != c.cfg.Server || m.N == 0 || m.Buf[0] != classSealed {
 				c.sess.ctr.drop(dropOther)
 				continue
@@ -626,7 +628,7 @@ func (c *Client) serviceLoop() {
 func (c *Client) shutdown() {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		_ = c.conn.pc.SetReadDeadline(time.Now())
+		_ = c.tr.SetReadDeadline(time.Now())
 		c.closeConn()
 	})
 }

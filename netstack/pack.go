@@ -3,13 +3,12 @@ package netstack
 import (
 	"encoding/binary"
 	"errors"
-	"net"
 	"net/netip"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/seal"
-	"github.com/sparkhost/sparkhost/netstack/udpbatch"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -180,16 +179,11 @@ func (s *session) emitPacketV3(h *wire.Header, payload []byte) {
 // own one, so that they pack and write concurrently without sharing buffers.
 type flusher struct {
 	b    datagramBatch
-	w    *udpbatch.Writer
-	msgs []udpbatch.Message
+	tr   transport.Transport
+	msgs []transport.Message
 }
 
-// writeBatchSize is how many datagrams one sendmmsg call carries.
-const writeBatchSize = 64
-
-func newFlusher(pc net.PacketConn) *flusher {
-	return &flusher{w: udpbatch.NewWriter(pc, writeBatchSize)}
-}
+func newFlusher(tr transport.Transport) *flusher { return &flusher{tr: tr} }
 
 // write sends every datagram of the batch and empties it. A datagram the
 // system refuses is lost like one lost on the path (the protocol recovers).
@@ -199,9 +193,9 @@ func (f *flusher) write() {
 	}
 	f.msgs = f.msgs[:0]
 	for _, sp := range f.b.spans {
-		f.msgs = append(f.msgs, udpbatch.Message{Buf: f.b.buf[sp.start:sp.end], N: sp.end - sp.start, Addr: sp.to})
+		f.msgs = append(f.msgs, transport.Message{Buf: f.b.buf[sp.start:sp.end], N: sp.end - sp.start, Addr: sp.to})
 	}
-	_, _ = f.w.Write(f.msgs)
+	_, _ = f.tr.WriteBatch(f.msgs)
 	clear(f.msgs)
 	f.b.reset()
 }

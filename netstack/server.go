@@ -17,8 +17,8 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -46,8 +46,13 @@ type ServerConfig struct {
 	Internet bool
 	// Port is the UDP port; 0 picks an ephemeral port (the host applies 27015).
 	Port int
-	// Conn, when set, is used instead of opening a UDP socket (in-memory links
-	// in tests). Bind still decides which peers are allowed.
+	// Transport, when set, carries the server's datagrams instead of a UDP
+	// socket of its own (Port is then unused): another transport
+	// (WebTransport, WebSocket) or a socket the caller opened. Bind still
+	// decides which peers are allowed. The server does not close it.
+	Transport transport.Transport
+	// Conn is Transport for a net.PacketConn (in-memory links in tests),
+	// wrapped with transport.FromPacketConn. Set one of the two at most.
 	Conn net.PacketConn
 	// Identity is the server's Ed25519 identity key. Required.
 	Identity ed25519.PrivateKey
@@ -217,8 +222,8 @@ func (p *peer) info() ClientInfo {
 type Server struct {
 	cfg      ServerConfig
 	chcfg    channelConfig
-	conn     *packetConn
-	ownsConn bool
+	tr       transport.Transport
+	ownsConn bool // the server opened tr and closes it
 	policy   policy.Policy
 	budgets  *budgets
 	cookies  *cookie.Jar
@@ -259,7 +264,8 @@ type Server struct {
 	readyFn   func(wire.MessageType) bool // s.hasHandler, bound once
 	rxd       *dispatcher                 // receive goroutine's deliveries
 	svcd      *dispatcher                 // service goroutine's (held messages released)
-	rx        *udpbatch.Reader
+	rxMsgs    []transport.Message         // receive goroutine only: the read slots
+	plainOut  []transport.Message         // receive goroutine only: writeOne's scratch
 	rxFlush   *flusher
 	rxTouched []*peer // peers with something to send at the end of the receive pass
 
@@ -371,33 +377,28 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
-	if cfg.Conn != nil {
-		s.conn = newPacketConn(cfg.Conn)
-		s.initIO()
-		return s, nil
+	if s.tr = givenTransport(cfg.Transport, cfg.Conn); s.tr == nil {
+		// A burst of 32 clients at 60 Hz overflows the default buffers.
+		u, err := transport.ListenUDP(pol.Network(), netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port)), cfg.SocketBuffer)
+		if err != nil {
+			return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
+		}
+		s.tr, s.ownsConn = u, true
 	}
-	uc, err := net.ListenUDP(pol.Network(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
-	if err != nil {
-		return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
-	}
-	// The default buffers hold only a few hundred datagrams; a burst of 32
-	// clients at 60 Hz overflows them. Errors here only mean a smaller buffer.
-	_ = uc.SetReadBuffer(cfg.SocketBuffer)
-	_ = uc.SetWriteBuffer(cfg.SocketBuffer)
-	s.conn, s.ownsConn = newPacketConn(uc), true
 	s.initIO()
 	return s, nil
 }
 
-// initIO builds the batched reader and the flushers of the socket.
+// initIO builds the read slots and the flushers of the transport.
 func (s *Server) initIO() {
-	s.rx = udpbatch.NewReader(s.conn.pc, s.cfg.ReceiveBatch, wire.MaxDatagram+1)
-	s.rxFlush = newFlusher(s.conn.pc)
-	s.svcFlush = newFlusher(s.conn.pc)
+	s.rxMsgs = readSlots(s.cfg.ReceiveBatch)
+	s.plainOut = make([]transport.Message, 1)
+	s.rxFlush = newFlusher(s.tr)
+	s.svcFlush = newFlusher(s.tr)
 	s.tickFree = make(chan *flusher, tickFlushers)
 	s.tickWrites = make(chan *flusher, tickFlushers)
 	for range tickFlushers {
-		s.tickFree <- newFlusher(s.conn.pc)
+		s.tickFree <- newFlusher(s.tr)
 	}
 }
 
@@ -424,12 +425,7 @@ func (s *Server) Start() {
 }
 
 // Addr returns the local address the server listens on.
-func (s *Server) Addr() netip.AddrPort {
-	if ua, ok := s.conn.pc.LocalAddr().(*net.UDPAddr); ok {
-		return ua.AddrPort()
-	}
-	return netip.AddrPort{}
-}
+func (s *Server) Addr() netip.AddrPort { return s.tr.LocalAddr() }
 
 // Pin returns the server identity pin ("ed25519:" + base64url).
 func (s *Server) Pin() string { return trust.Pin(s.identity.Public[:]) }
@@ -504,9 +500,9 @@ func (s *Server) Close() error {
 		s.halfOpen.clearAll()
 		close(s.done)
 		// Unblock the receive goroutine.
-		_ = s.conn.pc.SetReadDeadline(time.Now())
+		_ = s.tr.SetReadDeadline(time.Now())
 		if s.ownsConn {
-			_ = s.conn.pc.Close()
+			_ = s.tr.Close()
 		}
 		s.wg.Wait()
 	})
@@ -793,7 +789,7 @@ func (s *Server) remove(p *peer) {
 func (s *Server) receiveLoop() {
 	defer s.wg.Done()
 	for {
-		n, err := s.rx.Read()
+		n, err := s.tr.ReadBatch(s.rxMsgs)
 		if err != nil {
 			select {
 			case <-s.done:
@@ -807,7 +803,7 @@ func (s *Server) receiveLoop() {
 		}
 		now := time.Now()
 		for i := range n {
-			m := &s.rx.Msgs[i]
+			m := &s.rxMsgs[i]
 			s.handleDatagram(m.Buf[:m.N], m.Addr, now)
 		}
 		s.flushTouched(now)
@@ -883,7 +879,7 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 }
 
 func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
-	ss := newSession(s.conn, addr, id, true, version, s.origin, now, keys, &s.chcfg)
+	ss := newSession(s.tr, addr, id, true, version, s.origin, now, keys, &s.chcfg)
 	ss.global = &s.ctr
 	return ss
 }

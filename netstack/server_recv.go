@@ -56,7 +56,7 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 func (s *Server) timeAt(now time.Time) float32 { return float32(now.Sub(s.origin).Seconds()) }
 
 func (s *Server) writePlain(b []byte, to netip.AddrPort) {
-	if err := s.conn.write(b, to); err == nil {
+	if err := writeOne(s.tr, s.plainOut, b, to); err == nil {
 		s.ctr.PacketsSent.Add(1)
 		s.ctr.BytesSent.Add(uint64(len(b)))
 		s.ctr.PlainBytesSent.Add(uint64(len(b)))

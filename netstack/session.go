@@ -14,6 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -72,7 +73,7 @@ var (
 // lock. No lock is held across a system call on those paths.
 type session struct {
 	mu      sync.Mutex
-	conn    *packetConn
+	tr      transport.Transport
 	addr    netip.AddrPort
 	id      uint32 // the client id: our SenderID on a client, the expected one on the server
 	server  bool   // true on the server side of the channel
@@ -151,7 +152,7 @@ type sessionKeys struct {
 	th         [32]byte
 }
 
-func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
+func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
 	rc := cfg.reliable
 	if version >= handshake.ProtocolVersion4 {
 		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize)
@@ -159,7 +160,7 @@ func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, v
 		rc.MaxFragmentPayload = 0
 	}
 	s := &session{
-		conn: conn, addr: addr, id: id, server: server, version: version, origin: origin,
+		tr: tr, addr: addr, id: id, server: server, version: version, origin: origin,
 		sealer:       seal.NewSealer(keys.send, cfg.rotation),
 		opener:       seal.NewOpener(keys.recv),
 		rel:          reliable.New(rc, now),
@@ -434,7 +435,7 @@ func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail stri
 		if err != nil {
 			return
 		}
-		if s.conn.write(f, s.addr) == nil {
+		if _, err := s.tr.WriteBatch([]transport.Message{{Buf: f, N: len(f), Addr: s.addr}}); err == nil {
 			s.countSent(len(f), 1)
 		}
 	}
