@@ -804,7 +804,7 @@ func (s *Server) receiveLoop() {
 		now := time.Now()
 		for i := range n {
 			m := &s.rxMsgs[i]
-			s.handleDatagram(m.Buf[:m.N], m.Addr, now)
+			s.handleDatagram(m.Buf[:m.N], m.Addr, m.Validated, now)
 		}
 		s.flushTouched(now)
 	}

@@ -41,6 +41,7 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	}
 	p := &peer{state: slotSecuring}
 	p.session = s.newPeerSession(ho.addr, ho.id, ho.version, now, ho.keys)
+	p.proof = ho.proof
 	p.opener = ho.opener // its replay window has this frame marked
 	clear(ho.keys.send[:])
 	clear(ho.keys.recv[:])
@@ -57,13 +58,13 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		}
 	}
 	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
-	info := p.info()
+	info, proof := p.info(), p.proof
 	info.Ticket, p.ticket = p.ticket, nil // handed over: the transport keeps no copy
 	p.mu.Unlock()
 	if !admitted {
 		return
 	}
-	s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String())
+	s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String(), "address_proof", proof.String())
 	if s.cfg.OnAdmitted != nil {
 		s.cfg.OnAdmitted(info)
 	}

@@ -16,8 +16,9 @@ const (
 
 // handleDatagram is the whole receive path for one datagram (§2): endpoint
 // policy first, then the frame class; plain and legacy datagrams are charged
-// to their address and prefix budgets before any framing.
-func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
+// to their address and prefix budgets before any framing. vouched says the
+// transport proved the source's address (transport.Message.Validated).
+func (s *Server) handleDatagram(d []byte, from netip.AddrPort, vouched bool, now time.Time) {
 	addr := from.Addr()
 	if from.Port() == 0 || !s.policy.Allows(addr) {
 		s.ctr.drop(dropPolicy)
@@ -36,7 +37,7 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 			s.ctr.drop(kind)
 			return
 		}
-		s.handlePlain(d, from, now)
+		s.handlePlain(d, from, vouched, now)
 	case classLegacy:
 		s.ctr.PlainBytesReceived.Add(uint64(len(d)))
 		if len(d) < 4 || d[1] != 0x52 || d[2] != 0x50 || d[3] != 0x53 {

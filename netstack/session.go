@@ -75,9 +75,10 @@ type session struct {
 	mu      sync.Mutex
 	tr      transport.Transport
 	addr    netip.AddrPort
-	id      uint32 // the client id: our SenderID on a client, the expected one on the server
-	server  bool   // true on the server side of the channel
-	version uint16 // protocol of the session: 3 (one message per datagram) or 4 (packed)
+	proof   addrProof // how the peer proved addr (the server's sessions)
+	id      uint32    // the client id: our SenderID on a client, the expected one on the server
+	server  bool      // true on the server side of the channel
+	version uint16    // protocol of the session: 3 (one message per datagram) or 4 (packed)
 	origin  time.Time
 
 	sealer *seal.Sealer
