@@ -25,8 +25,9 @@ func sessionPair(t testing.TB) (srv, cli *session) {
 	var k1, k2 [32]byte
 	k1[0], k2[0] = 1, 2
 	now := time.Now()
-	cfg := channelConfig{}
-	cfg.populate()
+	scfg := ServerConfig{}
+	scfg.populate()
+	cfg := scfg.channelConfig(conn.MaxDatagram())
 	addr := netip.MustParseAddrPort("127.0.0.2:5000")
 	srv = newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
 	cli = newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)

@@ -200,40 +200,20 @@ type channelConfig struct {
 	closeLinger         time.Duration // linger.go: the graceful close's wait (0: none)
 }
 
-func (c *channelConfig) populate() {
-	if c.heartbeat <= 0 {
-		c.heartbeat = DefaultHeartbeatInterval
-	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
+// fit completes a channelConfig taken from a populated ServerConfig or
+// ClientConfig for a transport of datagrams of at most maxDatagram bytes:
+// the session packs into min(datagram size, maxDatagram); a negative hold
+// or linger means none; the reliability engine's connection timeout is the
+// session's unless set.
+func (c *channelConfig) fit(maxDatagram int) {
+	c.datagramSize = min(c.datagramSize, maxDatagram)
+	c.holdFor = max(c.holdFor, 0)
+	c.closeLinger = max(c.closeLinger, 0)
 	if c.reliable.ConnectionTimeout <= 0 {
 		c.reliable.ConnectionTimeout = c.timeout
 	}
-	if c.datagramSize == 0 {
-		c.datagramSize = wire.DefaultDatagramSize
-	}
-	if c.flushDelay <= 0 {
-		c.flushDelay = DefaultFlushDelay
-	}
 	if c.maxQueuedUnreliable <= 0 {
 		c.maxQueuedUnreliable = DefaultMaxQueuedUnreliable
-	}
-	switch {
-	case c.closeLinger == 0:
-		c.closeLinger = DefaultCloseLinger
-	case c.closeLinger < 0:
-		c.closeLinger = 0
-	}
-}
-
-// populateServer fills the server-only defaults.
-func (c *channelConfig) populateServer() {
-	switch {
-	case c.holdFor == 0:
-		c.holdFor = DefaultHoldNotLoaded
-	case c.holdFor < 0:
-		c.holdFor = 0
 	}
 }
 
@@ -242,6 +222,20 @@ func checkDatagramSize(n int) error {
 	if n != 0 && (n < wire.MinDatagramSize || n > wire.MaxDatagram) {
 		return fmt.Errorf("netstack: datagram size %d: choose %d..%d bytes of UDP payload (1200 crosses every path)",
 			n, wire.MinDatagramSize, wire.MaxDatagram)
+	}
+	return nil
+}
+
+// minTransportDatagram is the smallest datagram a transport must carry: the
+// datagram every IPv4 host must accept (RFC 791). A session packs into
+// datagrams no larger than its transport carries, and below this nearly
+// every reliable message would be fragmented.
+const minTransportDatagram = 576
+
+// checkTransport refuses a given transport that carries too small datagrams.
+func checkTransport(tr transport.Transport) error {
+	if tr != nil && tr.MaxDatagram() < minTransportDatagram {
+		return fmt.Errorf("netstack: the transport carries datagrams of at most %d bytes; at least %d are needed", tr.MaxDatagram(), minTransportDatagram)
 	}
 	return nil
 }
