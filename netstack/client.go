@@ -103,7 +103,7 @@ func (c *Client) Welcome() Message {
 }
 
 // ChannelBinding returns the session's transcript hash th (see Server.ChannelBinding).
-func (c *Client) ChannelBinding() [32]byte { return c.sess.th }
+func (c *Client) ChannelBinding() [32]byte { return c.sess.keys.th }
 
 // Send queues one message for the server: it leaves at the next Flush, or
 // FlushInterval after it was queued, packed with whatever else was queued
@@ -116,7 +116,7 @@ func (c *Client) Send(t wire.MessageType, ch wire.Channel, payload []byte) error
 	if arm {
 		c.flushArmed = true
 	}
-	closed := c.sess.closed
+	closed := c.sess.life.closed
 	c.sess.mu.Unlock()
 	switch {
 	case closed:
@@ -165,7 +165,7 @@ func (c *Client) flushNow() {
 		c.flushTimer.Stop()
 	}
 	c.sess.flushLocked(time.Now(), &c.apiFlush.b)
-	closed := c.sess.closed
+	closed := c.sess.life.closed
 	c.sess.mu.Unlock()
 	c.apiFlush.write()
 	if closed {
@@ -214,7 +214,7 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 func (c *Client) CloseReason() (wire.DisconnectReason, string) {
 	c.sess.mu.Lock()
 	defer c.sess.mu.Unlock()
-	return c.sess.reason, c.sess.detail
+	return c.sess.life.reason, c.sess.life.detail
 }
 
 // Stats returns this client's §13 statistics.
@@ -233,7 +233,7 @@ func (c *Client) Disconnect(reason wire.DisconnectReason, detail string) {
 	if c.sess != nil {
 		c.flushTimer.Stop()
 		c.sess.mu.Lock()
-		closed := c.sess.beginCloseLocked(reason, detail, c.sess.closeLinger, time.Now())
+		closed := c.sess.beginCloseLocked(reason, detail, c.sess.life.closeLinger, time.Now())
 		c.sess.mu.Unlock()
 		if !closed {
 			c.flushNow() // what was queued leaves now; the Acks end the linger
@@ -250,10 +250,10 @@ func (c *Client) awaitLinger() {
 	select {
 	case <-c.done:
 		return
-	case <-time.After(c.sess.closeLinger + 50*time.Millisecond):
+	case <-time.After(c.sess.life.closeLinger + 50*time.Millisecond):
 	}
 	c.sess.mu.Lock()
-	c.sess.closeLocked(c.sess.reason, c.sess.detail, time.Now())
+	c.sess.closeLocked(c.sess.life.reason, c.sess.life.detail, time.Now())
 	c.sess.mu.Unlock()
 }
 
@@ -262,10 +262,10 @@ func (c *Client) awaitLinger() {
 func (c *Client) Unconfirmed() int {
 	c.sess.mu.Lock()
 	defer c.sess.mu.Unlock()
-	if c.sess.closed {
-		return c.sess.abandoned
+	if c.sess.life.closed {
+		return c.sess.life.abandoned
 	}
-	return c.sess.rel.Unsettled()
+	return c.sess.rel.engine.Unsettled()
 }
 
 // Close disconnects with ClientQuit, delivering first what was sent (see
@@ -275,7 +275,7 @@ func (c *Client) Unconfirmed() int {
 func (c *Client) Close() error {
 	c.Disconnect(wire.DisconnectClientQuit, "client quit")
 	if n := c.Unconfirmed(); n > 0 {
-		return fmt.Errorf("%w: %d reliable message(s) not acknowledged within %v; they may not have arrived", ErrUnconfirmed, n, c.sess.closeLinger)
+		return fmt.Errorf("%w: %d reliable message(s) not acknowledged within %v; they may not have arrived", ErrUnconfirmed, n, c.sess.life.closeLinger)
 	}
 	return nil
 }

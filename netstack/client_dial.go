@@ -342,7 +342,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 		return nil
 	case <-c.done:
 		c.sess.mu.Lock()
-		reason, detail := c.sess.reason, c.sess.detail
+		reason, detail := c.sess.life.reason, c.sess.life.detail
 		c.sess.mu.Unlock()
 		return &HandshakeError{Code: HandshakeRefusedName, Disconnect: reason, Detail: detail}
 	case <-ctx.Done():

@@ -35,17 +35,17 @@ func (c *Client) receiveLoop() {
 				continue
 			}
 			if c.sess.receiveLocked(&c.check, m.Buf[:m.N], now, c.deliverFn, nil) &&
-				c.cfg.Welcome == 0 && c.sess.rel.Acknowledged(1) {
+				c.cfg.Welcome == 0 && c.sess.rel.engine.Acknowledged(1) {
 				c.admit() // ClientFinished (reliable sequence 1) was acknowledged
 			}
 			if c.sess.lingerDoneLocked(now) {
 				break
 			}
 		}
-		if c.sess.urgent {
+		if c.sess.out.urgent {
 			c.sess.flushLocked(now, &c.rxFlush.b)
 		}
-		closed := c.sess.closed
+		closed := c.sess.life.closed
 		c.sess.mu.Unlock()
 		c.rxFlush.write()
 		c.flushInbox()
@@ -92,7 +92,7 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 
 // admit marks the client admitted (once); under the session lock.
 func (c *Client) admit() {
-	c.sess.finishing = false
+	c.sess.life.finishing = false
 	select {
 	case <-c.admitted:
 	default:

@@ -75,7 +75,7 @@ type peer struct {
 func (ci ClientInfo) Speaks(t wire.MessageType) bool { return wire.InProtocol(ci.Protocol, t) }
 
 func (p *peer) info() ClientInfo {
-	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
+	return ClientInfo{ID: p.id, Name: p.name, Addr: p.path.addr, Protocol: p.version}
 }
 
 // Server is the server endpoint of protocol v4 (and v3 where allowed).
@@ -307,7 +307,7 @@ func (s *Server) Close() error {
 			if p.state == slotConnected {
 				p.closeLocked(wire.DisconnectServerShutdown, "server shutting down", now)
 			} else {
-				p.closed = true
+				p.life.closed = true
 			}
 			p.mu.Unlock()
 			s.remove(p)
@@ -431,7 +431,7 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.th, p.state == slotConnected
+	return p.keys.th, p.state == slotConnected
 }
 
 // Send queues one message for an admitted client: the next Flush (or the
@@ -451,7 +451,7 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 
 func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	p.mu.Lock()
-	if p.state != slotConnected || p.lingering {
+	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -481,10 +481,10 @@ func (s *Server) Flush() {
 	s.tickPeers = s.snapshotPeers(s.tickPeers)
 	for _, p := range s.tickPeers {
 		p.mu.Lock()
-		if p.state == slotConnected && (!p.queuedAt.IsZero() || p.urgent || p.rel.Due(now)) {
+		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
 			p.flushLocked(now, &f.b)
 		}
-		closed := p.closed && p.state == slotConnected
+		closed := p.life.closed && p.state == slotConnected
 		p.mu.Unlock()
 		if closed {
 			s.remove(p)
@@ -549,7 +549,7 @@ func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) er
 		return ErrNoSuchClient
 	}
 	p.mu.Lock()
-	if p.state != slotConnected || p.lingering {
+	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -570,7 +570,7 @@ func (s *Server) depart(p *peer) {
 	report := p.state == slotConnected && !p.departed
 	p.departed = true
 	info := p.info()
-	reason, detail := p.reason, p.detail
+	reason, detail := p.life.reason, p.life.detail
 	p.mu.Unlock()
 	if !report {
 		return
@@ -584,9 +584,9 @@ func (s *Server) depart(p *peer) {
 // remove frees a closed slot and reports the departure of an admitted client.
 func (s *Server) remove(p *peer) {
 	s.mu.Lock()
-	if s.byAddr[p.addr] == p {
-		delete(s.byAddr, p.addr)
-		s.admittedBy.release(p.addr.Addr())
+	if s.byAddr[p.path.addr] == p {
+		delete(s.byAddr, p.path.addr)
+		s.admittedBy.release(p.path.addr.Addr())
 	}
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)
@@ -596,9 +596,9 @@ func (s *Server) remove(p *peer) {
 	s.depart(p)
 	p.mu.Lock()
 	p.state = slotClosed
-	opener := p.opener
+	opener := p.keys.opener
 	p.mu.Unlock()
-	s.closedSessions.remember(p.addr, opener, time.Now())
+	s.closedSessions.remember(p.path.addr, opener, time.Now())
 }
 
 func (s *Server) receiveLoop() {
@@ -638,7 +638,7 @@ func (s *Server) flushTouched(now time.Time) {
 		if p.state == slotConnected {
 			p.flushLocked(now, &s.rxFlush.b)
 		}
-		closed := p.closed && p.state == slotConnected
+		closed := p.life.closed && p.state == slotConnected
 		p.mu.Unlock()
 		if closed {
 			s.remove(p)
@@ -678,10 +678,10 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
 	if p.state == slotConnected {
-		if len(p.held) > 0 {
-			p.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
+		if len(p.rel.held) > 0 {
+			p.rel.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
 			p.releaseHeldLocked()
-			p.rx0 = rxContext{}
+			p.rel.rx0 = rxContext{}
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
 	}

@@ -95,14 +95,14 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
 	closed := p.lingerDoneLocked(now) // the Acks that end a linger end it now
 	info := p.info()
-	sends := p.sends.Load()
+	sends := p.out.sends.Load()
 	p.mu.Unlock()
 
 	s.rxd.dispatchEach(info, answerEvery, func() {
 		// A long burst of requests is answered in a pipeline: what the
 		// handlers queued so far leaves now, while the rest is handled.
 		p.mu.Lock()
-		if p.sends.Load() != sends && p.state == slotConnected {
+		if p.out.sends.Load() != sends && p.state == slotConnected {
 			p.flushLocked(time.Now(), &s.rxFlush.b)
 		}
 		p.mu.Unlock()
@@ -113,7 +113,7 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		return
 	}
 	p.mu.Lock()
-	if (p.urgent || p.sends.Load() != sends) && !p.rxMarked {
+	if (p.out.urgent || p.out.sends.Load() != sends) && !p.rxMarked {
 		p.rxMarked = true
 		s.rxTouched = append(s.rxTouched, p)
 	}
@@ -134,8 +134,8 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	}
 	p.state = slotConnected
 	p.name = cf.Name
-	p.ticket = cf.Ticket                    // a copy: ParseClientFinished clones it
-	p.rel.Receive(h, payload, now, discard) // marks Sequence 1 received
+	p.ticket = cf.Ticket                           // a copy: ParseClientFinished clones it
+	p.rel.engine.Receive(h, payload, now, discard) // marks Sequence 1 received
 	if s.cfg.Welcome != nil {
 		t, ch, payload := s.cfg.Welcome(p.id, nil)
 		if err := p.sendLocked(t, ch, payload, now); err != nil {
@@ -145,7 +145,7 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	s.announceLocked(p, now) // then the module types' table (v4)
 	// The Ack of ClientFinished and the welcome leave at the end of this
 	// receive pass.
-	p.urgent, p.rxMarked = true, true
+	p.out.urgent, p.rxMarked = true, true
 	s.rxTouched = append(s.rxTouched, p)
 	return true
 }

@@ -40,3 +40,29 @@ func readSlots(n int) []transport.Message {
 	}
 	return msgs
 }
+
+// flusher is one goroutine's batch of sealed datagrams and its batched
+// writer: the game thread's Flush, a receive loop and a service loop each
+// own one, so that they pack and write concurrently without sharing buffers.
+type flusher struct {
+	b    datagramBatch
+	tr   transport.Transport
+	msgs []transport.Message
+}
+
+func newFlusher(tr transport.Transport) *flusher { return &flusher{tr: tr} }
+
+// write sends every datagram of the batch and empties it. A datagram the
+// system refuses is lost like one lost on the path (the protocol recovers).
+func (f *flusher) write() {
+	if len(f.b.spans) == 0 {
+		return
+	}
+	f.msgs = f.msgs[:0]
+	for _, sp := range f.b.spans {
+		f.msgs = append(f.msgs, transport.Message{Buf: f.b.buf[sp.start:sp.end], N: sp.end - sp.start, Addr: sp.to})
+	}
+	_, _ = f.tr.WriteBatch(f.msgs)
+	clear(f.msgs)
+	f.b.reset()
+}
