@@ -21,9 +21,15 @@
 // or Client.Flush — packs what each peer has due into as few sealed
 // datagrams as the datagram size allows (fragmenting reliable messages that
 // do not fit one), and the datagrams are written in batches through the
-// transport (sendmmsg, recvmmsg on Linux). Every authenticated reliable message is acknowledged;
-// one that fails its schema is refused — counted, told to the sender — and
-// never stalls a channel or ends a session.
+// transport (sendmmsg, recvmmsg on Linux). Every authenticated reliable
+// message is acknowledged; one that fails its schema is refused — counted,
+// told to the sender — and never stalls a channel or ends a session.
+//
+// Everything above the transport (netstack/transport) is the same whatever
+// carries the datagrams: the server and the client hold a
+// transport.Transport, and a transport that proved a peer's address by its
+// own handshake says so per datagram, which spares that peer the cookie
+// round trip.
 //
 // Sub-packages hold the pure pieces: wire (codec, NetBuffer, schemas, packed
 // datagrams), handshake, cookie (address validation), seal, replay, reliable
