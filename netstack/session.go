@@ -64,8 +64,8 @@ var (
 // path to the peer; the lifecycle. Migration, resumption and congestion
 // control extend the path and the lifecycle, not the session.
 //
-// Lock rule: the fields above mu never change after newSession and are read
-// without it; ctr is atomic; every part is guarded by mu, which the receive
+// Lock rule: the fields above mu are set before the session is shared and
+// never change, so they are read without it; ctr is atomic; every part is guarded by mu, which the receive
 // goroutine, the service goroutine and API callers each take briefly and
 // never hold across a system call on a path the game thread waits for.
 //
