@@ -387,7 +387,6 @@ func (s *Server) closeRoom(r *room, why gamemsg.CloseReason) {
 	s.log.Info("room closed", "room", r.info.ID, "name", r.info.Name, "why", why.String())
 }
 
-
 // update tells the browsing clients in the lobby about a room.
 func (s *Server) update(u gamemsg.RoomUpdate) {
 	if len(s.browsing) == 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/memlink"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -20,12 +21,13 @@ func sessionPair(t testing.TB) (srv, cli *session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := newPacketConn(mc)
+	conn := transport.FromPacketConn(mc)
 	var k1, k2 [32]byte
 	k1[0], k2[0] = 1, 2
 	now := time.Now()
-	cfg := channelConfig{}
-	cfg.populate()
+	scfg := ServerConfig{}
+	scfg.populate()
+	cfg := scfg.channelConfig(conn.MaxDatagram())
 	addr := netip.MustParseAddrPort("127.0.0.2:5000")
 	srv = newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
 	cli = newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)

@@ -87,7 +87,7 @@ func (s *Server) AnnounceSchemas() {
 	peers := s.snapshotPeers(*bp)
 	for _, p := range peers {
 		p.mu.Lock()
-		if p.state == slotConnected && !p.lingering {
+		if p.state == slotConnected && !p.life.lingering {
 			s.announceLocked(p, now)
 		}
 		p.mu.Unlock()

@@ -55,6 +55,7 @@ type halfOpen struct {
 	prefix   netip.Prefix
 	id       uint32
 	version  uint16
+	proof    addrProof // how the source proved its address
 	created  time.Time
 	core     [handshake.HelloCoreSize]byte
 	accepted []byte // the ConnectAccepted datagram, resent for a repeated hello

@@ -42,51 +42,51 @@ type heldMessage struct {
 // holdLocked keeps a reliable message of a not-loaded type, or refuses it
 // when the queue is full.
 func (s *session) holdLocked(h *wire.Header, payload []byte) {
-	if len(s.held) >= heldMax || s.heldBytes+len(payload) > heldMaxBytes {
+	if len(s.rel.held) >= heldMax || s.rel.heldBytes+len(payload) > heldMaxBytes {
 		s.refuseLocked(h, wire.RefusedNotLoaded)
 		return
 	}
 	hh := *h
 	hh.FragCount = 0
-	s.held = append(s.held, heldMessage{h: hh, payload: append([]byte(nil), payload...), at: s.rx0.now})
-	s.heldBytes += len(payload)
+	s.rel.held = append(s.rel.held, heldMessage{h: hh, payload: append([]byte(nil), payload...), at: s.rel.rx0.now})
+	s.rel.heldBytes += len(payload)
 	s.add(heldCount, 1)
 }
 
 // releaseHeldLocked delivers the held messages whose type is back, in order,
 // and refuses those that waited out the hold time; it stops at the first
-// that must wait longer. s.rx0 must be set (the receive or service call).
+// that must wait longer. s.rel.rx0 must be set (the receive or service call).
 func (s *session) releaseHeldLocked() {
 	n := 0
-	for ; n < len(s.held); n++ {
-		m := &s.held[n]
+	for ; n < len(s.rel.held); n++ {
+		m := &s.rel.held[n]
 		err := s.validate(&m.h, m.payload)
-		if err == nil && s.rx0.ready != nil && !s.rx0.ready(m.h.Type) {
+		if err == nil && s.rel.rx0.ready != nil && !s.rel.rx0.ready(m.h.Type) {
 			err = wire.ErrTypeNotLoaded // registered, its handler not installed yet
 		}
 		switch {
 		case err == nil:
 			s.add(heldDelivered, 1)
-			s.rx0.deliver(&m.h, m.payload)
-		case err == wire.ErrTypeNotLoaded && s.rx0.now.Sub(m.at) < s.holdFor:
-			s.held = s.dropHeld(n)
+			s.rel.rx0.deliver(&m.h, m.payload)
+		case err == wire.ErrTypeNotLoaded && s.rel.rx0.now.Sub(m.at) < s.rel.holdFor:
+			s.rel.held = s.dropHeld(n)
 			return
 		default:
 			s.refuseLocked(&m.h, wire.RefusalOf(err))
 		}
-		s.heldBytes -= len(m.payload)
+		s.rel.heldBytes -= len(m.payload)
 	}
-	s.held = s.dropHeld(n)
+	s.rel.held = s.dropHeld(n)
 }
 
 // dropHeld removes the first n held messages.
 func (s *session) dropHeld(n int) []heldMessage {
 	if n == 0 {
-		return s.held
+		return s.rel.held
 	}
-	rest := copy(s.held, s.held[n:])
-	clear(s.held[rest:])
-	return s.held[:rest]
+	rest := copy(s.rel.held, s.rel.held[n:])
+	clear(s.rel.held[rest:])
+	return s.rel.held[:rest]
 }
 
 func heldCount(c *Counters) *atomicU64     { return &c.HeldNotLoaded }

@@ -3,10 +3,17 @@ package netstack
 import (
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// Graceful close (docs/protocol.md §6): closing delivers first.
+// The end of a session's lifecycle (docs/protocol.md §6): the graceful
+// close, and the close itself — the reason recorded, the Disconnect sent
+// sealed three times (§8), the pooled buffers returned.
+//
+// Closing delivers first.
 //
 // A close that the local side decides — a client's quit, the server's kick,
 // ban or shutdown — does not drop what was accepted for the peer before it.
@@ -29,14 +36,14 @@ const DefaultCloseLinger = time.Second
 // at most linger (≤ 0: close at once, dropping what is unacknowledged). It
 // reports whether the session is closed already (nothing to wait for).
 func (s *session) beginCloseLocked(reason wire.DisconnectReason, detail string, linger time.Duration, now time.Time) bool {
-	if s.closed {
+	if s.life.closed {
 		return true
 	}
-	if !s.lingering {
-		s.lingering = true
-		s.reason, s.detail = reason, detail
-		s.lingerUntil = now.Add(linger)
-		s.urgent = true // what is queued leaves at the next flush
+	if !s.life.lingering {
+		s.life.lingering = true
+		s.life.reason, s.life.detail = reason, detail
+		s.life.lingerUntil = now.Add(linger)
+		s.out.urgent = true // what is queued leaves at the next flush
 	}
 	return s.lingerDoneLocked(now)
 }
@@ -44,29 +51,98 @@ func (s *session) beginCloseLocked(reason wire.DisconnectReason, detail string, 
 // lingerDoneLocked ends a linger whose work is done or whose time is up,
 // sending the Disconnect; it reports whether the session is closed.
 func (s *session) lingerDoneLocked(now time.Time) bool {
-	if s.closed {
+	if s.life.closed {
 		return true
 	}
-	if !s.lingering {
+	if !s.life.lingering {
 		return false
 	}
-	if s.settledLocked() || !now.Before(s.lingerUntil) {
-		s.closeLocked(s.reason, s.detail, now)
+	if s.settledLocked() || !now.Before(s.life.lingerUntil) {
+		s.closeLocked(s.life.reason, s.life.detail, now)
 	}
-	return s.closed
+	return s.life.closed
 }
 
 // settledLocked reports whether nothing is left to deliver: every reliable
 // message acknowledged and no unreliable one waiting for a flush.
 func (s *session) settledLocked() bool {
-	return s.rel.Settled() && len(s.uq) == 0 && s.queuedAt.IsZero()
+	return s.rel.engine.Settled() && len(s.out.uq) == 0 && s.out.queuedAt.IsZero()
 }
 
 // closeReason returns the reason a close should record: the one of a
 // linger in progress (the first recorded), else the one given.
 func (s *session) closeReason(reason wire.DisconnectReason, detail string) (wire.DisconnectReason, string) {
-	if s.lingering {
-		return s.reason, s.detail
+	if s.life.lingering {
+		return s.life.reason, s.life.detail
 	}
 	return reason, detail
+}
+
+// closeLocked records the first close reason and, when the channel is still
+// usable, tells the peer with a Disconnect sealed three times (§8). Those
+// three datagrams are written at once (a rare path: the end of a session).
+func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now time.Time) {
+	if s.life.closed {
+		return
+	}
+	timedOut := reason == wire.DisconnectTimeout
+	reason, detail = s.closeReason(reason, detail)
+	s.life.closed, s.life.reason, s.life.detail = true, reason, detail
+	s.life.abandoned = s.rel.engine.Unsettled()
+	if !timedOut { // a timed-out peer is gone; nothing to tell
+		s.sendDisconnectLocked(reason, detail, now)
+	}
+	s.releaseLocked()
+}
+
+// peerClosedLocked records a Disconnect received from the peer: its reason is
+// the close reason (unless one was already recorded) and nothing is sent back.
+func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) {
+	if s.life.closed {
+		return
+	}
+	reason, detail = s.closeReason(reason, detail)
+	s.life.closed, s.life.reason, s.life.detail = true, reason, detail
+	s.releaseLocked()
+}
+
+// releaseLocked returns pooled buffers and forgets queued messages.
+func (s *session) releaseLocked() {
+	s.rel.engine.Close()
+	s.out.uq, s.out.queuedAt, s.out.urgent = nil, time.Time{}, false
+	s.rel.held, s.rel.heldBytes = nil, 0
+}
+
+func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail string, now time.Time) {
+	var buf [3 + 256]byte
+	if len(detail) > 256 {
+		detail = detail[:256]
+	}
+	if s.version < handshake.ProtocolVersion4 && reason > wire.LastV3DisconnectReason {
+		reason = wire.DisconnectUnknown // v3 defines 0..11; the detail says what happened
+	}
+	p := wire.AppendDisconnect(buf[:0], &wire.Disconnect{Reason: uint8(reason), Detail: detail})
+	h := wire.Header{Type: wire.TypeDisconnect, Channel: wire.Unreliable}
+	var plain []byte
+	if s.version >= handshake.ProtocolVersion4 {
+		h.Sequence = s.out.pk.takeUnreliable()
+		plain = wire.AppendRecord(wire.AppendDatagramBase(make([]byte, 0, 300), h.Sequence), &h, p)
+	} else {
+		h.Sequence = s.rel.engine.NextUnreliableSequence()
+		if !s.server {
+			h.SenderID = s.id
+		}
+		h.Timestamp = s.timestamp(now)
+		plain = wire.AppendPacket(make([]byte, 0, 300), &h, p)
+	}
+	frame := make([]byte, 0, len(plain)+seal.Overhead)
+	for range disconnectCopies {
+		f, err := s.keys.sealer.SealFinal(frame[:0], plain)
+		if err != nil {
+			return
+		}
+		if _, err := s.tr.WriteBatch([]transport.Message{{Buf: f, N: len(f), Addr: s.path.addr}}); err == nil {
+			s.countSent(1, len(f), 1)
+		}
+	}
 }

@@ -48,32 +48,32 @@ type rxContext struct {
 // receiveLocked authenticates a sealed datagram and handles every message
 // in it. It returns false when the datagram was dropped (counted).
 func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, deliver deliverFunc, ready func(wire.MessageType) bool) bool {
-	pkt, err := s.opener.Open(s.open[:0], datagram, now)
+	pkt, err := s.keys.opener.Open(s.keys.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)
 		return false
 	}
-	s.open = pkt[:0]
-	s.lastAuth = now
+	s.keys.open = pkt[:0]
+	s.path.lastAuth = now
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(datagram)))
-	s.q.traffic(now, 0, len(datagram))
+	s.path.q.traffic(now, 0, len(datagram))
 	if s.version >= handshake.ProtocolVersion4 {
 		if _, err := wire.CheckDatagram(pkt); err != nil {
 			s.countDrop(dropMalformed)
 			return false
 		}
-		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.rel.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
 		s.releaseHeldLocked()
-		s.rel.Expire(now, s.checkedFn)
+		s.rel.engine.Expire(now, s.rel.checkedFn)
 		r := wire.NewDatagramReader(pkt)
 		for {
-			payload, ok := r.Next(&s.rx)
+			payload, ok := r.Next(&s.rel.rx)
 			if !ok {
 				break
 			}
-			s.handleLocked(&s.rx, payload)
-			if s.closed {
+			s.handleLocked(&s.rel.rx, payload)
+			if s.life.closed {
 				break
 			}
 		}
@@ -91,14 +91,14 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 			s.countDrop(dropMalformed)
 			return false
 		}
-		s.rx = h
-		s.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
+		s.rel.rx = h
+		s.rel.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
 		s.releaseHeldLocked()
-		s.handleLocked(&s.rx, payload)
+		s.handleLocked(&s.rel.rx, payload)
 	}
-	s.rx0 = rxContext{}
-	if !s.closed && s.rel.Due(now) {
-		s.urgent = true // an Ack due at once (a duplicate, AckEvery arrivals), or a window that opened
+	s.rel.rx0 = rxContext{}
+	if !s.life.closed && s.rel.engine.Due(now) {
+		s.out.urgent = true // an Ack due at once (a duplicate, AckEvery arrivals), or a window that opened
 	}
 	return true
 }
@@ -106,18 +106,18 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 // handleLocked routes one authenticated message.
 func (s *session) handleLocked(h *wire.Header, payload []byte) {
 	s.add(messagesReceived, 1)
-	now := s.rx0.now
+	now := s.rel.rx0.now
 	if s.server && h.Type == wire.TypeConnect && h.FragCount == 0 {
 		// A repeated ClientFinished is a duplicate by Sequence alone: acked,
 		// never processed again. Any other type-1 packet is dropped.
 		if h.Channel == wire.Reliable && h.Sequence == 1 {
-			s.rel.Receive(h, payload, now, discard)
+			s.rel.engine.Receive(h, payload, now, discard)
 		} else {
 			s.countDrop(dropMalformed)
 		}
 		return
 	}
-	if h.Channel.IsReliable() && s.version < handshake.ProtocolVersion4 && !s.rel.Seen(h.Sequence) {
+	if h.Channel.IsReliable() && s.version < handshake.ProtocolVersion4 && !s.rel.engine.Seen(h.Sequence) {
 		if err := s.validate(h, payload); err != nil {
 			s.refuseLocked(h, wire.RefusalOf(err)) // v3: dropped unacknowledged
 			return
@@ -128,7 +128,7 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		// look; a new message is acknowledged, ordered (and reassembled),
 		// and meets its schema when its turn comes (deliverChecked), so a
 		// refused one still takes its turn and never stalls the channel.
-		if !s.rel.Receive(h, payload, now, s.checkedFn) {
+		if !s.rel.engine.Receive(h, payload, now, s.rel.checkedFn) {
 			s.countDrop(dropOther) // beyond the windows: unacknowledged, resent later
 		}
 		return
@@ -137,14 +137,14 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		s.refuseLocked(h, wire.RefusalOf(err))
 		return
 	}
-	s.q.sawUnreliable(h.Sequence)
+	s.path.q.sawUnreliable(h.Sequence)
 	switch h.Type {
 	case wire.TypeAck:
 		a, err := wire.ParseAck(payload)
 		if err != nil {
 			return // unreachable: validated
 		}
-		s.rel.OnAck(reliable.Ack{Ack: a.Ack, Bits: a.Bits, DelayMS: a.DelayMS}, now)
+		s.rel.engine.OnAck(reliable.Ack{Ack: a.Ack, Bits: a.Bits, DelayMS: a.DelayMS}, now)
 	case wire.TypeHeartbeat:
 		hb, err := wire.ParseHeartbeat(payload)
 		if err != nil {
@@ -160,12 +160,12 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 	case wire.TypeMessageRefused:
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
-			if s.deliverRefusals {
-				s.rx0.deliver(h, payload)
+			if s.rel.deliverRefusals {
+				s.rel.rx0.deliver(h, payload)
 			}
 		}
 	default:
-		s.rx0.deliver(h, payload)
+		s.rel.rx0.deliver(h, payload)
 	}
 }
 
@@ -178,13 +178,13 @@ func (s *session) validate(h *wire.Header, payload []byte) error {
 	if !wire.InProtocol(s.version, h.Type) {
 		return wire.ErrUnknownType
 	}
-	return s.rx0.reg.Validate(s.travel(), h, payload)
+	return s.rel.rx0.reg.Validate(s.travel(), h, payload)
 }
 
 // unconsumed reports whether t is a built-in type that no handler takes on
 // this server (a module type without a handler is held instead, held.go).
 func (s *session) unconsumed(t wire.MessageType) bool {
-	return s.server && t < wire.FirstUserDefined && s.rx0.ready != nil && !s.rx0.ready(t)
+	return s.server && t < wire.FirstUserDefined && s.rel.rx0.ready != nil && !s.rel.rx0.ready(t)
 }
 
 // travel is the direction this end receives in.
@@ -202,7 +202,7 @@ func (s *session) travel() wire.Direction {
 func (s *session) deliverChecked(h *wire.Header, payload []byte) {
 	err := s.validate(h, payload)
 	switch {
-	case err == nil && s.lingering:
+	case err == nil && s.life.lingering:
 		// Closing: acknowledged (the engine did), not delivered.
 	case err == nil && s.unconsumed(h.Type):
 		// A built-in type nothing on this server takes (EntityRPC from a
@@ -210,8 +210,8 @@ func (s *session) deliverChecked(h *wire.Header, payload []byte) {
 		s.refuseLocked(h, wire.RefusedNotLoaded)
 	case err == nil:
 		h.FragCount = 0
-		s.rx0.deliver(h, payload)
-	case err == wire.ErrTypeNotLoaded && s.holdFor > 0:
+		s.rel.rx0.deliver(h, payload)
+	case err == wire.ErrTypeNotLoaded && s.rel.holdFor > 0:
 		s.holdLocked(h, payload)
 	default:
 		s.refuseLocked(h, wire.RefusalOf(err))
@@ -236,30 +236,30 @@ func (s *session) refuseLocked(h *wire.Header, reason wire.RefusalReason) {
 		s.global.refused(reason)
 		s.global.MalformedDropped.Add(1)
 	}
-	if s.version < handshake.ProtocolVersion4 || h.Type == wire.TypeMessageRefused || s.closed {
+	if s.version < handshake.ProtocolVersion4 || h.Type == wire.TypeMessageRefused || s.life.closed {
 		return
 	}
-	now := s.rx0.now
+	now := s.rel.rx0.now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	s.noticeTokens = min(noticeBurst, s.noticeTokens+float64(now.Sub(s.noticeAt))/float64(noticeEvery))
-	s.noticeAt = now
-	if s.noticeTokens < 1 {
-		s.suppressed++
+	s.rel.noticeTokens = min(noticeBurst, s.rel.noticeTokens+float64(now.Sub(s.rel.noticeAt))/float64(noticeEvery))
+	s.rel.noticeAt = now
+	if s.rel.noticeTokens < 1 {
+		s.rel.suppressed++
 		s.add(noticesSuppressed, 1)
 		return
 	}
-	s.noticeTokens--
-	n := wire.MessageRefused{Type: h.Type, Channel: h.Channel, Reason: reason, Suppressed: s.suppressed}
+	s.rel.noticeTokens--
+	n := wire.MessageRefused{Type: h.Type, Channel: h.Channel, Reason: reason, Suppressed: s.rel.suppressed}
 	if h.Channel.IsReliable() {
 		n.Sequence = h.Sequence
 	}
-	s.suppressed = 0
+	s.rel.suppressed = 0
 	var buf [wire.MessageRefusedSize]byte
 	s.queueUnreliable(wire.TypeMessageRefused, wire.AppendMessageRefused(buf[:0], &n))
-	if s.queuedAt.IsZero() {
-		s.queuedAt = now
+	if s.out.queuedAt.IsZero() {
+		s.out.queuedAt = now
 	}
 	s.add(noticesSent, 1)
 }

@@ -31,9 +31,9 @@ func TestShortRequestsLeaveCookieBudget(t *testing.T) {
 	const requests, hellos = 100_000, 200 // 2 s: 20 µs apart, a hello every 500th
 	for i := range requests {
 		now = now.Add(20 * time.Microsecond)
-		s.handleDatagram(short, flooder, now)
+		s.handleDatagram(short, flooder, false, now)
 		if i%(requests/hellos) == 0 {
-			s.handleDatagram(hello, player, now)
+			s.handleDatagram(hello, player, false, now)
 		}
 	}
 	st := s.Stats()

@@ -1,7 +1,6 @@
 package netstack
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,144 +13,10 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/cookie"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/policy"
-	"github.com/sparkhost/sparkhost/netstack/ratelimit"
-	"github.com/sparkhost/sparkhost/netstack/reliable"
-	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/trust"
-	"github.com/sparkhost/sparkhost/netstack/udpbatch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
-
-// DefaultMaxClients is the default slot capacity (§5.5).
-const DefaultMaxClients = 32
-
-// MaxProtocol is the newest protocol version this package speaks.
-const MaxProtocol = handshake.ProtocolVersion4
-
-// maxRefuseV3Detail is the longest RefuseV3Detail: a refusal of a v3
-// hello (79 bytes) is no larger than the hello, and its frame, header and
-// fixed fields take 29.
-const maxRefuseV3Detail = 50
-
-// ServerConfig configures a Server. The zero value of every field means the
-// documented default.
-type ServerConfig struct {
-	// Bind is the endpoint policy text of §11 ("" = "127.0.0.1"), or with
-	// Internet the bind address of policy.ParseInternet.
-	Bind string
-	// Internet opts into internet mode (docs/protocol.md §3.8): Bind may be a
-	// wildcard ("::" is dual stack), public or IPv6 address, every unicast
-	// peer may connect, protocol v3 is refused and every v4 source must prove
-	// its address. SkipAddressValidation and MaxProtocol 3 are refused.
-	Internet bool
-	// Port is the UDP port; 0 picks an ephemeral port (the host applies 27015).
-	Port int
-	// Conn, when set, is used instead of opening a UDP socket (in-memory links
-	// in tests). Bind still decides which peers are allowed.
-	Conn net.PacketConn
-	// Identity is the server's Ed25519 identity key. Required.
-	Identity ed25519.PrivateKey
-	// MaxClients is the number of admitted clients; 0 means 32. Half-open
-	// handshakes never count: capacity is judged at the hello (ServerFull)
-	// and again at admission (Disconnect ServerFull).
-	MaxClients int
-	// ConnectBudget is the per-source-address token bucket of plain and
-	// legacy datagrams (IPv4 address or IPv6 address); zero = burst 16, 4/s.
-	ConnectBudget ratelimit.Config
-	// PrefixBudget is the same per IPv4 /24 or IPv6 /64; zero = burst 64, 16/s.
-	PrefixBudget ratelimit.Config
-	// HandshakeBudget is the global budget of handshake signatures (X25519 +
-	// Ed25519) across all sources; zero = 1000/s, burst = one second's worth.
-	HandshakeBudget ratelimit.BucketConfig
-	// UnvalidatedReplyBudget is the global budget of datagrams sent to sources
-	// that have not proven their address; zero = 2000/s, burst = one second's.
-	UnvalidatedReplyBudget ratelimit.BucketConfig
-	// UnvalidatedRefusalBudget is the global budget of ConnectRejected
-	// answers to such sources, charged before UnvalidatedReplyBudget, so that
-	// tiny requests cannot take the CookieReplies' tokens; zero = 200/s,
-	// burst = one second's.
-	UnvalidatedRefusalBudget ratelimit.BucketConfig
-	// Admission caps the admitted clients of one address and of one prefix
-	// (zero: 8 and 16 in internet mode, none on a private bind).
-	Admission AdmissionCaps
-	// HalfOpen bounds the table of answered, unfinished handshakes.
-	HalfOpen HalfOpenConfig
-	// SecuringTimeout frees a half-open handshake without a valid
-	// ClientFinished; 0 means 5 s.
-	SecuringTimeout time.Duration
-	// RefuseV3 answers protocol v3 hellos with ProtocolTooOld on a private
-	// bind too (internet mode always does).
-	RefuseV3 bool
-	// RefuseV3Detail is the detail of that ProtocolTooOld: why v3 clients
-	// are refused and what to do ("" = "this server needs protocol v4;
-	// update the client"). The answer is no larger than the hello, so at
-	// most 50 bytes of it are sent; UTF-8 without NUL.
-	RefuseV3Detail string
-	// SkipAddressValidation answers a v4 hello at once, without the cookie
-	// round trip (private binds only: it lets a spoofed source cost a
-	// signature). The zero value validates every v4 source.
-	SkipAddressValidation bool
-	// MaxProtocol is the newest version spoken; 0 means 4. 3 makes the server
-	// answer like a protocol v3 server (v4 hellos get ProtocolTooNew, no
-	// downgrade sentinel): for compatibility tests of v4 clients.
-	MaxProtocol uint16
-	// CookieRotation is how often the cookie secret changes; a cookie lives
-	// between one and two periods. 0 means 30 s.
-	CookieRotation time.Duration
-	// Timeout closes a peer from which nothing authenticated; 0 means 10 s.
-	Timeout time.Duration
-	// HeartbeatInterval between heartbeats; 0 means 1 s.
-	HeartbeatInterval time.Duration
-	// Rotation sets the key rotation thresholds; zero = 600 s / 2^31 frames.
-	Rotation seal.RotationConfig
-	// Reliable tunes the reliability engine; zero = the spec's values.
-	Reliable reliable.Config
-	// Registry holds the message schemas; nil = built-in types only.
-	Registry *wire.Registry
-	// Logger receives connection events; nil = slog.Default().
-	Logger *slog.Logger
-	// IsBanned reports whether a source address is banned (checked at Connect).
-	IsBanned func(netip.Addr) bool
-	// Welcome, when set, gives the first message a newly admitted client is
-	// sent (the host's GameStateSync): its type, channel and payload,
-	// appended to dst. It is called on the receive goroutine under the
-	// slot's lock, at admission, so nothing else can reach the client
-	// before it; it must be quick and must not call back into the Server.
-	// nil sends nothing: the client learns of its admission from the Ack of
-	// its ClientFinished.
-	Welcome func(client uint32, dst []byte) (wire.MessageType, wire.Channel, []byte)
-	// OnAdmitted is called when a client becomes Connected.
-	OnAdmitted func(ClientInfo)
-	// OnDisconnected is called once when an admitted client leaves, with the
-	// first recorded reason.
-	OnDisconnected func(ClientInfo, wire.DisconnectReason, string)
-	// SocketBuffer is the socket read/write buffer size in bytes; 0 means 4 MiB.
-	SocketBuffer int
-	// DatagramSize is the largest UDP payload the server sends in a v4
-	// session, in bytes: 0 means 1200 (wire.DefaultDatagramSize); 1200 to
-	// 65507. Messages are packed into datagrams of at most this size, and a
-	// reliable message that does not fit is fragmented, so IP fragmentation
-	// is never relied on. v3 sessions send one message per datagram.
-	DatagramSize int
-	// FlushDelay is the longest a message queued by Send waits for Flush
-	// before the service loop sends it anyway; 0 means 10 ms. The host
-	// calls Flush once per tick, so in practice nothing waits.
-	FlushDelay time.Duration
-	// ReceiveBatch is how many datagrams one read takes from the socket
-	// (recvmmsg on Linux); 0 means 32.
-	ReceiveBatch int
-	// HoldNotLoaded is how long a client's reliable message of a module type
-	// whose module is not loaded now (crashed and restarting, reloading) is
-	// held, acknowledged, for the module to come back (docs/protocol.md
-	// §10.3); 0 means 10 s, negative refuses such messages at once.
-	HoldNotLoaded time.Duration
-	// CloseLinger is how long a kick, a ban or the shutdown waits for the
-	// client to acknowledge the reliable messages sent before it (the kick's
-	// reason, a last chat line) before the Disconnect (docs/protocol.md §6);
-	// 0 means 1 s, negative closes at once. The game sees the client leave
-	// at once; its slot is freed when the linger ends.
-	CloseLinger time.Duration
-}
 
 // ClientInfo describes an admitted client.
 type ClientInfo struct {
@@ -210,15 +75,15 @@ type peer struct {
 func (ci ClientInfo) Speaks(t wire.MessageType) bool { return wire.InProtocol(ci.Protocol, t) }
 
 func (p *peer) info() ClientInfo {
-	return ClientInfo{ID: p.id, Name: p.name, Addr: p.addr, Protocol: p.version}
+	return ClientInfo{ID: p.id, Name: p.name, Addr: p.path.addr, Protocol: p.version}
 }
 
 // Server is the server endpoint of protocol v4 (and v3 where allowed).
 type Server struct {
 	cfg      ServerConfig
 	chcfg    channelConfig
-	conn     *packetConn
-	ownsConn bool
+	tr       transport.Transport
+	ownsConn bool // the server opened tr and closes it
 	policy   policy.Policy
 	budgets  *budgets
 	cookies  *cookie.Jar
@@ -259,7 +124,8 @@ type Server struct {
 	readyFn   func(wire.MessageType) bool // s.hasHandler, bound once
 	rxd       *dispatcher                 // receive goroutine's deliveries
 	svcd      *dispatcher                 // service goroutine's (held messages released)
-	rx        *udpbatch.Reader
+	rxMsgs    []transport.Message         // receive goroutine only: the read slots
+	plainOut  []transport.Message         // receive goroutine only: writeOne's scratch
 	rxFlush   *flusher
 	rxTouched []*peer // peers with something to send at the end of the receive pass
 
@@ -295,54 +161,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxProtocol == 0 {
-		cfg.MaxProtocol = MaxProtocol
-	}
-	switch {
-	case cfg.MaxProtocol != 3 && cfg.MaxProtocol != MaxProtocol:
-		return nil, fmt.Errorf("netstack: MaxProtocol %d: this server speaks protocol 3 or 4", cfg.MaxProtocol)
-	case cfg.Internet && cfg.MaxProtocol < MaxProtocol:
-		return nil, errors.New("netstack: internet mode requires protocol v4; MaxProtocol 3 is for private binds only")
-	case cfg.Internet && cfg.SkipAddressValidation:
-		return nil, errors.New("netstack: internet mode always validates addresses; SkipAddressValidation is for private binds only")
-	case len(cfg.RefuseV3Detail) > maxRefuseV3Detail || !wire.ValidUTF8NoNUL([]byte(cfg.RefuseV3Detail)):
-		return nil, fmt.Errorf("netstack: RefuseV3Detail %q: at most %d bytes of UTF-8 without NUL", cfg.RefuseV3Detail, maxRefuseV3Detail)
-	}
-	if cfg.RefuseV3Detail == "" {
-		cfg.RefuseV3Detail = "this server needs protocol v4; update the client"
-	}
-	if cfg.MaxClients <= 0 {
-		cfg.MaxClients = DefaultMaxClients
-	}
-	if cfg.SecuringTimeout <= 0 {
-		cfg.SecuringTimeout = DefaultSecuringTimeout
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = wire.NewRegistry()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.SocketBuffer <= 0 {
-		cfg.SocketBuffer = 4 << 20
-	}
-	if err := checkDatagramSize(cfg.DatagramSize); err != nil {
+	cfg.populate()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ReceiveBatch <= 0 {
-		cfg.ReceiveBatch = 32
-	}
-	populateBudgets(&cfg)
-	for _, err := range []error{cfg.ConnectBudget.Validate(), cfg.PrefixBudget.Validate(),
-		cfg.HandshakeBudget.Validate(), cfg.UnvalidatedReplyBudget.Validate(), cfg.UnvalidatedRefusalBudget.Validate()} {
-		if err != nil {
-			return nil, err
-		}
-	}
 	s := &Server{
-		cfg: cfg,
-		chcfg: channelConfig{rotation: cfg.Rotation, reliable: cfg.Reliable, heartbeat: cfg.HeartbeatInterval, timeout: cfg.Timeout,
-			datagramSize: cfg.DatagramSize, flushDelay: cfg.FlushDelay},
+		cfg:      cfg,
 		policy:   pol,
 		budgets:  newBudgets(&cfg),
 		cookies:  cookie.NewJar(cfg.CookieRotation, nil),
@@ -363,41 +187,33 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.rxd, s.svcd = newDispatcher(s), newDispatcher(s)
 	s.readyFn = s.hasHandler
-	s.chcfg.holdFor = cfg.HoldNotLoaded
-	s.chcfg.closeLinger = cfg.CloseLinger
-	s.chcfg.populate()
-	s.chcfg.populateServer()
 	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
-	if cfg.Conn != nil {
-		s.conn = newPacketConn(cfg.Conn)
-		s.initIO()
-		return s, nil
+	if s.tr = givenTransport(cfg.Transport, cfg.Conn); s.tr == nil {
+		// A burst of 32 clients at 60 Hz overflows the default buffers.
+		u, err := transport.ListenUDP(pol.Network(), netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port)), cfg.SocketBuffer)
+		if err != nil {
+			return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
+		}
+		s.tr, s.ownsConn = u, true
 	}
-	uc, err := net.ListenUDP(pol.Network(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(pol.BindAddr(), uint16(cfg.Port))))
-	if err != nil {
-		return nil, fmt.Errorf("netstack: listen on %s port %d: %w", pol.BindAddr(), cfg.Port, err)
-	}
-	// The default buffers hold only a few hundred datagrams; a burst of 32
-	// clients at 60 Hz overflows them. Errors here only mean a smaller buffer.
-	_ = uc.SetReadBuffer(cfg.SocketBuffer)
-	_ = uc.SetWriteBuffer(cfg.SocketBuffer)
-	s.conn, s.ownsConn = newPacketConn(uc), true
+	s.chcfg = cfg.channelConfig(s.tr.MaxDatagram())
 	s.initIO()
 	return s, nil
 }
 
-// initIO builds the batched reader and the flushers of the socket.
+// initIO builds the read slots and the flushers of the transport.
 func (s *Server) initIO() {
-	s.rx = udpbatch.NewReader(s.conn.pc, s.cfg.ReceiveBatch, wire.MaxDatagram+1)
-	s.rxFlush = newFlusher(s.conn.pc)
-	s.svcFlush = newFlusher(s.conn.pc)
+	s.rxMsgs = readSlots(s.cfg.ReceiveBatch)
+	s.plainOut = make([]transport.Message, 1)
+	s.rxFlush = newFlusher(s.tr)
+	s.svcFlush = newFlusher(s.tr)
 	s.tickFree = make(chan *flusher, tickFlushers)
 	s.tickWrites = make(chan *flusher, tickFlushers)
 	for range tickFlushers {
-		s.tickFree <- newFlusher(s.conn.pc)
+		s.tickFree <- newFlusher(s.tr)
 	}
 }
 
@@ -424,12 +240,7 @@ func (s *Server) Start() {
 }
 
 // Addr returns the local address the server listens on.
-func (s *Server) Addr() netip.AddrPort {
-	if ua, ok := s.conn.pc.LocalAddr().(*net.UDPAddr); ok {
-		return ua.AddrPort()
-	}
-	return netip.AddrPort{}
-}
+func (s *Server) Addr() netip.AddrPort { return s.tr.LocalAddr() }
 
 // Pin returns the server identity pin ("ed25519:" + base64url).
 func (s *Server) Pin() string { return trust.Pin(s.identity.Public[:]) }
@@ -496,7 +307,7 @@ func (s *Server) Close() error {
 			if p.state == slotConnected {
 				p.closeLocked(wire.DisconnectServerShutdown, "server shutting down", now)
 			} else {
-				p.closed = true
+				p.life.closed = true
 			}
 			p.mu.Unlock()
 			s.remove(p)
@@ -504,9 +315,9 @@ func (s *Server) Close() error {
 		s.halfOpen.clearAll()
 		close(s.done)
 		// Unblock the receive goroutine.
-		_ = s.conn.pc.SetReadDeadline(time.Now())
+		_ = s.tr.SetReadDeadline(time.Now())
 		if s.ownsConn {
-			_ = s.conn.pc.Close()
+			_ = s.tr.Close()
 		}
 		s.wg.Wait()
 	})
@@ -620,7 +431,7 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.th, p.state == slotConnected
+	return p.keys.th, p.state == slotConnected
 }
 
 // Send queues one message for an admitted client: the next Flush (or the
@@ -640,7 +451,7 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 
 func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	p.mu.Lock()
-	if p.state != slotConnected || p.lingering {
+	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -670,10 +481,10 @@ func (s *Server) Flush() {
 	s.tickPeers = s.snapshotPeers(s.tickPeers)
 	for _, p := range s.tickPeers {
 		p.mu.Lock()
-		if p.state == slotConnected && (!p.queuedAt.IsZero() || p.urgent || p.rel.Due(now)) {
+		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
 			p.flushLocked(now, &f.b)
 		}
-		closed := p.closed && p.state == slotConnected
+		closed := p.life.closed && p.state == slotConnected
 		p.mu.Unlock()
 		if closed {
 			s.remove(p)
@@ -738,7 +549,7 @@ func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) er
 		return ErrNoSuchClient
 	}
 	p.mu.Lock()
-	if p.state != slotConnected || p.lingering {
+	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
 	}
@@ -759,7 +570,7 @@ func (s *Server) depart(p *peer) {
 	report := p.state == slotConnected && !p.departed
 	p.departed = true
 	info := p.info()
-	reason, detail := p.reason, p.detail
+	reason, detail := p.life.reason, p.life.detail
 	p.mu.Unlock()
 	if !report {
 		return
@@ -773,9 +584,9 @@ func (s *Server) depart(p *peer) {
 // remove frees a closed slot and reports the departure of an admitted client.
 func (s *Server) remove(p *peer) {
 	s.mu.Lock()
-	if s.byAddr[p.addr] == p {
-		delete(s.byAddr, p.addr)
-		s.admittedBy.release(p.addr.Addr())
+	if s.byAddr[p.path.addr] == p {
+		delete(s.byAddr, p.path.addr)
+		s.admittedBy.release(p.path.addr.Addr())
 	}
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)
@@ -785,15 +596,15 @@ func (s *Server) remove(p *peer) {
 	s.depart(p)
 	p.mu.Lock()
 	p.state = slotClosed
-	opener := p.opener
+	opener := p.keys.opener
 	p.mu.Unlock()
-	s.closedSessions.remember(p.addr, opener, time.Now())
+	s.closedSessions.remember(p.path.addr, opener, time.Now())
 }
 
 func (s *Server) receiveLoop() {
 	defer s.wg.Done()
 	for {
-		n, err := s.rx.Read()
+		n, err := s.tr.ReadBatch(s.rxMsgs)
 		if err != nil {
 			select {
 			case <-s.done:
@@ -807,8 +618,8 @@ func (s *Server) receiveLoop() {
 		}
 		now := time.Now()
 		for i := range n {
-			m := &s.rx.Msgs[i]
-			s.handleDatagram(m.Buf[:m.N], m.Addr, now)
+			m := &s.rxMsgs[i]
+			s.handleDatagram(m.Buf[:m.N], m.Addr, m.Validated, now)
 		}
 		s.flushTouched(now)
 	}
@@ -827,7 +638,7 @@ func (s *Server) flushTouched(now time.Time) {
 		if p.state == slotConnected {
 			p.flushLocked(now, &s.rxFlush.b)
 		}
-		closed := p.closed && p.state == slotConnected
+		closed := p.life.closed && p.state == slotConnected
 		p.mu.Unlock()
 		if closed {
 			s.remove(p)
@@ -867,10 +678,10 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
 	if p.state == slotConnected {
-		if len(p.held) > 0 {
-			p.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
+		if len(p.rel.held) > 0 {
+			p.rel.rx0 = rxContext{reg: s.reg, deliver: s.svcd.collectFn, now: now, ready: s.readyFn}
 			p.releaseHeldLocked()
-			p.rx0 = rxContext{}
+			p.rel.rx0 = rxContext{}
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
 	}
@@ -883,7 +694,7 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 }
 
 func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
-	ss := newSession(s.conn, addr, id, true, version, s.origin, now, keys, &s.chcfg)
+	ss := newSession(s.tr, addr, id, true, version, s.origin, now, keys, &s.chcfg)
 	ss.global = &s.ctr
 	return ss
 }

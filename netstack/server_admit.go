@@ -41,14 +41,15 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	}
 	p := &peer{state: slotSecuring}
 	p.session = s.newPeerSession(ho.addr, ho.id, ho.version, now, ho.keys)
-	p.opener = ho.opener // its replay window has this frame marked
+	p.path.proof = ho.proof
+	p.keys.opener = ho.opener // its replay window has this frame marked
 	clear(ho.keys.send[:])
 	clear(ho.keys.recv[:])
 
 	p.mu.Lock()
 	p.ctr.PacketsReceived.Add(1)
 	p.ctr.BytesReceived.Add(uint64(len(d)))
-	p.q.traffic(now, 0, len(d))
+	p.path.q.traffic(now, 0, len(d))
 	if perr == nil {
 		if reason, detail, ok := s.claimSlot(p); !ok {
 			p.closeLocked(reason, detail, now)
@@ -57,13 +58,13 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		}
 	}
 	admitted := s.finishLocked(p, &h, payload, now) // NameInvalid closes the session instead
-	info := p.info()
+	info, proof := p.info(), p.path.proof
 	info.Ticket, p.ticket = p.ticket, nil // handed over: the transport keeps no copy
 	p.mu.Unlock()
 	if !admitted {
 		return
 	}
-	s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String())
+	s.log.Info("client connected", "client", info.ID, "name", info.Name, "addr", info.Addr.String(), "address_proof", proof.String())
 	if s.cfg.OnAdmitted != nil {
 		s.cfg.OnAdmitted(info)
 	}
@@ -75,7 +76,7 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 // skip it until then. A refused peer is not inserted; the Disconnect's
 // reason and detail say why.
 func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
-	addr := p.addr.Addr()
+	addr := p.path.addr.Addr()
 	s.mu.Lock()
 	full := len(s.byID) >= s.cfg.MaxClients
 	capped := capNone
@@ -83,10 +84,10 @@ func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
 		capped = s.admittedBy.reached(addr, s.cfg.Admission)
 	}
 	if !full && capped == capNone {
-		if s.byAddr[p.addr] == nil { // never otherwise: sealed frames of an admitted endpoint go to its peer
+		if s.byAddr[p.path.addr] == nil { // never otherwise: sealed frames of an admitted endpoint go to its peer
 			s.admittedBy.add(addr)
 		}
-		s.byAddr[p.addr] = p
+		s.byAddr[p.path.addr] = p
 		s.byID[p.id] = p
 	}
 	s.mu.Unlock()

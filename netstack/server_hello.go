@@ -29,8 +29,9 @@ const compatAmplification = 3
 type answer struct {
 	framed    bool
 	version   uint16
-	validated bool
-	limit     int // bytes; only for unvalidated sources
+	validated bool      // no byte limit, no budget of replies to unvalidated sources
+	proof     addrProof // how the source proved its address, for its session
+	limit     int       // bytes; only for unvalidated sources
 }
 
 // compatVersion is the server_version of answers that precede any version
@@ -49,8 +50,9 @@ func (s *Server) unvalidated(version uint16, size, factor int) answer {
 	return answer{framed: true, version: version, limit: factor * size}
 }
 
-// handlePlain processes a plain handshake frame (d includes the class byte).
-func (s *Server) handlePlain(d []byte, from netip.AddrPort, now time.Time) {
+// handlePlain processes a plain handshake frame (d includes the class byte);
+// vouched says the transport proved the source's address.
+func (s *Server) handlePlain(d []byte, from netip.AddrPort, vouched bool, now time.Time) {
 	h, payload, err := wire.ParsePacket(d[1:])
 	if err != nil {
 		s.ctr.drop(dropMalformed)
@@ -84,7 +86,7 @@ func (s *Server) handlePlain(d []byte, from netip.AddrPort, now time.Time) {
 	case version == handshake.ProtocolVersion:
 		s.helloV3(payload, len(d), from, now)
 	case version == handshake.ProtocolVersion4 && s.cfg.MaxProtocol >= handshake.ProtocolVersion4:
-		s.helloV4(payload, len(d), from, now)
+		s.helloV4(payload, len(d), from, vouched, now)
 	default:
 		detail := "client protocol too new; this server speaks protocol v4"
 		if s.cfg.MaxProtocol < handshake.ProtocolVersion4 {
@@ -113,16 +115,22 @@ func (s *Server) helloV3(payload []byte, size int, from netip.AddrPort, now time
 }
 
 // helloV4 handles a v4 ClientHello: shape checks, then address validation
-// (a CookieReply to a hello without a valid cookie), then the answer.
-func (s *Server) helloV4(payload []byte, size int, from netip.AddrPort, now time.Time) {
+// (a CookieReply to a hello without a valid cookie), then the answer. A
+// source the transport vouched for (its own handshake proved the address:
+// a WebTransport or WebSocket session) has nothing left to prove: it is
+// answered as a validated source, without the cookie round trip.
+func (s *Server) helloV4(payload []byte, size int, from netip.AddrPort, vouched bool, now time.Time) {
 	rule := s.unvalidated(handshake.ProtocolVersion4, size, 1)
+	if vouched {
+		rule.validated, rule.proof = true, proofTransport
+	}
 	hello, reason := handshake.CheckClientHello4(payload)
 	if reason != handshake.RejectNone {
 		s.refuse(from, rule, wire.RejectReason(reason), helloRejectDetail(wire.RejectReason(reason)), now)
 		return
 	}
 	core := payload[:handshake.HelloCoreSize]
-	if s.validate {
+	if s.validate && !vouched {
 		if len(hello.Cookie) == 0 {
 			s.sendCookie(from, &hello.Nonce, core, rule, now)
 			return
@@ -133,7 +141,7 @@ func (s *Server) helloV4(payload []byte, size int, from netip.AddrPort, now time
 			return
 		}
 		s.ctr.CookiesVerified.Add(1)
-		rule.validated = true
+		rule.validated, rule.proof = true, proofCookie
 	}
 	s.answerHello(from, rule, payload, now)
 }
@@ -221,7 +229,7 @@ func (s *Server) answerHello(from netip.AddrPort, rule answer, payload []byte, n
 	hdr := wire.Header{Type: wire.TypeConnectAccepted, Timestamp: s.timeAt(now)}
 	accepted := append(make([]byte, 0, acceptedSize), classPlain)
 	e := &halfOpen{
-		addr: from, id: id, version: rule.version, created: now, core: core,
+		addr: from, id: id, version: rule.version, proof: rule.proof, created: now, core: core,
 		accepted: wire.AppendPacket(accepted, &hdr, res.Payload[:]),
 		keys:     sessionKeys{send: res.S2C, recv: res.C2S, th: res.TH},
 	}

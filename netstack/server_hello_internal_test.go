@@ -76,7 +76,7 @@ func TestUnvalidatedAnswersDoNotAllocate(t *testing.T) {
 	forged[1+wire.HeaderSize+handshake.HelloCoreSize] = 20 // a cookie of zeros: fails
 	now := time.Now()
 	for name, d := range map[string][]byte{"cookie reply": hello, "refusal": bad, "forged cookie": forged} {
-		if n := testing.AllocsPerRun(500, func() { s.handleDatagram(d, from, now) }); n != 0 {
+		if n := testing.AllocsPerRun(500, func() { s.handleDatagram(d, from, false, now) }); n != 0 {
 			t.Errorf("%s: %v allocations per datagram", name, n)
 		}
 	}
@@ -98,7 +98,7 @@ func BenchmarkAnswerUnvalidatedHello(b *testing.B) {
 	b.SetBytes(int64(len(hello)))
 	for b.Loop() {
 		now = now.Add(time.Microsecond) // virtual time: the budgets refill
-		s.handleDatagram(hello, from, now)
+		s.handleDatagram(hello, from, false, now)
 	}
 	if st := s.Stats(); st.CookiesSent != uint64(b.N) {
 		b.Fatalf("%d cookies for %d hellos", st.CookiesSent, b.N)
@@ -123,7 +123,7 @@ func FuzzUnvalidatedDatagram(f *testing.F) {
 		before := conn.bytes.Load()
 		n := conn.sent.Load()
 		now = now.Add(time.Millisecond)
-		s.handleDatagram(d, from, now)
+		s.handleDatagram(d, from, false, now)
 		if conn.sent.Load() > n+1 {
 			t.Fatalf("%d answers to one datagram", conn.sent.Load()-n)
 		}
@@ -168,7 +168,7 @@ func benchServerHandshakes(b *testing.B, validate bool) {
 		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, byte((i + 1) >> 16), byte((i + 1) >> 8), byte(i + 1)}), uint16(1+i%60000))
 		h := hellos[i%len(hellos)]
 		now = now.Add(time.Microsecond)
-		s.handleDatagram(h, from, now)
+		s.handleDatagram(h, from, false, now)
 		if validate {
 			_, payload, _ := wire.ParsePacket(conn.last[1:])
 			cr, err := handshake.ParseCookieReply(payload)
@@ -178,7 +178,7 @@ func benchServerHandshakes(b *testing.B, validate bool) {
 			echo = append(echo[:0], h...)
 			echo[1+wire.HeaderSize+handshake.HelloCoreSize] = byte(len(cr.Cookie))
 			copy(echo[1+wire.HeaderSize+handshake.HelloCoreSize+1:], cr.Cookie)
-			s.handleDatagram(echo, from, now)
+			s.handleDatagram(echo, from, false, now)
 		}
 		if i++; i%4096 == 0 {
 			b.StopTimer()

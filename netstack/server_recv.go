@@ -16,8 +16,9 @@ const (
 
 // handleDatagram is the whole receive path for one datagram (§2): endpoint
 // policy first, then the frame class; plain and legacy datagrams are charged
-// to their address and prefix budgets before any framing.
-func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
+// to their address and prefix budgets before any framing. vouched says the
+// transport proved the source's address (transport.Message.Validated).
+func (s *Server) handleDatagram(d []byte, from netip.AddrPort, vouched bool, now time.Time) {
 	// Every datagram read counts, whatever becomes of it (dropped, a
 	// handshake, a session's): as every datagram written does.
 	s.ctr.PacketsReceived.Add(1)
@@ -40,7 +41,7 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 			s.ctr.drop(kind)
 			return
 		}
-		s.handlePlain(d, from, now)
+		s.handlePlain(d, from, vouched, now)
 	case classLegacy:
 		s.ctr.PlainBytesReceived.Add(uint64(len(d)))
 		if len(d) < 4 || d[1] != 0x52 || d[2] != 0x50 || d[3] != 0x53 {
@@ -60,7 +61,7 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, now time.Time) {
 func (s *Server) timeAt(now time.Time) float32 { return float32(now.Sub(s.origin).Seconds()) }
 
 func (s *Server) writePlain(b []byte, to netip.AddrPort) {
-	if err := s.conn.write(b, to); err == nil {
+	if err := writeOne(s.tr, s.plainOut, b, to); err == nil {
 		s.ctr.PacketsSent.Add(1)
 		s.ctr.BytesSent.Add(uint64(len(b)))
 		s.ctr.PlainBytesSent.Add(uint64(len(b)))
@@ -93,14 +94,14 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
 	closed := p.lingerDoneLocked(now) // the Acks that end a linger end it now
 	info := p.info()
-	sends := p.sends.Load()
+	sends := p.out.sends.Load()
 	p.mu.Unlock()
 
 	s.rxd.dispatchEach(info, answerEvery, func() {
 		// A long burst of requests is answered in a pipeline: what the
 		// handlers queued so far leaves now, while the rest is handled.
 		p.mu.Lock()
-		if p.sends.Load() != sends && p.state == slotConnected {
+		if p.out.sends.Load() != sends && p.state == slotConnected {
 			p.flushLocked(time.Now(), &s.rxFlush.b)
 		}
 		p.mu.Unlock()
@@ -111,7 +112,7 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		return
 	}
 	p.mu.Lock()
-	if (p.urgent || p.sends.Load() != sends) && !p.rxMarked {
+	if (p.out.urgent || p.out.sends.Load() != sends) && !p.rxMarked {
 		p.rxMarked = true
 		s.rxTouched = append(s.rxTouched, p)
 	}
@@ -132,8 +133,8 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	}
 	p.state = slotConnected
 	p.name = cf.Name
-	p.ticket = cf.Ticket                    // a copy: ParseClientFinished clones it
-	p.rel.Receive(h, payload, now, discard) // marks Sequence 1 received
+	p.ticket = cf.Ticket                           // a copy: ParseClientFinished clones it
+	p.rel.engine.Receive(h, payload, now, discard) // marks Sequence 1 received
 	if s.cfg.Welcome != nil {
 		t, ch, payload := s.cfg.Welcome(p.id, nil)
 		if err := p.sendLocked(t, ch, payload, now); err != nil {
@@ -143,7 +144,7 @@ func (s *Server) finishLocked(p *peer, h *wire.Header, payload []byte, now time.
 	s.announceLocked(p, now) // then the module types' table (v4)
 	// The Ack of ClientFinished and the welcome leave at the end of this
 	// receive pass.
-	p.urgent, p.rxMarked = true, true
+	p.out.urgent, p.rxMarked = true, true
 	s.rxTouched = append(s.rxTouched, p)
 	return true
 }

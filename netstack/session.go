@@ -1,11 +1,8 @@
 package netstack
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -14,6 +11,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -60,56 +58,67 @@ var (
 )
 
 // session is one end of a sealed channel: the server keeps one per slot, a
-// client keeps one for its server. All fields are guarded by mu; the receive
-// goroutine, the service goroutine and API callers all take it briefly.
+// client keeps one for its server. It is a few parts, each with one concern
+// (as a wireguard-go peer groups its endpoint, timers and queues): keys and
+// replay; reliability and reassembly; the send queue and its packer; the
+// path to the peer; the lifecycle. Migration, resumption and congestion
+// control extend the path and the lifecycle, not the session.
+//
+// Lock rule: the fields above mu are set before the session is shared and
+// never change, so they are read without it; ctr is atomic; every part is guarded by mu, which the receive
+// goroutine, the service goroutine and API callers each take briefly and
+// never hold across a system call on a path the game thread waits for.
 //
 // Sending is two steps (docs/protocol.md §5.5): Send queues (an unreliable
-// message in uq, a reliable one in the reliability engine), and a flush —
-// the server's per-tick Flush, the end of a receive pass, the service loop,
-// or a client's Flush — packs everything due into as few datagrams as the
-// datagram size allows (v4; one message per datagram for v3), seals each
-// into a datagramBatch, and the caller writes the batch after releasing the
-// lock. No lock is held across a system call on those paths.
+// message in the send queue, a reliable one in the reliability engine), and
+// a flush — the server's per-tick Flush, the end of a receive pass, the
+// service loop, or a client's Flush — packs everything due into as few
+// datagrams as the datagram size allows (v4; one message per datagram for
+// v3), seals each into a datagramBatch, and the caller writes the batch
+// after releasing the lock.
 type session struct {
-	mu      sync.Mutex
-	conn    *packetConn
-	addr    netip.AddrPort
+	tr      transport.Transport
 	id      uint32 // the client id: our SenderID on a client, the expected one on the server
 	server  bool   // true on the server side of the channel
 	version uint16 // protocol of the session: 3 (one message per datagram) or 4 (packed)
 	origin  time.Time
+	global  *Counters // the server's totals (nil on a client)
+	ctr     Counters
 
+	mu   sync.Mutex
+	keys keyState
+	rel  reliability
+	out  sendQueue
+	path peerPath
+	life lifecycle
+}
+
+// keyState is a session's keys and replay protection: the sealer with its
+// rotation schedule, the opener with its replay window, and the channel
+// binding. Owner: the session; guarded by its mu — whoever flushes seals,
+// the receive goroutine opens. th never changes and is read without the
+// lock. When the server frees a slot its closedTable (closed.go) takes the
+// opener and uses it alone.
+type keyState struct {
 	sealer *seal.Sealer
 	opener *seal.Opener
-	rel    *reliable.Endpoint
+	th     [32]byte // handshake transcript hash: the channel-binding value
+	open   []byte   // scratch for opened plaintext, reused per datagram
+}
 
-	th            [32]byte // handshake transcript hash: the channel-binding value
-	lastAuth      time.Time
-	nextHeartbeat time.Time
-	heartbeats    [heartbeatSlots]heartbeatProbe
-	hbNext        int
-	hbInterval    time.Duration
-	// finishing: a client's session before admission, which sends its
-	// ClientFinished alone (docs/protocol.md §3.7): no heartbeat yet.
-	finishing bool
-	timeout   time.Duration
+// reliability is a session's reliability and reassembly, and what becomes
+// of an authenticated message: the engine (acknowledgements,
+// retransmission, ordering, fragments), the reliable messages held for a
+// module that is not loaded (held.go), the budget of MessageRefused
+// notices, and the receive call in progress (recv.go). Owner: the session;
+// guarded by its mu — the receive goroutine delivers, the service goroutine
+// releases held messages and runs the engine's timers, every flush polls
+// the engine for what is due.
+type reliability struct {
+	engine *reliable.Endpoint
 
-	// Send queue. uq holds the unreliable messages (and control messages:
-	// heartbeats, notices) queued since the last flush, each as type (u16),
-	// length (u32) and payload.
-	uq           []byte
-	uqMax        int
-	unrel        uint32        // v4: Sequence of the next unreliable record
-	datagramSize int           // v4: largest datagram sent
-	flushDelay   time.Duration // service loop sends what waited this long
-	queuedAt     time.Time     // when the oldest unflushed message was queued (zero: none)
-	urgent       bool          // something must leave at the end of this receive pass
-	sends        atomic.Uint64 // Send calls, to spot handler replies
-	pk           packState
-	emitFn       func(h *wire.Header, payload []byte) // s.emitRecord, bound once
-
-	// Reliable messages of a module that is not loaded now (held.go);
-	// holdFor 0 refuses them at once (a v3 client).
+	// Reliable messages of a module that is not loaded now; holdFor 0
+	// refuses them at once (a v3 client).
 	held      []heldMessage
 	heldBytes int
 	holdFor   time.Duration
@@ -122,17 +131,57 @@ type session struct {
 	noticeAt     time.Time
 	suppressed   uint32
 
-	q      linkQuality
-	ctr    Counters
-	global *Counters // the server's totals (nil on a client)
-
-	open      []byte      // scratch for opened plaintext, reused per datagram
 	rx        wire.Header // header of the message being received
 	rx0       rxContext   // the receive call in progress
 	checkedFn deliverFunc // s.deliverChecked, bound once
+}
 
-	// Graceful close (linger.go): no new sends, no new deliveries, the
-	// Disconnect once everything is acknowledged or lingerUntil passes.
+// sendQueue is what waits for a flush and the packer that sends it
+// (sendqueue.go, packer.go). Owner: the session; guarded by its mu, except
+// sends, an atomic that the server's receive goroutine reads without the
+// lock to spot a handler's reply.
+type sendQueue struct {
+	// uq holds the unreliable messages (and control messages: heartbeats,
+	// notices) queued since the last flush, each as type (u16), length
+	// (u32) and payload; at most uqMax bytes.
+	uq         []byte
+	uqMax      int
+	flushDelay time.Duration // the service loop sends what waited this long
+	queuedAt   time.Time     // when the oldest unflushed message was queued (zero: none)
+	urgent     bool          // something must leave at the end of this receive pass
+	sends      atomic.Uint64 // Send calls, to spot handler replies
+	pk         packer
+}
+
+// peerPath is the network path to the peer: its address and how it was
+// proved, liveness and heartbeats, and the estimates of RTT, loss and
+// bandwidth (path.go). Migration and congestion control extend it. Owner:
+// the session; guarded by its mu. addr and proof never change after
+// newSession: the server's maps read addr under their own lock.
+type peerPath struct {
+	addr  netip.AddrPort
+	proof addrProof // how the peer proved addr (the server's sessions)
+
+	lastAuth      time.Time     // when a datagram last authenticated
+	timeout       time.Duration // closes the session after that long without one
+	nextHeartbeat time.Time
+	hbInterval    time.Duration
+	heartbeats    [heartbeatSlots]heartbeatProbe // unanswered probes: RTT samples
+	hbNext        int
+
+	q linkQuality
+}
+
+// lifecycle is where the session stands between its handshake and its end:
+// a client's finishing phase, the graceful close's linger (linger.go), and
+// the close with its reason. Owner: the session; guarded by its mu.
+type lifecycle struct {
+	// finishing: a client's session before admission, which sends its
+	// ClientFinished alone (docs/protocol.md §3.7): no heartbeat yet.
+	finishing bool
+
+	// Graceful close: no new sends, no new deliveries, the Disconnect once
+	// everything is acknowledged or lingerUntil passes.
 	lingering   bool
 	lingerUntil time.Time
 	closeLinger time.Duration // how long a graceful close may wait
@@ -154,38 +203,33 @@ type sessionKeys struct {
 	th         [32]byte
 }
 
-func newSession(conn *packetConn, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
+func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
 	rc := cfg.reliable
 	if version >= handshake.ProtocolVersion4 {
 		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize)
 	} else {
 		rc.MaxFragmentPayload = 0
 	}
-	s := &session{
-		conn: conn, addr: addr, id: id, server: server, version: version, origin: origin,
-		sealer:          seal.NewSealer(keys.send, cfg.rotation),
-		opener:          seal.NewOpener(keys.recv),
-		rel:             reliable.New(rc, now),
-		th:              keys.th,
-		lastAuth:        now,
-		hbInterval:      cfg.heartbeat,
-		timeout:         cfg.timeout,
-		uqMax:           cfg.maxQueuedUnreliable,
-		unrel:           1,
-		datagramSize:    cfg.datagramSize,
-		flushDelay:      cfg.flushDelay,
-		holdFor:         cfg.holdFor,
-		closeLinger:     cfg.closeLinger,
-		deliverRefusals: cfg.deliverRefusals,
-		finishing:       !server,
-		noticeTokens:    noticeBurst,
-		noticeAt:        now,
-		open:            make([]byte, 0, 2048),
+	s := &session{tr: tr, id: id, server: server, version: version, origin: origin}
+	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th,
+		open: make([]byte, 0, 2048)}
+	s.rel.engine = reliable.New(rc, now)
+	s.rel.holdFor = cfg.holdFor
+	s.rel.deliverRefusals = cfg.deliverRefusals
+	s.rel.noticeTokens, s.rel.noticeAt = noticeBurst, now
+	s.rel.checkedFn = s.deliverChecked
+	s.rel.engine.SetRefusalHook(s.engineRefused)
+	s.out.uqMax, s.out.flushDelay = cfg.maxQueuedUnreliable, cfg.flushDelay
+	pc := packerConfig{sealer: s.keys.sealer, size: cfg.datagramSize, version: version, origin: origin}
+	if version < handshake.ProtocolVersion4 {
+		pc.v3seq = s.rel.engine.NextUnreliableSequence
+		if !server {
+			pc.senderID = id
+		}
 	}
-	s.emitFn = s.emitRecord
-	s.checkedFn = s.deliverChecked
-	s.rel.SetRefusalHook(s.engineRefused)
-	s.nextHeartbeat = now.Add(cfg.heartbeat)
+	s.out.pk.init(pc)
+	s.path = peerPath{addr: addr, lastAuth: now, timeout: cfg.timeout, hbInterval: cfg.heartbeat, nextHeartbeat: now.Add(cfg.heartbeat)}
+	s.life = lifecycle{finishing: !server, closeLinger: cfg.closeLinger}
 	return s
 }
 
@@ -203,40 +247,20 @@ type channelConfig struct {
 	deliverRefusals     bool          // a client's MessageRefused notices also go to Receive
 }
 
-func (c *channelConfig) populate() {
-	if c.heartbeat <= 0 {
-		c.heartbeat = DefaultHeartbeatInterval
-	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
+// fit completes a channelConfig taken from a populated ServerConfig or
+// ClientConfig for a transport of datagrams of at most maxDatagram bytes:
+// the session packs into min(datagram size, maxDatagram); a negative hold
+// or linger means none; the reliability engine's connection timeout is the
+// session's unless set.
+func (c *channelConfig) fit(maxDatagram int) {
+	c.datagramSize = min(c.datagramSize, maxDatagram)
+	c.holdFor = max(c.holdFor, 0)
+	c.closeLinger = max(c.closeLinger, 0)
 	if c.reliable.ConnectionTimeout <= 0 {
 		c.reliable.ConnectionTimeout = c.timeout
 	}
-	if c.datagramSize == 0 {
-		c.datagramSize = wire.DefaultDatagramSize
-	}
-	if c.flushDelay <= 0 {
-		c.flushDelay = DefaultFlushDelay
-	}
 	if c.maxQueuedUnreliable <= 0 {
 		c.maxQueuedUnreliable = DefaultMaxQueuedUnreliable
-	}
-	switch {
-	case c.closeLinger == 0:
-		c.closeLinger = DefaultCloseLinger
-	case c.closeLinger < 0:
-		c.closeLinger = 0
-	}
-}
-
-// populateServer fills the server-only defaults.
-func (c *channelConfig) populateServer() {
-	switch {
-	case c.holdFor == 0:
-		c.holdFor = DefaultHoldNotLoaded
-	case c.holdFor < 0:
-		c.holdFor = 0
 	}
 }
 
@@ -245,6 +269,20 @@ func checkDatagramSize(n int) error {
 	if n != 0 && (n < wire.MinDatagramSize || n > wire.MaxDatagram) {
 		return fmt.Errorf("netstack: datagram size %d: choose %d..%d bytes of UDP payload (1200 crosses every path)",
 			n, wire.MinDatagramSize, wire.MaxDatagram)
+	}
+	return nil
+}
+
+// minTransportDatagram is the smallest datagram a transport must carry: the
+// datagram every IPv4 host must accept (RFC 791). A session packs into
+// datagrams no larger than its transport carries, and below this nearly
+// every reliable message would be fragmented.
+const minTransportDatagram = 576
+
+// checkTransport refuses a given transport that carries too small datagrams.
+func checkTransport(tr transport.Transport) error {
+	if tr != nil && tr.MaxDatagram() < minTransportDatagram {
+		return fmt.Errorf("netstack: the transport carries datagrams of at most %d bytes; at least %d are needed", tr.MaxDatagram(), minTransportDatagram)
 	}
 	return nil
 }
@@ -272,187 +310,48 @@ func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
 	}
 }
 
-// sendLocked queues one message on channel ch; a flush sends it. A
-// reliable message goes to the reliability engine (which fragments it in a
-// v4 session); an unreliable one must fit one datagram.
-func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
-	if s.closed || s.lingering {
-		return ErrClosed
-	}
-	if !wire.InProtocol(s.version, typ) {
-		s.add(notInProtocol, 1)
-		return fmt.Errorf("%w: %s is a protocol v%d message and this peer speaks v%d", ErrNotInProtocol, typ, wire.IntroducedIn(typ), s.version)
-	}
-	switch {
-	case ch.IsReliable():
-		if err := s.rel.Send(typ, ch, payload, now); err != nil {
-			return err
-		}
-	case len(payload) > wire.MaxPayload:
-		return reliable.ErrPayloadTooLarge
-	case s.version >= handshake.ProtocolVersion4 && len(payload) > wire.MaxUnreliablePayload(s.datagramSize, typ):
-		return fmt.Errorf("%w: %s of %d bytes; at most %d bytes with datagram size %d (send it on a reliable channel, which fragments it, or make it smaller)",
-			ErrUnreliableTooLarge, typ, len(payload), wire.MaxUnreliablePayload(s.datagramSize, typ), s.datagramSize)
-	case len(s.uq)+6+len(payload) > s.uqMax:
-		return ErrSendQueueFull
-	default:
-		s.queueUnreliable(typ, payload)
-	}
-	s.sends.Add(1)
-	if s.queuedAt.IsZero() {
-		s.queuedAt = now
-	}
-	return nil
-}
-
-func notInProtocol(c *Counters) *atomicU64 { return &c.NotInProtocol }
-
-// queueUnreliable appends an unreliable message to uq.
-func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
-	s.uq = binary.LittleEndian.AppendUint16(s.uq, uint16(typ))
-	s.uq = binary.LittleEndian.AppendUint32(s.uq, uint32(len(payload)))
-	s.uq = append(s.uq, payload...)
-}
-
 // serviceLocked runs the timers of one session — liveness, heartbeats,
 // reliability — and flushes into b what is due: retransmissions and Acks,
 // a heartbeat, and queued messages that waited flushDelay. It returns true
 // when the session closed during this call.
 func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
-	if s.closed {
+	if s.life.closed {
 		return false
 	}
 	if s.lingerDoneLocked(now) {
 		return true
 	}
-	if now.Sub(s.lastAuth) >= s.timeout {
-		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.timeout.String(), now)
+	if now.Sub(s.path.lastAuth) >= s.path.timeout {
+		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.path.timeout.String(), now)
 		return true
 	}
-	due := s.urgent
-	if !now.Before(s.nextHeartbeat) && !s.finishing {
+	due := s.out.urgent
+	if !now.Before(s.path.nextHeartbeat) && !s.life.finishing {
 		s.queueHeartbeatLocked(now)
-		s.nextHeartbeat = now.Add(s.hbInterval)
+		s.path.nextHeartbeat = now.Add(s.path.hbInterval)
 		due = true // a probe's send time is its RTT sample's start: it leaves now
 	}
-	if d := s.rel.NextDeadline(); !d.IsZero() && !now.Before(d) {
+	if d := s.rel.engine.NextDeadline(); !d.IsZero() && !now.Before(d) {
 		due = true
 	}
-	if !s.queuedAt.IsZero() && now.Sub(s.queuedAt) >= s.flushDelay {
+	if !s.out.queuedAt.IsZero() && now.Sub(s.out.queuedAt) >= s.out.flushDelay {
 		due = true
 	}
 	if due {
 		s.flushLocked(now, b)
 	}
-	return s.closed
+	return s.life.closed
 }
 
-func (s *session) queueHeartbeatLocked(now time.Time) {
-	token := rand.Uint32() | 1 // nonzero
-	s.heartbeats[s.hbNext] = heartbeatProbe{token: token, sent: now}
-	s.hbNext = (s.hbNext + 1) % heartbeatSlots
-	var w [8]byte
-	s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token}))
-}
-
-// onHeartbeatLocked answers a probe in this receive pass and takes an RTT
-// sample from an echo.
-func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
-	if hb.Token != 0 {
-		var w [8]byte
-		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Echo: hb.Token}))
-		s.urgent = true
-	}
-	if hb.Echo == 0 {
-		return
-	}
-	for i := range s.heartbeats {
-		if p := &s.heartbeats[i]; p.token == hb.Echo {
-			s.q.addPing(now.Sub(p.sent))
-			p.token = 0
-			return
-		}
-	}
-}
-
-// closeLocked records the first close reason and, when the channel is still
-// usable, tells the peer with a Disconnect sealed three times (§8). Those
-// three datagrams are written at once (a rare path: the end of a session).
-func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now time.Time) {
-	if s.closed {
-		return
-	}
-	timedOut := reason == wire.DisconnectTimeout
-	reason, detail = s.closeReason(reason, detail)
-	s.closed, s.reason, s.detail = true, reason, detail
-	s.abandoned = s.rel.Unsettled()
-	if !timedOut { // a timed-out peer is gone; nothing to tell
-		s.sendDisconnectLocked(reason, detail, now)
-	}
-	s.releaseLocked()
-}
-
-// peerClosedLocked records a Disconnect received from the peer: its reason is
-// the close reason (unless one was already recorded) and nothing is sent back.
-func (s *session) peerClosedLocked(reason wire.DisconnectReason, detail string) {
-	if s.closed {
-		return
-	}
-	reason, detail = s.closeReason(reason, detail)
-	s.closed, s.reason, s.detail = true, reason, detail
-	s.releaseLocked()
-}
-
-// releaseLocked returns pooled buffers and forgets queued messages.
-func (s *session) releaseLocked() {
-	s.rel.Close()
-	s.uq, s.queuedAt, s.urgent = nil, time.Time{}, false
-	s.held, s.heldBytes = nil, 0
-}
-
-func (s *session) sendDisconnectLocked(reason wire.DisconnectReason, detail string, now time.Time) {
-	var buf [3 + 256]byte
-	if len(detail) > 256 {
-		detail = detail[:256]
-	}
-	if s.version < handshake.ProtocolVersion4 && reason > wire.LastV3DisconnectReason {
-		reason = wire.DisconnectUnknown // v3 defines 0..11; the detail says what happened
-	}
-	p := wire.AppendDisconnect(buf[:0], &wire.Disconnect{Reason: uint8(reason), Detail: detail})
-	h := wire.Header{Type: wire.TypeDisconnect, Channel: wire.Unreliable}
-	var plain []byte
-	if s.version >= handshake.ProtocolVersion4 {
-		h.Sequence = s.unrel
-		s.unrel++
-		plain = wire.AppendRecord(wire.AppendDatagramBase(make([]byte, 0, 300), h.Sequence), &h, p)
-	} else {
-		h.Sequence = s.rel.NextUnreliableSequence()
-		if !s.server {
-			h.SenderID = s.id
-		}
-		h.Timestamp = s.timestamp(now)
-		plain = wire.AppendPacket(make([]byte, 0, 300), &h, p)
-	}
-	frame := make([]byte, 0, len(plain)+seal.Overhead)
-	for range disconnectCopies {
-		f, err := s.sealer.SealFinal(frame[:0], plain)
-		if err != nil {
-			return
-		}
-		if s.conn.write(f, s.addr) == nil {
-			s.countSent(len(f), 1)
-		}
-	}
-}
-
-// countSent counts one datagram of n bytes carrying msgs messages.
-func (s *session) countSent(n, msgs int) {
-	s.ctr.PacketsSent.Add(1)
-	s.ctr.BytesSent.Add(uint64(n))
+// countSent counts datagrams sealed and written: their bytes and the
+// messages they carry, on the peer and on the server's totals.
+func (s *session) countSent(datagrams, bytes, msgs int) {
+	s.ctr.PacketsSent.Add(uint64(datagrams))
+	s.ctr.BytesSent.Add(uint64(bytes))
 	s.ctr.MessagesSent.Add(uint64(msgs))
 	if s.global != nil {
-		s.global.PacketsSent.Add(1)
-		s.global.BytesSent.Add(uint64(n))
+		s.global.PacketsSent.Add(uint64(datagrams))
+		s.global.BytesSent.Add(uint64(bytes))
 		s.global.MessagesSent.Add(uint64(msgs))
 	}
 }
@@ -460,21 +359,9 @@ func (s *session) countSent(n, msgs int) {
 // statsLocked returns this session's §13 statistics.
 func (s *session) statsLocked() Stats {
 	st := s.ctr.snapshot()
-	st.Ping, st.Jitter, st.PacketLoss = s.q.ping, s.q.jitter, s.q.loss
-	st.BandwidthUp, st.BandwidthDown = s.q.lastUp, s.q.lastDown
-	rs := s.rel.Stats()
+	st.Ping, st.Jitter, st.PacketLoss = s.path.q.ping, s.path.q.jitter, s.path.q.loss
+	st.BandwidthUp, st.BandwidthDown = s.path.q.lastUp, s.path.q.lastDown
+	rs := s.rel.engine.Stats()
 	st.RTO, st.ReassemblyBytes, st.ReassemblyFull = rs.RTO, rs.ReassemblyBytes, rs.ReassemblyFull
 	return st
-}
-
-// nextUnreliable returns the Sequence of the next v4 unreliable record, or
-// false once 2^32−1 have been used (the session must be re-established; at
-// 1,000 a second that is 49 days).
-func (s *session) nextUnreliable() (uint32, bool) {
-	if s.unrel == math.MaxUint32 {
-		return 0, false
-	}
-	v := s.unrel
-	s.unrel++
-	return v, true
 }

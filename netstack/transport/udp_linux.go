@@ -1,6 +1,6 @@
 //go:build linux
 
-package udpbatch
+package transport
 
 import (
 	"net"
@@ -13,36 +13,31 @@ import (
 )
 
 // sysReader is recvmmsg over a UDP socket: the message headers, their
-// iovecs and the source address storage are built once and point at the
-// Reader's buffers.
+// iovecs and the source address storage are built once; each read points
+// the iovecs at the caller's buffers.
 type sysReader struct {
 	rc    syscall.RawConn
-	msgs  []Message
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // large enough for either family
+	k     int                     // slots of this read
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // bound once: a method value allocates per use
 }
 
-func newSysReader(uc *net.UDPConn, msgs []Message) *sysReader {
+func newSysReader(uc *net.UDPConn, n int) *sysReader {
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	r := &sysReader{rc: rc, msgs: msgs, hdrs: make([]unix.Mmsghdr, len(msgs)),
-		iovs: make([]unix.Iovec, len(msgs)), names: make([]unix.RawSockaddrInet6, len(msgs))}
-	for i := range msgs {
-		r.iovs[i].Base = &msgs[i].Buf[0]
-		r.iovs[i].SetLen(len(msgs[i].Buf))
-	}
+	r := &sysReader{rc: rc, hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet6, n)}
 	r.fn = r.recv
 	return r
 }
 
 func (r *sysReader) recv(fd uintptr) bool {
-	for i := range r.hdrs {
+	for i := range r.k {
 		h := &r.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Namelen = unix.SizeofSockaddrInet6
@@ -51,7 +46,7 @@ func (r *sysReader) recv(fd uintptr) bool {
 		h.Control, h.Controllen, h.Flags = nil, 0, 0
 		r.hdrs[i].Len = 0
 	}
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(r.k), 0, 0, 0)
 	if errno == unix.EAGAIN || errno == unix.EINTR {
 		return false // wait for readability (the poller honours deadlines)
 	}
@@ -59,17 +54,31 @@ func (r *sysReader) recv(fd uintptr) bool {
 	return true
 }
 
-func (r *sysReader) read() (int, error) {
-	if err := r.rc.Read(r.fn); err != nil {
+// read fills msgs[:n] (at most len(r.hdrs) of them).
+func (r *sysReader) read(msgs []Message) (int, error) {
+	r.k = min(len(msgs), len(r.hdrs))
+	for i := range r.k {
+		if b := msgs[i].Buf; len(b) > 0 {
+			r.iovs[i].Base = &b[0]
+			r.iovs[i].SetLen(len(b))
+		} else {
+			r.iovs[i].Base = nil
+			r.iovs[i].SetLen(0)
+		}
+	}
+	err := r.rc.Read(r.fn)
+	clear(r.iovs[:r.k]) // hold no caller's buffer between reads
+	if err != nil {
 		return 0, err
 	}
 	if r.errno != 0 {
 		return 0, os.NewSyscallError("recvmmsg", r.errno)
 	}
 	for i := 0; i < r.n; i++ {
-		m := &r.msgs[i]
+		m := &msgs[i]
 		m.N = min(int(r.hdrs[i].Len), len(m.Buf))
 		m.Addr = sockaddrAddrPort(&r.names[i])
+		m.Validated = false
 	}
 	return r.n, nil
 }

@@ -1,0 +1,69 @@
+package netstack
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// The path to the peer (session.path): its address and how it was proved,
+// liveness and the heartbeats whose echoes are its RTT samples, and the
+// link quality estimates (stats.go). Migration and congestion control
+// extend it.
+
+// addrProof says how a peer proved that it receives at its address
+// (docs/protocol.md §3.4): what the handshake knew of the path when it
+// admitted the session.
+type addrProof uint8
+
+const (
+	// proofNone: the source address was taken on trust (a v3 session, or
+	// SkipAddressValidation on a private bind).
+	proofNone addrProof = iota
+	// proofCookie: the source echoed a cookie minted for its address.
+	proofCookie
+	// proofTransport: the transport's own handshake proved it (a
+	// WebTransport or WebSocket session; transport.Message.Validated).
+	proofTransport
+)
+
+func (p addrProof) String() string {
+	switch p {
+	case proofCookie:
+		return "cookie"
+	case proofTransport:
+		return "transport"
+	}
+	return "none"
+}
+
+// queueHeartbeatLocked queues a heartbeat probe and remembers its token and
+// send time, whose echo is an RTT sample.
+func (s *session) queueHeartbeatLocked(now time.Time) {
+	token := rand.Uint32() | 1 // nonzero
+	s.path.heartbeats[s.path.hbNext] = heartbeatProbe{token: token, sent: now}
+	s.path.hbNext = (s.path.hbNext + 1) % heartbeatSlots
+	var w [8]byte
+	s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token}))
+}
+
+// onHeartbeatLocked answers a probe in this receive pass and takes an RTT
+// sample from an echo.
+func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
+	if hb.Token != 0 {
+		var w [8]byte
+		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Echo: hb.Token}))
+		s.out.urgent = true
+	}
+	if hb.Echo == 0 {
+		return
+	}
+	for i := range s.path.heartbeats {
+		if p := &s.path.heartbeats[i]; p.token == hb.Echo {
+			s.path.q.addPing(now.Sub(p.sent))
+			p.token = 0
+			return
+		}
+	}
+}
