@@ -8,8 +8,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/supervisor"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -18,15 +18,15 @@ import (
 // The module benchmarks measure messages/s from a client's UDP socket through
 // the transport, the module's inbox and the game thread into a handler that
 // reads two u32 fields and replies, and back to the client: once into Lua
-// (testdata/echo2.lua), once into a Go function (modules.Funcs), in one run.
+// (testdata/echo2.lua), once into a Go function (supervisor.Funcs), in one run.
 // The server ticks at 1000 Hz so that tick waits do not dominate; 128
 // messages are kept in flight.
 
 var benchReq, benchRep = testplugin.EchoReq, testplugin.EchoRep
 
-func goEcho() modules.Spec { return testplugin.GoEcho() }
+func goEcho() supervisor.Spec { return testplugin.GoEcho() }
 
-func benchModule(b *testing.B, luaFile string, spec []modules.Spec) {
+func benchModule(b *testing.B, luaFile string, spec []supervisor.Spec) {
 	srv, _ := startHost(b, func(c *config.Config) {
 		c.Server.TickRate = 1000
 		c.Match.ReplicationRate = 20
@@ -93,7 +93,7 @@ func benchModule(b *testing.B, luaFile string, spec []modules.Spec) {
 func BenchmarkModuleLua(b *testing.B) { benchModule(b, "testdata/echo2.lua", nil) }
 
 // BenchmarkModuleGo: the same path into a Go function.
-func BenchmarkModuleGo(b *testing.B) { benchModule(b, "", []modules.Spec{goEcho()}) }
+func BenchmarkModuleGo(b *testing.B) { benchModule(b, "", []supervisor.Spec{goEcho()}) }
 
 // BenchmarkModulePlugin: the same path into the Go plugin
 // host/testdata/plugins/echo2, one batch RPC per tick.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -68,7 +68,7 @@ func CheckModuleSchemas(cfg config.Config, opts Options, extra []string) (out []
 		world = nil // modules.load runs for the whole server, which has no world
 	}
 	reg := wire.NewRegistry()
-	mods := modules.NewManager(modules.Config{
+	mods := supervisor.NewManager(supervisor.Config{
 		World: world, Transport: checkTransport{reg: reg}, Commands: admin.NewRegistry(), Log: log,
 		DataDir: cfg.Server.DataDir, InboxCapacity: cfg.Modules.InboxCapacity,
 		Server: func() module.ServerInfo {
@@ -112,7 +112,7 @@ func CheckModuleSchemas(cfg config.Config, opts Options, extra []string) (out []
 			var w *replicate.Replicator
 			if w, err = newWorld(); err == nil {
 				id := module.RoomID(i + 1)
-				if err = mods.OpenRoom(modules.Room{ID: id, World: w}); err == nil {
+				if err = mods.OpenRoom(supervisor.Room{ID: id, World: w}); err == nil {
 					var name string
 					if name, err = mods.StartInRoom(id, spec); err == nil {
 						c.describe(mods, name)
@@ -127,7 +127,7 @@ func CheckModuleSchemas(cfg config.Config, opts Options, extra []string) (out []
 }
 
 // describe fills in what the loaded module named name declares.
-func (c *ModuleCheck) describe(mods *modules.Manager, name string) {
+func (c *ModuleCheck) describe(mods *supervisor.Manager, name string) {
 	for _, st := range mods.Modules() {
 		if st.Name == name {
 			c.Name, c.Version, c.Messages, c.Metrics = st.Name, st.Version, len(st.Types), len(st.Metrics)

@@ -12,8 +12,8 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -51,8 +51,8 @@ type worldModule struct{ do chan func(module.Host) }
 func startWorld(t *testing.T, mod func(*config.Config)) (*host.Server, *worldModule) {
 	t.Helper()
 	wm := &worldModule{do: make(chan func(module.Host), 16)}
-	spec := modules.Spec{Source: "world", Kind: "go", New: func() (module.Module, error) {
-		return &modules.Funcs{
+	spec := supervisor.Spec{Source: "world", Kind: "go", New: func() (module.Module, error) {
+		return &supervisor.Funcs{
 			Manifest: module.Manifest{Name: "world", Version: "1", EntityTypes: []module.EntityType{avatar}},
 			OnTick: func(h module.Host, _ module.Tick) {
 				for {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 
 	"github.com/sparkhost/sparkhost/netstack"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
@@ -114,7 +114,7 @@ func TestMetricFamilies(t *testing.T) {
 	if !all {
 		return // filtered: the list below needs every group
 	}
-	srv, _ := startHost(t, withOps, modules.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
+	srv, _ := startHost(t, withOps, supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
 		return &probeModule{stall: new(atomic.Pointer[chan struct{}]), hold: new(atomic.Bool)}, nil
 	}})
 	eventually(t, "the modules published", func() bool { return len(srv.Snapshot().Modules) == 1 })
@@ -194,10 +194,10 @@ func metricsOfServerAndModules(t *testing.T) *host.Server {
 	var stall atomic.Pointer[chan struct{}]
 	var hold atomic.Bool
 	crashes := 0
-	spec := modules.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
+	spec := supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
 		return &probeModule{stall: &stall, hold: &hold}, nil
 	}}
-	wrapCrash := modules.Spec{Source: spec.Source, Kind: spec.Kind, New: func() (module.Module, error) {
+	wrapCrash := supervisor.Spec{Source: spec.Source, Kind: spec.Kind, New: func() (module.Module, error) {
 		m, _ := spec.New()
 		return &crashOnce{probeModule: m.(*probeModule), crashes: &crashes}, nil
 	}}
@@ -330,7 +330,7 @@ type errWrap struct{ error }
 func (e errWrap) Unwrap() error { return module.ErrCrashed }
 
 // startHostWith is startHost with Options fields (Version) set.
-func startHostWith(t *testing.T, opts host.Options, mod func(*config.Config), extra ...modules.Spec) (*host.Server, string) {
+func startHostWith(t *testing.T, opts host.Options, mod func(*config.Config), extra ...supervisor.Spec) (*host.Server, string) {
 	t.Helper()
 	cfg := config.Default()
 	port, dataDir := 0, shortDataDir(t)
@@ -445,7 +445,7 @@ func metricsOfTheTransport(t *testing.T) *host.Server {
 	srv, _ := startHostWith(t, host.Options{}, func(c *config.Config) {
 		withOps(c)
 		c.Modules.RestartBackoff, c.Modules.RestartBackoffMax = 1, 1
-	}, modules.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
+	}, supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
 		return &crashOnce{probeModule: &probeModule{stall: &stall, hold: &hold}, crashes: &crashes}, nil
 	}})
 	// A client whose registry lies about the module's type: it sends it on

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/admin"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -23,7 +23,7 @@ import (
 // itself when it is a name, else the name the module declares, learnt by
 // loading it once in a scratch manager that serves nothing (as `sparkhost
 // check` does).
-func (s *Server) modeName(arg string, spec modules.Spec) (string, error) {
+func (s *Server) modeName(arg string, spec supervisor.Spec) (string, error) {
 	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(arg, ".lua") {
 		return arg, nil
 	}
@@ -39,7 +39,7 @@ func (s *Server) modeName(arg string, spec modules.Spec) (string, error) {
 
 // declaredName loads spec in a room of a scratch manager, reads its name
 // and unloads it.
-func (s *Server) declaredName(spec modules.Spec) (string, error) {
+func (s *Server) declaredName(spec supervisor.Spec) (string, error) {
 	world, err := replicate.New(replicate.Config{
 		TickRate: s.cfg.Server.TickRate, Rate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
 		Send: func(uint32, wire.MessageType, wire.Channel, []byte) error { return errNotServing },
@@ -48,7 +48,7 @@ func (s *Server) declaredName(spec modules.Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mods := modules.NewManager(modules.Config{
+	mods := supervisor.NewManager(supervisor.Config{
 		Transport: checkTransport{reg: wire.NewRegistry()}, Commands: admin.NewRegistry(),
 		Log: slog.New(slog.DiscardHandler), DataDir: s.cfg.Server.DataDir, InboxCapacity: s.cfg.Modules.InboxCapacity,
 		Server: func() module.ServerInfo {
@@ -57,7 +57,7 @@ func (s *Server) declaredName(spec modules.Spec) (string, error) {
 		AddScore: func(uint32, int32, int32, int32) {},
 	})
 	defer mods.UnloadAll()
-	if err := mods.OpenRoom(modules.Room{ID: 1, World: world}); err != nil {
+	if err := mods.OpenRoom(supervisor.Room{ID: 1, World: world}); err != nil {
 		return "", err
 	}
 	return mods.StartInRoom(1, spec)
@@ -65,7 +65,7 @@ func (s *Server) declaredName(spec modules.Spec) (string, error) {
 
 // nameFixedMode names the one-match server's room after the first module
 // it runs, as that module declares itself.
-func (s *Server) nameFixedMode(specs []modules.Spec) {
+func (s *Server) nameFixedMode(specs []supervisor.Spec) {
 	if s.fixed == nil || len(specs) == 0 {
 		return
 	}

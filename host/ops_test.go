@@ -15,7 +15,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -110,9 +110,9 @@ func echoRegistry() *wire.Registry {
 
 // echoSpec is an in-process module that answers each message with its
 // payload: traffic both ways for the counters.
-func echoSpec(stall *atomic.Pointer[chan struct{}]) modules.Spec {
-	return modules.Spec{Source: "echo", Kind: "go", New: func() (module.Module, error) {
-		return &modules.Funcs{
+func echoSpec(stall *atomic.Pointer[chan struct{}]) supervisor.Spec {
+	return supervisor.Spec{Source: "echo", Kind: "go", New: func() (module.Module, error) {
+		return &supervisor.Funcs{
 			Manifest: module.Manifest{Name: "echo", Version: "1", Messages: []wire.Schema{echoSchema}},
 			OnEvent: func(h module.Host, ev *module.Event) {
 				if ev.Kind == module.EventMessage {
@@ -262,7 +262,7 @@ func (crashingModule) Unload() error                            { return nil }
 
 func TestReadyzWaitsForModules(t *testing.T) {
 	srv, _ := startHost(t, func(c *config.Config) { withOps(c); c.Modules.RestartBackoff = 60; c.Modules.RestartBackoffMax = 60 },
-		modules.Spec{Source: "crashy", Kind: "go", New: func() (module.Module, error) { return crashingModule{}, nil }})
+		supervisor.Spec{Source: "crashy", Kind: "go", New: func() (module.Module, error) { return crashingModule{}, nil }})
 	readyz := opsURL(t, srv, "/readyz")
 	var body string
 	eventually(t, "/readyz to report the module", func() bool {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/modules"
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/supervisor"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -40,13 +40,13 @@ func TestMalformedRequestIsRefusedAndSessionGoesOn(t *testing.T) {
 // orderedRequests is a module whose one request type travels on the
 // ReliableOrdered channel with a screened string; it answers each request
 // with the same payload.
-func orderedRequests(got chan<- string) modules.Spec {
+func orderedRequests(got chan<- string) supervisor.Spec {
 	schemas := []wire.Schema{
 		{ID: 1500, Name: "Ask", Direction: wire.ClientToServer, Channel: wire.ReliableOrdered, MinLen: 2, MaxLen: 100, StringFieldOffset: 0, RequiresAdmitted: true},
 		{ID: 1501, Name: "Told", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered, MinLen: 2, MaxLen: 100, StringFieldOffset: 0, RequiresAdmitted: true},
 	}
-	return modules.Spec{Source: "ordered", Kind: "go", New: func() (module.Module, error) {
-		return &modules.Funcs{
+	return supervisor.Spec{Source: "ordered", Kind: "go", New: func() (module.Module, error) {
+		return &supervisor.Funcs{
 			Manifest: module.Manifest{Name: "ordered", Version: "1", Messages: schemas},
 			OnEvent: func(h module.Host, ev *module.Event) {
 				if ev.Kind != module.EventMessage || ev.Type != 1500 {

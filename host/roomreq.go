@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/lobby"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -228,7 +228,7 @@ func (s *Server) createRoom(client uint32, m *gamemsg.RoomCreate) (uint32, error
 	}
 	r, err := s.newRoom(li, s.now)
 	if err == nil {
-		err = s.openRoom(r, []modules.Spec{s.modes[li.Mode]})
+		err = s.openRoom(r, []supervisor.Spec{s.modes[li.Mode]})
 	}
 	if err != nil {
 		_, _ = s.lobby.Close(li.ID)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -161,8 +161,8 @@ func (s *Server) newRoom(info *lobby.Room, now time.Time) (*room, error) {
 
 // openRoom makes a room known to the modules and starts its modes'
 // modules in it (the fixed room: none here; Load runs them).
-func (s *Server) openRoom(r *room, specs []modules.Spec) error {
-	err := s.mods.OpenRoom(modules.Room{
+func (s *Server) openRoom(r *room, specs []supervisor.Spec) error {
+	err := s.mods.OpenRoom(supervisor.Room{
 		ID: module.RoomID(r.info.ID), World: r.world, Info: r.moduleInfo,
 		AddScore: func(c uint32, score, kills, deaths int32) {
 			if r.noMatch == "" {

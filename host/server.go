@@ -20,8 +20,8 @@ import (
 	"github.com/sparkhost/sparkhost/host/discovery"
 	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
-	"github.com/sparkhost/sparkhost/host/modules"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/host/tick"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
@@ -45,7 +45,7 @@ type Options struct {
 	// Modules are loaded at start, in order, besides config modules.load
 	// (which Resolve turns into specs); a module that fails to load stops
 	// start-up.
-	Modules []modules.Spec
+	Modules []supervisor.Spec
 	// ScriptsDir is where `--module NAME` finds NAME.lua ("" = "scripts").
 	ScriptsDir string
 	// Builtin names the Go plugin modules built into the running program:
@@ -63,7 +63,7 @@ type Server struct {
 	net  *netstack.Server
 	loop *tick.Loop
 	cmds *admin.Registry
-	mods *modules.Manager
+	mods *supervisor.Manager
 	// startProblems: a line for each configured module that did not start.
 	startProblems []string
 	bans          *bans.Store
@@ -83,7 +83,7 @@ type Server struct {
 	rooms       map[uint32]*room
 	roomOrder   []*room // by id
 	fixed       *room
-	modes       map[string]modules.Spec
+	modes       map[string]supervisor.Spec
 	inLobby     map[uint32]struct{} // admitted clients in no room
 	browsing    map[uint32]struct{} // ... who asked for the room list
 	roomReqs    *requestGate
@@ -150,7 +150,7 @@ func New(opts Options) (*Server, error) {
 		refused:  make(map[uint32]struct{}),
 		cmds:     admin.NewRegistry(),
 		rooms:    make(map[uint32]*room),
-		modes:    make(map[string]modules.Spec),
+		modes:    make(map[string]supervisor.Spec),
 		inLobby:  make(map[uint32]struct{}),
 		browsing: make(map[uint32]struct{}),
 		lobby: lobby.New(lobby.Config{Max: cfg.Rooms.Max, MaxCapacity: cfg.Rooms.MaxCapacity,
@@ -205,7 +205,7 @@ func New(opts Options) (*Server, error) {
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
 	s.registerRoomCommands()
-	s.mods = modules.NewManager(modules.Config{
+	s.mods = supervisor.NewManager(supervisor.Config{
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, RoomInboxCapacity: cfg.Rooms.InboxCapacity,
 		ClientMessagesPerTick: cfg.Limits.ModuleMessagesPerTick,
@@ -255,7 +255,7 @@ func New(opts Options) (*Server, error) {
 }
 
 // Modules is the module manager (game thread).
-func (s *Server) Modules() *modules.Manager { return s.mods }
+func (s *Server) Modules() *supervisor.Manager { return s.mods }
 
 // StartProblems are one line for each configured module that failed to
 // start (it is listed failed; the server runs without it).
@@ -277,7 +277,7 @@ var roomRequestTypes = [...]wire.MessageType{gamemsg.TypeRoomListRequest, gamems
 // openRooms opens the server's one room (no lobby), where specs run, or
 // resolves the modes rooms may run (a lobby), specs running for the whole
 // server.
-func (s *Server) openRooms(specs []modules.Spec) error {
+func (s *Server) openRooms(specs []supervisor.Spec) error {
 	if s.cfg.Rooms.Enabled {
 		names := make([]string, 0, len(s.cfg.Rooms.Modes))
 		for _, arg := range s.cfg.Rooms.Modes {

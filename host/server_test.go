@@ -12,8 +12,8 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/modules"
-	"github.com/sparkhost/sparkhost/internal/hosttest"
+	"github.com/sparkhost/sparkhost/host/hosttest"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -32,13 +32,13 @@ func shortDataDir(t testing.TB) string {
 }
 
 // startHost runs a DedicatedServer on 127.0.0.1 with an ephemeral port.
-func startHost(t testing.TB, mod func(*config.Config), extra ...modules.Spec) (*host.Server, string) {
+func startHost(t testing.TB, mod func(*config.Config), extra ...supervisor.Spec) (*host.Server, string) {
 	t.Helper()
 	return startHostIn(t, "", mod, extra...)
 }
 
 // startHostIn is startHost with a scripts directory for module names.
-func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra ...modules.Spec) (*host.Server, string) {
+func startHostIn(t testing.TB, scripts string, mod func(*config.Config), extra ...supervisor.Spec) (*host.Server, string) {
 	t.Helper()
 	cfg := config.Default()
 	port, dataDir := 0, shortDataDir(t)

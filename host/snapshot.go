@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/modules"
+	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/ops/agones"
@@ -144,9 +144,9 @@ func (s *Server) publishModules() {
 // stateRank orders module states from best to worst.
 func stateRank(state string) int {
 	switch state {
-	case modules.StateRunning:
+	case supervisor.StateRunning:
 		return 0
-	case modules.StateRestarting:
+	case supervisor.StateRestarting:
 		return 1
 	}
 	return 2
@@ -216,7 +216,7 @@ func (s *Server) opsMatchEnded() {
 // modulesRunning reports whether every loaded module runs (game thread).
 func (s *Server) modulesRunning() bool {
 	for _, m := range s.mods.Modules() {
-		if m.State != modules.StateRunning {
+		if m.State != supervisor.StateRunning {
 			return false
 		}
 	}

@@ -8,7 +8,7 @@
 //
 // It holds types only: it imports no host package, opens nothing and runs
 // nothing. The manager that loads modules into the DedicatedServer is
-// host/modules; the runtimes (host/lua, host/pluginhost) are registered with
+// host/supervisor; the runtimes (runtimes/lua, runtimes/pluginhost) are registered with
 // RegisterRuntime by the program (cmd/sparkhost), never imported by the host.
 //
 // Threads: every Module method and every Host call happens on the game

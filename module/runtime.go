@@ -9,8 +9,8 @@ import (
 )
 
 // A runtime runs modules of one kind ("lua", "plugin"). The program
-// registers each runtime it links (cmd/sparkhost registers host/lua and
-// host/pluginhost); the host finds them by kind and never imports them.
+// registers each runtime it links (cmd/sparkhost registers runtimes/lua and
+// runtimes/pluginhost); the host finds them by kind and never imports them.
 
 // Source says which module to run: how the operator named it, and what the
 // runtime opens.

@@ -27,8 +27,8 @@ import (
 	"github.com/sparkhost/sparkhost/clients/typescript/tsgen"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/internal/hosttest"
-	"github.com/sparkhost/sparkhost/internal/runtimes"
+	"github.com/sparkhost/sparkhost/host/hosttest"
+	"github.com/sparkhost/sparkhost/runtimes"
 	"github.com/sparkhost/sparkhost/module/schemajson"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/internal/hosttest"
+	"github.com/sparkhost/sparkhost/host/hosttest"
 )
 
 func TestBotsFlags(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/pluginhost"
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/plugin"
+	"github.com/sparkhost/sparkhost/runtimes/pluginhost"
 )
 
 // builtinModules are the Go plugin modules compiled into this binary. The

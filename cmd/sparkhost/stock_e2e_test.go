@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 )
 
 // TestStockClientStaysConnected: the stock `sparkhost client`, which knows

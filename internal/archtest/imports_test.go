@@ -23,32 +23,34 @@ type rule struct {
 	reason string
 }
 
-// rules are ARCHITECTURE.md revision 2's arrows. Project packages outside
+// rules are ARCHITECTURE.md revision 3's arrows. Project packages outside
 // every rule may import anything of the project but cmd/.
 var rules = []rule{
 	{from: "netstack", allow: []string{"netstack", "internal/atomicfile"},
 		reason: "the transport knows nothing of games, modules, chat or Lua"},
+	{from: "netstack/transport", allow: []string{"netstack/transport"},
+		reason: "the transport seam moves datagrams and nothing else"},
 	{from: "sim", allow: []string{"sim", "netstack/wire"},
 		reason: "shared simulation code belongs to neither server nor client"},
 	{from: "module", allow: []string{"module", "netstack/wire", "sim"},
 		reason: "the module contract must not know the server"},
-	{from: "host/lua", allow: []string{"host/lua", "module", "proto", "sim", "netstack/wire", "internal"},
+	{from: "runtimes", allow: []string{"runtimes", "module", "proto", "sim", "netstack/wire", "internal"},
 		reason: "a runtime sees the server only through the module contract"},
-	{from: "host/pluginhost", allow: []string{"host/pluginhost", "module", "proto", "sim", "netstack/wire", "internal"},
-		reason: "a runtime sees the server only through the module contract"},
-	{from: "host", deny: []string{"host/lua", "host/pluginhost", "internal/runtimes", "client", "modules", "plugin", "cmd"},
+	{from: "host", deny: []string{"runtimes", "client", "modules", "plugin", "cmd"},
 		reason: "runtimes are registered by cmd, not imported by the host; the host is not a client"},
-	{from: "ops", deny: []string{"host", "modules", "client", "plugin", "cmd"},
+	{from: "host/supervisor", deny: []string{"runtimes", "client", "modules", "plugin", "cmd", "host/lobby", "host/match"},
+		reason: "the supervisor runs instances behind module.Module and never imports a runtime; rooms as rules and matches are the host's"},
+	{from: "ops", deny: []string{"host", "runtimes", "modules", "client", "plugin", "cmd"},
 		reason: "the operator's surfaces read snapshots; they never reach into the game"},
 	{from: "client", allow: []string{"client", "netstack", "sim", "internal/cmdline"},
 		reason: "a client is not a server"},
 	{from: "plugin", allow: []string{"plugin", "module", "sim", "proto", "netstack/wire", "internal/kvfile", "internal/pluginwire", "internal/timerq", "internal/metricset"},
 		reason: "the SDK builds on the module contract and nothing of the server"},
-	{from: "modules", deny: []string{"host", "internal/runtimes", "cmd"},
+	{from: "modules", deny: []string{"host", "runtimes", "cmd"},
 		reason: "a module sees the server only through the SDK"},
 	{from: "proto", allow: []string{"proto"}, reason: "the plugin protocol is generated code"},
-	{from: "internal", deny: []string{"cmd", "modules", "client"},
-		reason: "shared internals serve the layers above them"},
+	{from: "internal", deny: []string{"cmd", "host", "runtimes", "ops", "plugin", "modules", "client"},
+		reason: "internal/ holds leaf utilities: it imports nothing of the project above it"},
 	{from: "internal/v3strict", allow: []string{"internal/v3strict"},
 		reason: "the strict v3 client is written from the v3 contract alone: it shares no code with what it tests"},
 }
@@ -152,10 +154,14 @@ func TestRulesCatchCrossings(t *testing.T) {
 		{"netstack/wire", "module"},
 		{"module", "host/replicate"},
 		{"module", "host/admin"},
-		{"host", "host/lua"},
-		{"host/modules", "host/pluginhost"},
-		{"host/lua", "host/admin"},
-		{"host/pluginhost", "netstack"},
+		{"host", "runtimes/lua"},
+		{"host", "runtimes"},
+		{"host/supervisor", "runtimes/pluginhost"},
+		{"host/supervisor", "host/lobby"},
+		{"runtimes/lua", "host/admin"},
+		{"runtimes/pluginhost", "netstack"},
+		{"netstack/transport", "netstack/wire"},
+		{"internal/kvfile", "host"},
 		{"client/predict", "host/movement"},
 		{"modules/deathmatch", "host/lagcomp"},
 		{"plugin", "host/replicate"},
@@ -168,8 +174,9 @@ func TestRulesCatchCrossings(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ pkg, imp string }{
-		{"host", "module"}, {"host", "sim/gamemsg"}, {"host/lua", "module"}, {"client", "sim/movement"},
-		{"modules/deathmatch", "plugin"}, {"module", "sim/lagcomp"}, {"host/modules", "host/admin"},
+		{"host", "module"}, {"host", "sim/gamemsg"}, {"runtimes/lua", "module"}, {"client", "sim/movement"},
+		{"modules/deathmatch", "plugin"}, {"module", "sim/lagcomp"}, {"host/supervisor", "host/admin"},
+		{"host", "host/supervisor"}, {"cmd/sparkhost", "runtimes"}, {"netstack", "netstack/transport"},
 	} {
 		if bad := check(c.pkg, []string{modulePath + "/" + c.imp}); len(bad) != 0 {
 			t.Errorf("%s importing %s is refused: %v", c.pkg, c.imp, bad)

@@ -1,7 +1,7 @@
 // Package pluginwire is what both ends of a Go plugin share: the go-plugin
 // handshake, the plugin set, and conversions between the protobuf messages
 // of proto/pluginv1 and the wire types. Plugin authors never import it; they
-// use package plugin, and the server uses host/pluginhost.
+// use package plugin, and the server uses runtimes/pluginhost.
 package pluginwire
 
 import (

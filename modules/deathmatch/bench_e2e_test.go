@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 )
 
 // BenchmarkDeathmatch64 is the load test of docs/performance.md: 64 bots

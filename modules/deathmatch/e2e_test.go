@@ -11,8 +11,8 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/internal/hosttest"
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/hosttest"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/modules/deathmatch"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"

@@ -1,5 +1,5 @@
 package deathmatch_test
 
-import "github.com/sparkhost/sparkhost/internal/runtimes"
+import "github.com/sparkhost/sparkhost/runtimes"
 
 func init() { runtimes.Register() }

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/internal/testplugin"
+	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/modules/mmo"
 	"github.com/sparkhost/sparkhost/modules/mmo/internal/pgtest"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
