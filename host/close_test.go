@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/host"
+	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -87,5 +89,46 @@ func TestModuleLastMessagesBeforeKick(t *testing.T) {
 	}
 	if reason, detail := c.CloseReason(); reason != wire.DisconnectKicked || detail != "farewell said" {
 		t.Errorf("close reason %v (%s), want Kicked (farewell said)", reason, detail)
+	}
+}
+
+// TestShutdownTellsRoomPlayersTheirRoomClosed: when the server stops, a
+// player in a room is told its room closed for the shutdown (RoomEvent
+// Closed, value 2: docs/protocol.md §13.5) and gets that message before
+// the Disconnect(ServerShutdown).
+func TestShutdownTellsRoomPlayersTheirRoomClosed(t *testing.T) {
+	cfg := config.Default()
+	port, dataDir := 0, shortDataDir(t)
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Rooms: true, Modes: []string{"entities"}}, func(string) string { return "" })
+	srv, err := host.New(host.Options{Config: cfg, Logger: testLogger(), ScriptsDir: "testdata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+
+	alice := newRoomClient(t, srv, "alice")
+	room := alice.ok(gamemsg.TypeRoomCreate, create("last orders", "entities", 4))
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop within 10 s")
+	}
+	if ev := alice.event(gamemsg.RoomClosed, 0); ev.Room != room || ev.Value != uint32(gamemsg.CloseShutdown) {
+		t.Errorf("RoomEvent %+v, want Closed for shutdown of room %d", ev, room)
+	}
+	select {
+	case <-alice.c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("alice still connected after the shutdown")
+	}
+	if reason, detail := alice.c.CloseReason(); reason != wire.DisconnectServerShutdown {
+		t.Errorf("alice closed with %v (%s), want ServerShutdown", reason, detail)
 	}
 }

@@ -422,11 +422,17 @@ func (s *Server) Run(ctx context.Context) error {
 	return runErr
 }
 
-// shutdown stops serving in an order that loses nothing: clients are told
-// first, then the admin front ends close; bans are persisted on every change.
+// shutdown stops serving in an order that loses nothing: the rooms close
+// (their players told why), clients are told — the transport delivers what
+// they were sent before their Disconnect, within its close linger — then
+// the admin front ends close; bans are persisted on every change.
 func (s *Server) shutdown() {
 	s.ops.serving.Store(false)
 	s.log.Info("shutting down", "players", len(s.players))
+	for _, r := range slices.Clone(s.roomOrder) {
+		s.closeRoom(r, gamemsg.CloseShutdown) // not the fixed room
+	}
+	s.net.Flush()
 	s.net.Close()
 	s.drainEvents(time.Now())
 	s.applyDepartures(time.Now())
