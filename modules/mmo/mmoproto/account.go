@@ -2,7 +2,6 @@ package mmoproto
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -109,7 +108,7 @@ func (m *LoginStart) decode(r *wire.Reader) {
 // Speaks returns the mmo protocol the client stated: 1 when it stated none.
 func (m *LoginStart) Speaks() uint16 { return max(m.Protocol, 1) }
 
-var errZeroProtocol = errors.New("mmo: protocol 0 stated in LoginStart (leave the field out instead)")
+var errZeroProtocol = &payloadError{"protocol 0 stated in LoginStart (leave the field out instead)", nil}
 
 // ParseLoginStart parses a LoginStart payload.
 func ParseLoginStart(p []byte) (LoginStart, error) { return parseAs[LoginStart](p) }
