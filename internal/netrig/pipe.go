@@ -1,0 +1,236 @@
+package netrig
+
+import (
+	"container/heap"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxHeld bounds the packets one direction holds at once: beyond it a
+// packet is dropped and counted as overflow (50 000 packets is 4 s of a
+// saturated 100 Mbit/s stream at 1 kB).
+const maxHeld = 50_000
+
+// DirStats counts what one direction of a client's link did.
+type DirStats struct {
+	Packets     uint64 // read from the kernel
+	Delivered   uint64 // written back (duplicates included)
+	Lost        uint64 // dropped by the profile's loss
+	OutageDrops uint64 // dropped by an outage
+	Duplicated  uint64
+	Reordered   uint64
+	Overflow    uint64 // dropped because maxHeld packets were held
+	WriteErrors uint64
+}
+
+type dirCounters struct {
+	packets, delivered, lost, outage, duplicated, reordered, overflow, writeErrors atomic.Uint64
+}
+
+func (c *dirCounters) snapshot() DirStats {
+	return DirStats{
+		Packets: c.packets.Load(), Delivered: c.delivered.Load(), Lost: c.lost.Load(),
+		OutageDrops: c.outage.Load(), Duplicated: c.duplicated.Load(), Reordered: c.reordered.Load(),
+		Overflow: c.overflow.Load(), WriteErrors: c.writeErrors.Load(),
+	}
+}
+
+// pipe is one direction's forwarder: it reads IP packets from a device (a
+// TUN), asks the shaper for each one's fate, holds them in a due-time heap
+// and writes them back to the same device when due. A reader goroutine and
+// a writer goroutine; mu guards the shaper, the heap and writing.
+type pipe struct {
+	dev   io.ReadWriteCloser
+	stats dirCounters
+	wake  chan struct{}
+	done  chan struct{}
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	sh      *shaper
+	held    heldHeap
+	seq     uint64
+	writing bool // the writer popped a packet and is writing it
+}
+
+func newPipe(dev io.ReadWriteCloser, d direction, seed uint64) *pipe {
+	p := &pipe{dev: dev, sh: newShaper(d, seed), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.wg.Add(2)
+	go p.readLoop()
+	go p.writeLoop()
+	return p
+}
+
+// close stops both goroutines and closes the device.
+func (p *pipe) close() {
+	close(p.done)
+	p.dev.Close()
+	p.wg.Wait()
+}
+
+func (p *pipe) setDirection(d direction) {
+	p.mu.Lock()
+	p.sh.d = d
+	p.mu.Unlock()
+}
+
+func (p *pipe) outage(until time.Time) {
+	p.mu.Lock()
+	p.sh.outageUntil = until
+	p.mu.Unlock()
+}
+
+func (p *pipe) readLoop() {
+	defer p.wg.Done()
+	buf := make([]byte, 65536)
+	for {
+		n, err := p.dev.Read(buf)
+		if err != nil {
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			if n == 0 {
+				// A TUN read fails only when it is closed; do not spin.
+				time.Sleep(time.Millisecond)
+				continue
+			}
+		}
+		if n > 0 {
+			p.admit(buf[:n])
+		}
+	}
+}
+
+// admit decides one packet and either writes it at once (nothing held, due
+// now: the None profile's fast path) or holds it.
+func (p *pipe) admit(pkt []byte) {
+	p.stats.packets.Add(1)
+	now := time.Now()
+	p.mu.Lock()
+	v, due, dup, reordered := p.sh.admit(now)
+	switch v {
+	case lostByOutage:
+		p.mu.Unlock()
+		p.stats.outage.Add(1)
+		return
+	case lostByProfile:
+		p.mu.Unlock()
+		p.stats.lost.Add(1)
+		return
+	}
+	if reordered {
+		p.stats.reordered.Add(1)
+	}
+	copies := 1
+	if dup {
+		copies = 2
+		p.stats.duplicated.Add(1)
+	}
+	if !due.After(now) && len(p.held) == 0 && !p.writing {
+		p.mu.Unlock()
+		for range copies {
+			p.write(pkt)
+		}
+		return
+	}
+	for range copies {
+		if len(p.held) >= maxHeld {
+			p.stats.overflow.Add(1)
+			continue
+		}
+		p.seq++
+		heap.Push(&p.held, heldPacket{due: due, seq: p.seq, pkt: append([]byte(nil), pkt...)})
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pipe) write(pkt []byte) {
+	if _, err := p.dev.Write(pkt); err != nil {
+		p.stats.writeErrors.Add(1)
+		return
+	}
+	p.stats.delivered.Add(1)
+}
+
+func (p *pipe) writeLoop() {
+	defer p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		pkt, wait := p.next()
+		if pkt != nil {
+			p.write(pkt)
+			p.mu.Lock()
+			p.writing = false
+			p.mu.Unlock()
+			continue
+		}
+		var fire <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			fire = timer.C
+		}
+		select {
+		case <-p.done:
+			return
+		case <-p.wake:
+		case <-fire:
+		}
+	}
+}
+
+// next pops the first due packet (marking a write in progress), or says how
+// long until one is due (0: nothing held). A packet due during an outage is
+// dropped: nothing of the client crosses the router while it is down.
+func (p *pipe) next() ([]byte, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.held) > 0 {
+		now := time.Now()
+		first := p.held[0]
+		if first.due.After(now) {
+			return nil, first.due.Sub(now)
+		}
+		heap.Pop(&p.held)
+		if p.sh.down(now) {
+			p.stats.outage.Add(1)
+			continue
+		}
+		p.writing = true
+		return first.pkt, 0
+	}
+	return nil, 0
+}
+
+type heldPacket struct {
+	due time.Time
+	seq uint64 // ties keep arrival order
+	pkt []byte
+}
+
+type heldHeap []heldPacket
+
+func (h heldHeap) Len() int { return len(h) }
+func (h heldHeap) Less(i, j int) bool {
+	if h[i].due.Equal(h[j].due) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].due.Before(h[j].due)
+}
+func (h heldHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *heldHeap) Push(x any)   { *h = append(*h, x.(heldPacket)) }
+func (h *heldHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = heldPacket{}
+	*h = old[:len(old)-1]
+	return x
+}
