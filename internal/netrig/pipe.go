@@ -47,6 +47,7 @@ type pipe struct {
 	wake  chan struct{}
 	done  chan struct{}
 	wg    sync.WaitGroup
+	once  sync.Once
 
 	mu      sync.Mutex
 	sh      *shaper
@@ -63,11 +64,14 @@ func newPipe(dev io.ReadWriteCloser, d direction, seed uint64) *pipe {
 	return p
 }
 
-// close stops both goroutines and closes the device.
+// close stops both goroutines and closes the device; once it returns, the
+// stats are final. It may be called more than once.
 func (p *pipe) close() {
-	close(p.done)
-	p.dev.Close()
-	p.wg.Wait()
+	p.once.Do(func() {
+		close(p.done)
+		p.dev.Close()
+		p.wg.Wait()
+	})
 }
 
 func (p *pipe) setDirection(d direction) {

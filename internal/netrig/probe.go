@@ -45,18 +45,44 @@ func (c *ProbeConfig) populate() {
 
 // ProbeResult is what a probe measured.
 type ProbeResult struct {
-	Sent   int // probes sent
-	Echoed int // distinct probes whose echo came back
+	Start time.Time // when the first probe went out
+	Sent  int       // probes sent
+	// SentAt is each probe's send time, from Start.
+	SentAt []time.Duration
+	// RTT is each probe's round-trip time, -1 where no echo came back.
+	RTT []time.Duration
+	// SeenAs is the source address the server saw each probe from (zero
+	// where no echo came back).
+	SeenAs []netip.AddrPort
+	Echoed int // probes whose echo came back
 	// ServerReceived is the echo server's count of this probe's datagrams
 	// (duplicates included), or -1 when no stats answer came back.
 	ServerReceived int
 	Duplicates     int // echoes received more than once
 	Reordered      int // echoes that arrived after a later probe's echo
-	// RTTs are the round-trip times of the echoed probes, in probe order.
-	RTTs []time.Duration
-	// Seen are the distinct source addresses the server saw this socket at,
-	// in the order of the probes that first showed them.
-	Seen []netip.AddrPort
+}
+
+// RTTs are the round-trip times of the echoed probes, in probe order.
+func (r *ProbeResult) RTTs() []time.Duration {
+	var ds []time.Duration
+	for _, d := range r.RTT {
+		if d >= 0 {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// Seen are the distinct source addresses the server saw the socket at, in
+// the order of the probes that first showed them.
+func (r *ProbeResult) Seen() []netip.AddrPort {
+	var seen []netip.AddrPort
+	for i, a := range r.SeenAs {
+		if r.RTT[i] >= 0 && !slices.Contains(seen, a) {
+			seen = append(seen, a)
+		}
+	}
+	return seen
 }
 
 // LossUp is the share of probes that did not reach the server.
@@ -127,6 +153,7 @@ func Probe(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Pr
 	flow := rand.Uint32()
 	start := time.Now()
 	rec := newProbeRecorder(cfg.Count)
+	sentAt := make([]time.Duration, 0, cfg.Count)
 	done := make(chan error, 1)
 	go func() { done <- rec.read(conn, flow, start) }()
 	send := func(p echoPacket, size int) error {
@@ -149,7 +176,9 @@ func Probe(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Pr
 			}
 		}
 		if err == nil {
-			err = send(echoPacket{kind: kindProbe, seq: uint64(sent), sent: int64(time.Since(start))}, cfg.Size)
+			at := time.Since(start)
+			sentAt = append(sentAt, at)
+			err = send(echoPacket{kind: kindProbe, seq: uint64(sent), sent: int64(at)}, cfg.Size)
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				break
 			}
@@ -168,6 +197,7 @@ func Probe(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Pr
 	readErr := <-done
 	conn.SetReadDeadline(time.Time{})
 	res := rec.result(sent)
+	res.Start, res.SentAt = start, sentAt
 	return res, errors.Join(err, readErr)
 }
 
@@ -255,15 +285,11 @@ func (r *probeRecorder) haveStats() bool {
 func (r *probeRecorder) result(sent int) *ProbeResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := &ProbeResult{Sent: sent, ServerReceived: int(r.stats), Duplicates: r.dups, Reordered: r.reordered}
-	for i, d := range r.rtt[:sent] {
-		if d < 0 {
-			continue
-		}
-		res.Echoed++
-		res.RTTs = append(res.RTTs, d)
-		if !slices.Contains(res.Seen, r.seen[i]) {
-			res.Seen = append(res.Seen, r.seen[i])
+	res := &ProbeResult{Sent: sent, ServerReceived: int(r.stats), Duplicates: r.dups, Reordered: r.reordered,
+		RTT: slices.Clone(r.rtt[:sent]), SeenAs: slices.Clone(r.seen[:sent])}
+	for _, d := range res.RTT {
+		if d >= 0 {
+			res.Echoed++
 		}
 	}
 	return res
