@@ -2,6 +2,7 @@ package netrig
 
 import (
 	"container/heap"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -23,10 +24,43 @@ type DirStats struct {
 	Reordered   uint64
 	Overflow    uint64 // dropped because maxHeld packets were held
 	WriteErrors uint64
+	// Late counts the held packets by how late the forwarder wrote them
+	// after their due time: what the rig's own timing adds to a profile.
+	Late Lateness
+}
+
+// Lateness counts packets by how late they were delivered: under 1 ms,
+// 1 to 5 ms, 5 to 20 ms, and 20 ms or more.
+type Lateness [4]uint64
+
+var latenessBounds = [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}
+
+func latenessBucket(d time.Duration) int {
+	for i, b := range latenessBounds {
+		if d < b {
+			return i
+		}
+	}
+	return len(latenessBounds)
+}
+
+// String is "n held: 99.1% <1ms, 0.8% <5ms, 0.1% <20ms, 0.0% ≥20ms".
+func (l Lateness) String() string {
+	var n uint64
+	for _, c := range l {
+		n += c
+	}
+	if n == 0 {
+		return "none held"
+	}
+	pc := func(c uint64) float64 { return 100 * float64(c) / float64(n) }
+	return fmt.Sprintf("%d held: %.1f%% <1ms, %.1f%% <5ms, %.1f%% <20ms, %.1f%% ≥20ms",
+		n, pc(l[0]), pc(l[1]), pc(l[2]), pc(l[3]))
 }
 
 type dirCounters struct {
 	packets, delivered, lost, outage, duplicated, reordered, overflow, writeErrors atomic.Uint64
+	late                                                                           [len(Lateness{})]atomic.Uint64
 }
 
 func (c *dirCounters) snapshot() DirStats {
@@ -34,6 +68,7 @@ func (c *dirCounters) snapshot() DirStats {
 		Packets: c.packets.Load(), Delivered: c.delivered.Load(), Lost: c.lost.Load(),
 		OutageDrops: c.outage.Load(), Duplicated: c.duplicated.Load(), Reordered: c.reordered.Load(),
 		Overflow: c.overflow.Load(), WriteErrors: c.writeErrors.Load(),
+		Late: Lateness{c.late[0].Load(), c.late[1].Load(), c.late[2].Load(), c.late[3].Load()},
 	}
 }
 
@@ -169,8 +204,9 @@ func (p *pipe) writeLoop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		pkt, wait := p.next()
+		pkt, late, wait := p.next()
 		if pkt != nil {
+			p.stats.late[latenessBucket(late)].Add(1)
 			p.write(pkt)
 			p.mu.Lock()
 			p.writing = false
@@ -191,17 +227,18 @@ func (p *pipe) writeLoop() {
 	}
 }
 
-// next pops the first due packet (marking a write in progress), or says how
-// long until one is due (0: nothing held). A packet due during an outage is
-// dropped: nothing of the client crosses the router while it is down.
-func (p *pipe) next() ([]byte, time.Duration) {
+// next pops the first due packet (marking a write in progress) and says how
+// late it is, or says how long until one is due (0: nothing held). A packet
+// due during an outage is dropped: nothing of the client crosses the router
+// while it is down.
+func (p *pipe) next() (pkt []byte, late, wait time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.held) > 0 {
 		now := time.Now()
 		first := p.held[0]
 		if first.due.After(now) {
-			return nil, first.due.Sub(now)
+			return nil, 0, first.due.Sub(now)
 		}
 		heap.Pop(&p.held)
 		if p.sh.down(now) {
@@ -209,9 +246,9 @@ func (p *pipe) next() ([]byte, time.Duration) {
 			continue
 		}
 		p.writing = true
-		return first.pkt, 0
+		return first.pkt, now.Sub(first.due), 0
 	}
-	return nil, 0
+	return nil, 0, 0
 }
 
 type heldPacket struct {
