@@ -21,6 +21,9 @@ type BlastConfig struct {
 	Rate int64
 	// Duration is how long to send; 0 means 2 s.
 	Duration time.Duration
+	// Count, when positive, stops the blast after that many datagrams
+	// (or Duration, whichever comes first).
+	Count int
 	// Wait is how long to let the queues drain before asking the count;
 	// 0 means 1 s.
 	Wait time.Duration
@@ -69,11 +72,14 @@ func Blast(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Bl
 	if cfg.Rate > 0 {
 		perPacket = time.Duration(float64(time.Second) * float64((cfg.Size+ipUDPHeader)*8) / float64(cfg.Rate))
 	}
-	for now := start; now.Before(end) && ctx.Err() == nil; now = time.Now() {
+	for now := start; now.Before(end) && ctx.Err() == nil && (cfg.Count <= 0 || res.Sent < cfg.Count); now = time.Now() {
 		if perPacket > 0 {
 			// Send what is due by now, then sleep a little: pacing in bursts
 			// of at most a millisecond's worth.
 			due := int(now.Sub(start)/perPacket) + 1
+			if cfg.Count > 0 {
+				due = min(due, cfg.Count)
+			}
 			for res.Sent < due {
 				res.Sent++
 				echoPacket{kind: kindCount, flow: flow, seq: uint64(res.Sent)}.put(buf)
