@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Addresses inside the rig (198.18.0.0/15, RFC 2544's benchmarking range,
@@ -169,18 +171,13 @@ func (r *Rig) ends() error {
 func (r *Rig) forwarders() error {
 	var lines []string
 	for i, c := range r.clients {
-		up, err := r.Router.openTUN(fmt.Sprintf("u%d", i))
-		if err != nil {
+		var err error
+		if c.up, err = r.forwarder(fmt.Sprintf("u%d", i), seedFor(r.cfg.Seed, i, 0)); err != nil {
 			return err
 		}
-		c.up = newPipe(up, r.cfg.Profile.oneWay(), seedFor(r.cfg.Seed, i, 0))
-		r.track(c.up.close)
-		down, err := r.Router.openTUN(fmt.Sprintf("d%d", i))
-		if err != nil {
+		if c.down, err = r.forwarder(fmt.Sprintf("d%d", i), seedFor(r.cfg.Seed, i, 1)); err != nil {
 			return err
 		}
-		c.down = newPipe(down, r.cfg.Profile.oneWay(), seedFor(r.cfg.Seed, i, 1))
-		r.track(c.down.close)
 		lines = append(lines,
 			fmt.Sprintf("link set u%d txqueuelen 1000 up", i),
 			fmt.Sprintf("link set d%d txqueuelen 1000 up", i),
@@ -190,4 +187,19 @@ func (r *Rig) forwarders() error {
 			fmt.Sprintf("rule add pref 100 iif s0 to %s lookup %d", clientSubnet(i), downTable(i)))
 	}
 	return r.Router.batch(lines...)
+}
+
+// forwarder opens a TUN in the router and starts its forwarder.
+func (r *Rig) forwarder(tun string, seed uint64) (*pipe, error) {
+	fd, err := r.Router.openTUN(tun)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipe(fd, r.cfg.Profile.oneWay(), seed)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	r.track(p.close)
+	return p, nil
 }

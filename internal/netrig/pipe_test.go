@@ -11,15 +11,25 @@ import (
 
 // packetPair is a datagram-preserving socket pair: the pipe owns one end as
 // its device (as it owns a TUN), the test plays the kernel on the other.
-func packetPair(t *testing.T) (dev, kernel *os.File) {
+func packetPair(t *testing.T) (dev int, kernel *os.File) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, kernel = os.NewFile(uintptr(fds[0]), "dev"), os.NewFile(uintptr(fds[1]), "kernel")
+	kernel = os.NewFile(uintptr(fds[1]), "kernel")
 	t.Cleanup(func() { kernel.Close() })
-	return dev, kernel
+	return fds[0], kernel
+}
+
+func startPipe(t *testing.T, dev int, d direction) *pipe {
+	t.Helper()
+	p, err := newPipe(dev, d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	return p
 }
 
 // readSeqs reads numbered packets until n arrived or the deadline passed.
@@ -50,8 +60,7 @@ func sendSeq(t *testing.T, f *os.File, i uint64) time.Time {
 
 func TestPipeHoldsPacketsForTheirDelayInOrder(t *testing.T) {
 	dev, kernel := packetPair(t)
-	p := newPipe(dev, direction{delay: 50 * time.Millisecond, jitter: 20 * time.Millisecond}, 1)
-	defer p.close()
+	p := startPipe(t, dev, direction{delay: 50 * time.Millisecond, jitter: 20 * time.Millisecond})
 	var sent []time.Time
 	for i := range 50 {
 		sent = append(sent, sendSeq(t, kernel, uint64(i)))
@@ -79,8 +88,7 @@ func TestPipeHoldsPacketsForTheirDelayInOrder(t *testing.T) {
 
 func TestPipeOutageDropsHeldAndNewPackets(t *testing.T) {
 	dev, kernel := packetPair(t)
-	p := newPipe(dev, direction{delay: 100 * time.Millisecond}, 1)
-	defer p.close()
+	p := startPipe(t, dev, direction{delay: 100 * time.Millisecond})
 	sendSeq(t, kernel, 1) // held when the outage starts: due inside it
 	time.Sleep(10 * time.Millisecond)
 	p.outage(time.Now().Add(300 * time.Millisecond))
@@ -99,8 +107,7 @@ func TestPipeOutageDropsHeldAndNewPackets(t *testing.T) {
 
 func TestPipeWithoutDelayPassesAtOnceAndDuplicates(t *testing.T) {
 	dev, kernel := packetPair(t)
-	p := newPipe(dev, direction{duplicate: 1}, 1)
-	defer p.close()
+	p := startPipe(t, dev, direction{duplicate: 1})
 	sendSeq(t, kernel, 7)
 	seqs, _ := readSeqs(t, kernel, 2, 5*time.Second)
 	if len(seqs) != 2 || seqs[0] != 7 || seqs[1] != 7 {

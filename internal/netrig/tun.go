@@ -2,18 +2,16 @@ package netrig
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
 
 // openTUN creates a TUN device named name in the node's namespace and
-// returns its file: IP packets without a header (IFF_NO_PI), read and
-// written through the runtime's poller, so that closing the file ends a
-// pending read. The device lives as long as the file: if this process
+// returns its descriptor (non-blocking; IP packets without a header,
+// IFF_NO_PI). The device lives as long as the descriptor: if this process
 // dies, the kernel removes it.
-func (n *Node) openTUN(name string) (*os.File, error) {
-	var f *os.File
+func (n *Node) openTUN(name string) (int, error) {
+	tun := -1
 	err := n.Do(func() error {
 		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err != nil {
@@ -29,8 +27,8 @@ func (n *Node) openTUN(name string) (*os.File, error) {
 			unix.Close(fd)
 			return fmt.Errorf("netrig: create TUN %s in %s: %w", name, n.Name, err)
 		}
-		f = os.NewFile(uintptr(fd), "/dev/net/tun:"+name)
+		tun = fd
 		return nil
 	})
-	return f, err
+	return tun, err
 }
