@@ -1,7 +1,6 @@
 package netrig
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -97,6 +96,7 @@ type pipe struct {
 	mu      sync.Mutex
 	sh      *shaper
 	held    heldHeap
+	bufs    bufferPool
 	seq     uint64
 	writing bool // the writer popped a packet and is writing it
 }
@@ -236,7 +236,7 @@ func (p *pipe) admit(pkt []byte) {
 			continue
 		}
 		p.seq++
-		heap.Push(&p.held, heldPacket{due: due, seq: p.seq, pkt: append([]byte(nil), pkt...)})
+		p.held.push(heldPacket{due: due, seq: p.seq, pkt: append(p.bufs.get(len(pkt)), pkt...)})
 		first = first || p.held[0].seq == p.seq
 	}
 	p.mu.Unlock()
@@ -273,6 +273,7 @@ func (p *pipe) writeLoop() {
 			p.write(pkt)
 			p.mu.Lock()
 			p.writing = false
+			p.bufs.put(pkt)
 			p.mu.Unlock()
 			continue
 		}
@@ -299,38 +300,14 @@ func (p *pipe) next() (pkt []byte, late, wait time.Duration) {
 		if first.due.After(now) {
 			return nil, 0, first.due.Sub(now)
 		}
-		heap.Pop(&p.held)
+		p.held.pop()
 		if p.sh.down(now) {
 			p.stats.outage.Add(1)
+			p.bufs.put(first.pkt)
 			continue
 		}
 		p.writing = true
 		return first.pkt, now.Sub(first.due), 0
 	}
 	return nil, 0, 0
-}
-
-type heldPacket struct {
-	due time.Time
-	seq uint64 // ties keep arrival order
-	pkt []byte
-}
-
-type heldHeap []heldPacket
-
-func (h heldHeap) Len() int { return len(h) }
-func (h heldHeap) Less(i, j int) bool {
-	if h[i].due.Equal(h[j].due) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].due.Before(h[j].due)
-}
-func (h heldHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *heldHeap) Push(x any)   { *h = append(*h, x.(heldPacket)) }
-func (h *heldHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = heldPacket{}
-	*h = old[:len(old)-1]
-	return x
 }
