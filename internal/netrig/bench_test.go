@@ -59,10 +59,9 @@ func BenchmarkRigRoundTrip(b *testing.B) {
 			out, in := make([]byte, 64), make([]byte, 2048)
 			rtts := make([]time.Duration, 0, b.N)
 			lost := 0
-			start := time.Now()
 			b.ResetTimer()
 			for i := range b.N {
-				echoPacket{kind: kindProbe, flow: 1, seq: uint64(i), sent: int64(time.Since(start))}.put(out)
+				echoPacket{kind: kindProbe, flow: 1, seq: uint64(i), sent: monotonic()}.put(out)
 				sent := time.Now()
 				conn.WriteToUDPAddrPort(out, echo)
 				conn.SetReadDeadline(sent.Add(time.Second))

@@ -98,7 +98,7 @@ func Blast(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Bl
 	}
 	rec := newProbeRecorder(0)
 	done := make(chan error, 1)
-	go func() { done <- rec.read(conn, flow, start) }()
+	go func() { done <- rec.read(conn, flow) }()
 	for i := 0; i < 40 && !rec.haveStats() && ctx.Err() == nil; i++ {
 		b := make([]byte, echoHeader)
 		echoPacket{kind: kindStats, flow: flow, seq: uint64(i)}.put(b)

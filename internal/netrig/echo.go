@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The rig's echo datagram. A probe goes out, the echo server sends it back
@@ -19,18 +21,20 @@ import (
 //	0      kind (1 probe, 2 stats query, 3 count only; replies set 0x80)
 //	4..8   flow id, chosen by the client
 //	8..16  sequence number
-//	16..24 the client's send time, ns since its probe began
+//	16..24 the client's send time, CLOCK_MONOTONIC ns
 //	24..28 the IPv4 source address the server saw
 //	28..30 the source port the server saw
 //	32..40 datagrams of this flow the server received so far
-//	40..   padding up to the probe's size
+//	40..48 when the server received it, CLOCK_MONOTONIC ns (the rig's
+//	       namespaces share one clock: one-way delays are exact)
+//	48..   padding up to the probe's size
 const (
 	kindProbe = 1
 	kindStats = 2
 	kindCount = 3
 	kindReply = 0x80
 
-	echoHeader = 40
+	echoHeader = 48
 	maxFlows   = 4096
 )
 
@@ -42,6 +46,7 @@ type echoPacket struct {
 	sent     int64
 	seen     netip.AddrPort
 	received uint64
+	arrived  int64
 }
 
 var errShort = errors.New("netrig: echo datagram shorter than its header")
@@ -58,6 +63,7 @@ func parseEcho(b []byte) (echoPacket, error) {
 		sent:     int64(binary.BigEndian.Uint64(b[16:24])),
 		seen:     netip.AddrPortFrom(ip, binary.BigEndian.Uint16(b[28:30])),
 		received: binary.BigEndian.Uint64(b[32:40]),
+		arrived:  int64(binary.BigEndian.Uint64(b[40:48])),
 	}, nil
 }
 
@@ -74,6 +80,15 @@ func (p echoPacket) put(b []byte) {
 	}
 	binary.BigEndian.PutUint16(b[28:30], p.seen.Port())
 	binary.BigEndian.PutUint64(b[32:40], p.received)
+	binary.BigEndian.PutUint64(b[40:48], uint64(p.arrived))
+}
+
+// monotonic is CLOCK_MONOTONIC in ns: one clock for every process on the
+// machine, whatever namespace it is in.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // ServeEcho answers the rig's echo datagrams on conn until conn is closed:
@@ -84,6 +99,7 @@ func ServeEcho(conn *net.UDPConn) error {
 	buf := make([]byte, 65536)
 	for {
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		arrived := monotonic()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -105,6 +121,7 @@ func ServeEcho(conn *net.UDPConn) error {
 		p.kind |= kindReply
 		p.seen = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		p.received = counts[p.flow]
+		p.arrived = arrived
 		p.put(buf[:n])
 		conn.WriteToUDPAddrPort(buf[:n], from)
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestEchoPacketRoundTrips(t *testing.T) {
 	p := echoPacket{kind: kindProbe | kindReply, flow: 0xdeadbeef, seq: 1 << 40, sent: 123456789,
-		seen: netip.MustParseAddrPort("198.18.0.1:10213"), received: 77}
+		seen: netip.MustParseAddrPort("198.18.0.1:10213"), received: 77, arrived: 1 << 50}
 	b := make([]byte, 64)
 	p.put(b)
 	got, err := parseEcho(b)
@@ -71,6 +71,11 @@ func TestProbeAgainstLoopbackEcho(t *testing.T) {
 	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	if seen := res.Seen(); len(seen) != 1 || seen[0] != local {
 		t.Errorf("server saw %v, want %v", seen, local)
+	}
+	for i := range res.Sent {
+		if res.Up[i] < 0 || res.Down[i] < 0 || res.Up[i]+res.Down[i] != res.RTT[i] {
+			t.Errorf("probe %d: up %v + down %v is not its round trip %v", i, res.Up[i], res.Down[i], res.RTT[i])
+		}
 	}
 	if res.LossUp() != 0 || res.LossDown() != 0 || res.LossRoundTrip() != 0 {
 		t.Errorf("loss up %v down %v", res.LossUp(), res.LossDown())

@@ -51,6 +51,9 @@ type ProbeResult struct {
 	SentAt []time.Duration
 	// RTT is each probe's round-trip time, -1 where no echo came back.
 	RTT []time.Duration
+	// Up and Down split each echoed probe's round trip at the moment the
+	// echo server received it (-1 where no echo came back).
+	Up, Down []time.Duration
 	// SeenAs is the source address the server saw each probe from (zero
 	// where no echo came back).
 	SeenAs []netip.AddrPort
@@ -63,9 +66,17 @@ type ProbeResult struct {
 }
 
 // RTTs are the round-trip times of the echoed probes, in probe order.
-func (r *ProbeResult) RTTs() []time.Duration {
+func (r *ProbeResult) RTTs() []time.Duration { return echoed(r.RTT) }
+
+// Ups are the one-way times to the server of the echoed probes.
+func (r *ProbeResult) Ups() []time.Duration { return echoed(r.Up) }
+
+// Downs are the one-way times back of the echoed probes.
+func (r *ProbeResult) Downs() []time.Duration { return echoed(r.Down) }
+
+func echoed(all []time.Duration) []time.Duration {
 	var ds []time.Duration
-	for _, d := range r.RTT {
+	for _, d := range all {
 		if d >= 0 {
 			ds = append(ds, d)
 		}
@@ -155,7 +166,7 @@ func Probe(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Pr
 	rec := newProbeRecorder(cfg.Count)
 	sentAt := make([]time.Duration, 0, cfg.Count)
 	done := make(chan error, 1)
-	go func() { done <- rec.read(conn, flow, start) }()
+	go func() { done <- rec.read(conn, flow) }()
 	send := func(p echoPacket, size int) error {
 		b := make([]byte, size)
 		p.flow = flow
@@ -176,9 +187,8 @@ func Probe(ctx context.Context, conn *net.UDPConn, server netip.AddrPort, cfg Pr
 			}
 		}
 		if err == nil {
-			at := time.Since(start)
-			sentAt = append(sentAt, at)
-			err = send(echoPacket{kind: kindProbe, seq: uint64(sent), sent: int64(at)}, cfg.Size)
+			sentAt = append(sentAt, time.Since(start))
+			err = send(echoPacket{kind: kindProbe, seq: uint64(sent), sent: monotonic()}, cfg.Size)
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				break
 			}
@@ -216,6 +226,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type probeRecorder struct {
 	mu        sync.Mutex
 	rtt       []time.Duration // by seq; -1 not echoed
+	up, down  []time.Duration
 	seen      []netip.AddrPort
 	dups      int
 	reordered int
@@ -224,14 +235,15 @@ type probeRecorder struct {
 }
 
 func newProbeRecorder(n int) *probeRecorder {
-	r := &probeRecorder{rtt: make([]time.Duration, n), seen: make([]netip.AddrPort, n), highest: -1, stats: -1}
+	r := &probeRecorder{rtt: make([]time.Duration, n), up: make([]time.Duration, n), down: make([]time.Duration, n),
+		seen: make([]netip.AddrPort, n), highest: -1, stats: -1}
 	for i := range r.rtt {
-		r.rtt[i] = -1
+		r.rtt[i], r.up[i], r.down[i] = -1, -1, -1
 	}
 	return r
 }
 
-func (r *probeRecorder) read(conn *net.UDPConn, flow uint32, start time.Time) error {
+func (r *probeRecorder) read(conn *net.UDPConn, flow uint32) error {
 	buf := make([]byte, 65536)
 	for {
 		n, err := conn.Read(buf)
@@ -243,7 +255,7 @@ func (r *probeRecorder) read(conn *net.UDPConn, flow uint32, start time.Time) er
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		now := time.Since(start)
+		now := monotonic()
 		p, err := parseEcho(buf[:n])
 		if err != nil || p.flow != flow || p.kind&kindReply == 0 {
 			continue
@@ -252,7 +264,7 @@ func (r *probeRecorder) read(conn *net.UDPConn, flow uint32, start time.Time) er
 	}
 }
 
-func (r *probeRecorder) record(p echoPacket, now time.Duration) {
+func (r *probeRecorder) record(p echoPacket, now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch p.kind &^ kindReply {
@@ -267,7 +279,9 @@ func (r *probeRecorder) record(p echoPacket, now time.Duration) {
 			r.dups++
 			return
 		}
-		r.rtt[i] = now - time.Duration(p.sent)
+		r.rtt[i] = time.Duration(now - p.sent)
+		r.up[i] = time.Duration(p.arrived - p.sent)
+		r.down[i] = time.Duration(now - p.arrived)
 		r.seen[i] = p.seen
 		if int64(i) < r.highest {
 			r.reordered++
@@ -286,7 +300,8 @@ func (r *probeRecorder) result(sent int) *ProbeResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := &ProbeResult{Sent: sent, ServerReceived: int(r.stats), Duplicates: r.dups, Reordered: r.reordered,
-		RTT: slices.Clone(r.rtt[:sent]), SeenAs: slices.Clone(r.seen[:sent])}
+		RTT: slices.Clone(r.rtt[:sent]), Up: slices.Clone(r.up[:sent]), Down: slices.Clone(r.down[:sent]),
+		SeenAs: slices.Clone(r.seen[:sent])}
 	for _, d := range res.RTT {
 		if d >= 0 {
 			res.Echoed++

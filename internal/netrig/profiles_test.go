@@ -56,8 +56,14 @@ func checkDelay(t *testing.T, r *Rig, client int, p Profile) {
 	t.Logf("%s: RTT %s, p10 %.2f p90 %.2f ms (claimed %v±%v); %d of %d echoed; forwarder lateness up %v down %v",
 		p.Name, s, float64(q10)/1e6, float64(q90)/1e6, p.Delay, p.Jitter, res.Echoed, res.Sent,
 		r.Stats(client).Up.Late, r.Stats(client).Down.Late)
+	t.Logf("%s: one way up %s; down %s", p.Name, Summarize(res.Ups()), Summarize(res.Downs()))
 	if s.N < probes/2 {
 		t.Fatalf("only %d of %d probes came back", s.N, probes)
+	}
+	for dir, ds := range map[string][]time.Duration{"up": res.Ups(), "down": res.Downs()} {
+		if floor := (p.Delay - p.Jitter) / 2; Summarize(ds).Min < floor {
+			t.Errorf("a one-way time %s of %v, below the profile's floor %v", dir, Summarize(ds).Min, floor)
+		}
 	}
 	// A held packet is never released early: no round trip is shorter than
 	// the profile's floor, however loaded the machine.

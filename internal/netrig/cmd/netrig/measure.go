@@ -68,6 +68,8 @@ func printProbe(r *netrig.Rig, i int, res *netrig.ProbeResult) {
 	st := r.Stats(i)
 	fmt.Printf("client %d (%s)\n", i, r.Client(i).Profile())
 	fmt.Printf("  rtt   %s\n", netrig.Summarize(res.RTTs()))
+	fmt.Printf("  up    %s\n", netrig.Summarize(res.Ups()))
+	fmt.Printf("  down  %s\n", netrig.Summarize(res.Downs()))
 	fmt.Printf("  loss  up %.2f%%, down %.2f%%, round trip %.2f%% (%d sent, %d reached the server, %d echoed)\n",
 		100*res.LossUp(), 100*res.LossDown(), 100*res.LossRoundTrip(), res.Sent, res.ServerReceived, res.Echoed)
 	fmt.Printf("  order %d duplicated, %d reordered\n", res.Duplicates, res.Reordered)
