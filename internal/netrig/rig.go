@@ -119,7 +119,7 @@ func (c *Config) populate() error {
 	if c.Lifetime == 0 {
 		c.Lifetime = 10 * time.Minute
 	}
-	if c.Profile.Name == "" && c.Profile == (Profile{}) {
+	if c.Profile == (Profile{}) {
 		c.Profile = None
 	}
 	return c.Profile.Validate()

@@ -273,3 +273,23 @@ func TestSweepRemovesOnlyDeadRigs(t *testing.T) {
 		t.Errorf("the live rig's namespace went: %v", err)
 	}
 }
+
+// TestRigDuplicatesAndReorders: a profile's duplication and reordering
+// reach the end points as duplicated and late echoes.
+func TestRigDuplicatesAndReorders(t *testing.T) {
+	p := Profile{Name: "messy", Delay: 20 * time.Millisecond, Duplicate: 0.05, Reorder: 0.05}
+	r := New(t, Config{Profile: p, NAT: true})
+	startEcho(t, r)
+	res := probeFrom(t, r, clientConn(t, r, 0), ProbeConfig{Count: 1000, Interval: 2 * time.Millisecond})
+	st := r.Stats(0)
+	t.Logf("%d echoed, %d duplicated, %d reordered; forwarder up %+v down %+v", res.Echoed, res.Duplicates, res.Reordered, st.Up, st.Down)
+	// Either direction may do it: about 1 − 0.95² ≈ 9.75 % of echoes.
+	for name, n := range map[string]int{"duplicated": res.Duplicates, "reordered": res.Reordered} {
+		if got := float64(n) / float64(res.Echoed); got < 0.06 || got > 0.14 {
+			t.Errorf("%.1f%% of echoes %s, want about 9.75%%", 100*got, name)
+		}
+	}
+	if res.Echoed != res.Sent {
+		t.Errorf("%d of %d echoes came back on a link without loss", res.Echoed, res.Sent)
+	}
+}
