@@ -97,6 +97,10 @@ func Sweep() ([]string, error) {
 		}
 		killNamespace(name)
 		if err := deleteNamespace(name); err != nil {
+			if _, serr := os.Stat(filepath.Join(netnsDir, name)); errors.Is(serr, os.ErrNotExist) ||
+				strings.Contains(err.Error(), "No such file or directory") {
+				continue // another process's sweep was first
+			}
 			errs = append(errs, err)
 			continue
 		}

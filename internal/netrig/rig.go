@@ -169,13 +169,15 @@ func (r *Rig) SetProfile(i int, p Profile) error {
 
 // Outage drops every packet of client i, both ways, for d from now: those
 // that enter the router and those it held that fall due meanwhile. It
-// returns at once; a later call replaces the window (d = 0 ends it).
-func (r *Rig) Outage(i int, d time.Duration) {
+// returns at once, with the time the outage ends; a later call replaces
+// the window (d = 0 ends it).
+func (r *Rig) Outage(i int, d time.Duration) (until time.Time) {
 	c := r.clients[i]
-	until := time.Now().Add(d)
+	until = time.Now().Add(d)
 	c.up.outage(until)
 	c.down.outage(until)
 	r.logf("netrig: client %d is cut off for %v", i, d)
+	return until
 }
 
 // Rebind forces a NAT rebinding for client i: the router's mapping for it

@@ -3,6 +3,7 @@ package netrig
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -142,16 +143,17 @@ func TestRigOutage(t *testing.T) {
 	r := New(t, Config{NAT: true})
 	startEcho(t, r)
 	conn := clientConn(t, r, 0)
-	started := make(chan time.Time, 1)
+	const cut = 400 * time.Millisecond
+	ended := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		from := time.Now()
-		r.Outage(0, 400*time.Millisecond)
-		started <- from
+		ended <- r.Outage(0, cut)
 	}()
-	res := probeFrom(t, r, conn, ProbeConfig{Count: 120, Interval: 10 * time.Millisecond, Wait: 500 * time.Millisecond})
-	from := <-started
-	to := from.Add(400 * time.Millisecond)
+	// Long enough that the outage falls inside it even if a loaded machine
+	// stalls the goroutine above for a second.
+	res := probeFrom(t, r, conn, ProbeConfig{Count: 250, Interval: 10 * time.Millisecond, Wait: 500 * time.Millisecond})
+	to := <-ended
+	from := to.Add(-cut)
 	inside, after := 0, 0
 	for i, off := range res.SentAt {
 		at := res.Start.Add(off)
@@ -169,6 +171,8 @@ func TestRigOutage(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("outage from %v to %v after the first probe; %d probes inside, %d after; link %+v",
+		from.Sub(res.Start), to.Sub(res.Start), inside, after, r.Stats(0))
 	if inside < 10 || after < 10 {
 		t.Fatalf("%d probes inside the outage and %d after it: the test did not test", inside, after)
 	}
@@ -252,10 +256,19 @@ func TestSweepRemovesOnlyDeadRigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := nsPrefix + "4194304999-1-1-router" // above any pid_max
+	// A pid above any pid_max; this process's pid keeps the name apart
+	// from that of a test running at the same time.
+	dead := fmt.Sprintf("%s4194304999-%d-1-router", nsPrefix, os.Getpid())
 	live := nsPrefix + own + "-999-router"
 	for _, n := range []string{dead, live} {
-		if err := addNamespace(n); err != nil {
+		// Another process's sweep may remove the dead one while ip makes
+		// it; make it again.
+		var err error
+		for try := 0; try < 5 && (try == 0 || err != nil); try++ {
+			deleteNamespace(n)
+			err = addNamespace(n)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { deleteNamespace(n) })

@@ -169,8 +169,8 @@ func control(r *netrig.Rig, line string) error {
 		if err != nil {
 			return err
 		}
-		r.Outage(i, d)
-		fmt.Printf("client %d cut off for %v\n", i, d)
+		until := r.Outage(i, d)
+		fmt.Printf("client %d cut off for %v, until %s\n", i, d, until.Format("15:04:05.000"))
 	case "profile":
 		i, err := client()
 		if err != nil {
