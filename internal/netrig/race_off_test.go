@@ -1,0 +1,5 @@
+//go:build !race
+
+package netrig
+
+const raceEnabled = false

@@ -1,0 +1,7 @@
+//go:build race
+
+package netrig
+
+// raceEnabled: the race detector's instrumentation allocates, so
+// allocation counts mean nothing under it.
+const raceEnabled = true
