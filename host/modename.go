@@ -57,7 +57,7 @@ func (s *Server) declaredName(spec supervisor.Spec) (string, error) {
 		AddScore: func(uint32, int32, int32, int32) {},
 	})
 	defer mods.UnloadAll()
-	if err := mods.OpenRoom(supervisor.Room{ID: 1, World: world}); err != nil {
+	if err := mods.OpenRoom(supervisor.RoomSpec{ID: 1, World: world}); err != nil {
 		return "", err
 	}
 	return mods.StartInRoom(1, spec)

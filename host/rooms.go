@@ -162,7 +162,7 @@ func (s *Server) newRoom(info *lobby.Room, now time.Time) (*room, error) {
 // openRoom makes a room known to the modules and starts its modes'
 // modules in it (the fixed room: none here; Load runs them).
 func (s *Server) openRoom(r *room, specs []supervisor.Spec) error {
-	err := s.mods.OpenRoom(supervisor.Room{
+	err := s.mods.OpenRoom(supervisor.RoomSpec{
 		ID: module.RoomID(r.info.ID), World: r.world, Info: r.moduleInfo,
 		AddScore: func(c uint32, score, kills, deaths int32) {
 			if r.noMatch == "" {
