@@ -196,7 +196,7 @@ func (s *Server) relayLine(line chatLine) {
 	case chatRoom:
 		m := gamemsg.RoomChat{Scope: gamemsg.ChatRoom, Sender: line.from, SenderName: p.Name, Text: line.text}
 		if r != nil {
-			m.Room = r.info.ID
+			m.Room = uint32(r.info.ID)
 		}
 		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
 		s.sendScope(r, line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf)
@@ -208,7 +208,7 @@ func (s *Server) relayLine(line chatLine) {
 		}
 		m := gamemsg.RoomChat{Scope: gamemsg.ChatGlobal, Sender: line.from, SenderName: p.Name, Text: line.text}
 		if r != nil {
-			m.Room = r.info.ID
+			m.Room = uint32(r.info.ID)
 		}
 		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
 		if err := s.net.BroadcastExcept(line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf); err != nil {

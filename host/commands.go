@@ -11,6 +11,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/bans"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -251,7 +252,7 @@ func (s *Server) matchRoom(args []string) (*room, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%q is not a room; write @ROOM, e.g. @3 (see rooms)", args[0])
 		}
-		if r = s.rooms[uint32(id)]; r == nil {
+		if r = s.rooms[module.RoomID(id)]; r == nil {
 			return nil, nil, fmt.Errorf("no room %d; see rooms", id)
 		}
 		args = args[1:]

@@ -64,7 +64,7 @@ func (s *Server) cmdRoom(args []string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q is not a room id; see rooms", args[1])
 	}
-	r := s.rooms[uint32(id)]
+	r := s.rooms[module.RoomID(id)]
 	if r == nil {
 		return "", fmt.Errorf("no room %d; see rooms", id)
 	}
@@ -134,7 +134,7 @@ func (s *Server) roomInfoText(r *room) string {
 		fmt.Fprintf(&b, "\n  %d %s%s", c, s.players[c].Name, owner)
 	}
 	b.WriteString("\nmodules")
-	mods := s.mods.RoomModules(module.RoomID(r.info.ID))
+	mods := s.mods.RoomModules(r.info.ID)
 	if len(mods) == 0 {
 		b.WriteString(" none")
 	}

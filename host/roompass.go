@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/lobby"
+	"github.com/sparkhost/sparkhost/host/rooms/lobby"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -45,7 +46,7 @@ func (s *Server) joiner(client uint32) lobby.Joiner {
 // passwordOutcome counts what became of a RoomJoin's proof and
 // disconnects a client that keeps guessing; refusal is the request's answer,
 // sent here first so that it arrives before the Disconnect.
-func (s *Server) passwordOutcome(client, room uint32, out lobby.Outcome, refusal error) (answered bool) {
+func (s *Server) passwordOutcome(client uint32, room module.RoomID, out lobby.Outcome, refusal error) (answered bool) {
 	switch {
 	case out.Wrong:
 		s.passwords.wrong.Add(1)

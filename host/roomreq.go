@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/rooms/lobby"
 	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -97,7 +97,7 @@ func (s *Server) roomRequest(req roomRequest) {
 
 // refuseRequest answers a request refused with err: a *lobby.Error's code,
 // else BadRequest.
-func (s *Server) refuseRequest(client uint32, t wire.MessageType, room uint32, err error) {
+func (s *Server) refuseRequest(client uint32, t wire.MessageType, room module.RoomID, err error) {
 	code, detail := gamemsg.RoomBadRequest, err.Error()
 	var le *lobby.Error
 	if errors.As(err, &le) {
@@ -108,23 +108,23 @@ func (s *Server) refuseRequest(client uint32, t wire.MessageType, room uint32, e
 }
 
 // roomResult sends a RoomResult.
-func (s *Server) roomResult(client uint32, t wire.MessageType, code gamemsg.RoomCode, room uint32, detail string) {
+func (s *Server) roomResult(client uint32, t wire.MessageType, code gamemsg.RoomCode, room module.RoomID, detail string) {
 	if len(detail) > gamemsg.MaxRoomDetailLen {
 		detail = detail[:gamemsg.MaxRoomDetailLen]
 	}
 	if !wire.ValidUTF8NoNUL([]byte(detail)) {
 		detail = code.String()
 	}
-	s.roomBuf = gamemsg.AppendRoomResult(s.roomBuf[:0], &gamemsg.RoomResult{Request: t, Code: code, Room: room, Detail: detail})
+	s.roomBuf = gamemsg.AppendRoomResult(s.roomBuf[:0], &gamemsg.RoomResult{Request: t, Code: code, Room: uint32(room), Detail: detail})
 	s.send(client, gamemsg.TypeRoomResult, wire.ReliableOrdered, s.roomBuf)
 }
 
 // doRoomRequest dispatches a request; it returns the room it concerns. A
 // request carried out is answered (RoomResult OK) before the events it
 // causes, and returns errAnswered; a refusal is answered by roomRequest.
-func (s *Server) doRoomRequest(req roomRequest) (uint32, error) {
+func (s *Server) doRoomRequest(req roomRequest) (module.RoomID, error) {
 	c := req.client
-	done := func(room uint32) { s.roomResult(c, req.typ, gamemsg.RoomOK, room, "") }
+	done := func(room module.RoomID) { s.roomResult(c, req.typ, gamemsg.RoomOK, room, "") }
 	switch req.typ {
 	case gamemsg.TypeRoomListRequest:
 		m, err := gamemsg.ParseRoomListRequest(req.payload)
@@ -218,7 +218,7 @@ func (s *Server) sendRoomList(client uint32, offset int) {
 
 // createRoom opens a room for a RoomCreate: the lobby's checks, the room's
 // match and world, its mode's module; the creator joins it as its owner.
-func (s *Server) createRoom(client uint32, m *gamemsg.RoomCreate) (uint32, error) {
+func (s *Server) createRoom(client uint32, m *gamemsg.RoomCreate) (module.RoomID, error) {
 	if s.fixed != nil {
 		return 0, &lobby.Error{Code: gamemsg.RoomNotAllowed, Detail: "this server runs one match; it has no lobby to create rooms in"}
 	}
@@ -249,19 +249,20 @@ const replicateResync = replicate.ResyncTypes
 var errAnswered = errors.New("answered")
 
 // joinRoom carries out a RoomJoin.
-func (s *Server) joinRoom(client uint32, m *gamemsg.RoomJoin) (uint32, error) {
+func (s *Server) joinRoom(client uint32, m *gamemsg.RoomJoin) (module.RoomID, error) {
+	room := module.RoomID(m.Room)
 	if s.fixed != nil {
-		if m.Room == s.fixed.info.ID {
-			return m.Room, &lobby.Error{Code: gamemsg.RoomAlreadyInRoom, Detail: "everybody is in this server's one room"}
+		if room == s.fixed.info.ID {
+			return room, &lobby.Error{Code: gamemsg.RoomAlreadyInRoom, Detail: "everybody is in this server's one room"}
 		}
-		return m.Room, &lobby.Error{Code: gamemsg.RoomNoSuchRoom, Detail: "this server runs one match, room " + fmt.Sprint(s.fixed.info.ID)}
+		return room, &lobby.Error{Code: gamemsg.RoomNoSuchRoom, Detail: "this server runs one match, room " + fmt.Sprint(s.fixed.info.ID)}
 	}
-	li, out, err := s.lobby.Join(s.joiner(client), m.Room, m.Proof, s.now)
-	if s.passwordOutcome(client, m.Room, out, err) {
-		return m.Room, errAnswered
+	li, out, err := s.lobby.Join(s.joiner(client), room, m.Proof, s.now)
+	if s.passwordOutcome(client, room, out, err) {
+		return room, errAnswered
 	}
 	if err != nil {
-		return m.Room, err
+		return room, err
 	}
 	s.roomResult(client, gamemsg.TypeRoomJoin, gamemsg.RoomOK, li.ID, "")
 	s.enter(client, s.rooms[li.ID], replicateResync)
@@ -282,6 +283,6 @@ func (s *Server) paused(r *room, by uint32, paused bool) {
 		v = 1
 	}
 	r.event(0, gamemsg.RoomEvent{Kind: gamemsg.RoomPauseChanged, Client: by, Value: v})
-	s.mods.Announce(module.RoomID(r.info.ID), module.Event{Kind: module.EventPause, Paused: paused})
+	s.mods.Announce(r.info.ID, module.Event{Kind: module.EventPause, Paused: paused})
 	r.changed = true
 }

@@ -8,9 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/rooms/lobby"
 	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack"
@@ -19,7 +19,7 @@ import (
 )
 
 // Rooms (docs/protocol.md §13). A room is the unit a module runs in: its
-// own players (lobby.Room), match (phase, timer, scores, map), entity world
+// own players (lobby.Entry), match (phase, timer, scores, map), entity world
 // (a Replicator of its own: entities and their relevance never cross
 // rooms) and module instance. The server that runs one match has one fixed
 // room that every admitted client joins on admission; a server with a
@@ -32,7 +32,7 @@ import (
 // room is one room's runtime on the game thread.
 type room struct {
 	s     *Server
-	info  *lobby.Room
+	info  *lobby.Entry
 	match *match.Match
 	world *replicate.Replicator
 	clock roomClock
@@ -104,7 +104,7 @@ func truncateText(s string, n int) string {
 // match (start of the tick; a module may load, unload or reload at any
 // time).
 func (r *room) syncNoMatch() {
-	name := r.s.mods.NoMatch(module.RoomID(r.info.ID))
+	name := r.s.mods.NoMatch(r.info.ID)
 	if name == r.noMatch {
 		return
 	}
@@ -126,7 +126,7 @@ func (r *room) running() bool {
 
 // newRoom builds a room's match and world; the room's modules start with
 // openRoom.
-func (s *Server) newRoom(info *lobby.Room, now time.Time) (*room, error) {
+func (s *Server) newRoom(info *lobby.Entry, now time.Time) (*room, error) {
 	r := &room{s: s, info: info}
 	r.clock.advance(now, true)
 	var err error
@@ -163,7 +163,7 @@ func (s *Server) newRoom(info *lobby.Room, now time.Time) (*room, error) {
 // modules in it (the fixed room: none here; Load runs them).
 func (s *Server) openRoom(r *room, specs []supervisor.Spec) error {
 	err := s.mods.OpenRoom(supervisor.RoomSpec{
-		ID: module.RoomID(r.info.ID), World: r.world, Info: r.moduleInfo,
+		ID: r.info.ID, World: r.world, Info: r.moduleInfo,
 		AddScore: func(c uint32, score, kills, deaths int32) {
 			if r.noMatch == "" {
 				r.match.AddScore(c, score, kills, deaths, r.now())
@@ -181,8 +181,8 @@ func (s *Server) openRoom(r *room, specs []supervisor.Spec) error {
 		return err
 	}
 	for _, spec := range specs {
-		if _, err := s.mods.StartInRoom(module.RoomID(r.info.ID), spec); err != nil {
-			_ = s.mods.CloseRoom(module.RoomID(r.info.ID))
+		if _, err := s.mods.StartInRoom(r.info.ID, spec); err != nil {
+			_ = s.mods.CloseRoom(r.info.ID)
 			return err
 		}
 	}
@@ -202,7 +202,7 @@ func (r *room) moduleInfo() module.ServerInfo {
 		Name: s.cfg.Server.Name, Map: st.Map, Mode: st.Mode, MatchState: st.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(r.info.Members), MaxPlayers: r.info.Capacity,
 		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
-		Room: module.RoomInfo{ID: module.RoomID(r.info.ID), Name: r.info.Name, Mode: r.info.Mode, Owner: r.info.Owner,
+		Room: module.RoomInfo{ID: r.info.ID, Name: r.info.Name, Mode: r.info.Mode, Owner: r.info.Owner,
 			Capacity: r.info.Capacity, State: r.info.Status},
 	}
 }
@@ -282,14 +282,14 @@ func (s *Server) sendScope(r *room, except uint32, t wire.MessageType, ch wire.C
 
 // event tells the room's members something happened (but except).
 func (r *room) event(except uint32, ev gamemsg.RoomEvent) {
-	ev.Room = r.info.ID
+	ev.Room = uint32(r.info.ID)
 	r.buf = gamemsg.AppendRoomEvent(r.buf[:0], &ev)
 	r.broadcast(except, gamemsg.TypeRoomEvent, wire.ReliableOrdered, r.buf)
 }
 
 // eventTo tells one client.
 func (r *room) eventTo(client uint32, ev gamemsg.RoomEvent) {
-	ev.Room = r.info.ID
+	ev.Room = uint32(r.info.ID)
 	r.buf = gamemsg.AppendRoomEvent(r.buf[:0], &ev)
 	r.s.send(client, gamemsg.TypeRoomEvent, wire.ReliableOrdered, r.buf)
 }
@@ -328,7 +328,7 @@ func (s *Server) enter(client uint32, r *room, typesVersion uint64) {
 	}
 	r.world.AddClient(client, typesVersion)
 	if !r.info.Fixed {
-		if err := s.mods.JoinRoom(client, module.RoomID(r.info.ID)); err != nil {
+		if err := s.mods.JoinRoom(client, r.info.ID); err != nil {
 			s.log.Warn("room join", "room", r.info.ID, "client", client, "err", err)
 		}
 	}
@@ -344,7 +344,7 @@ func (s *Server) enter(client uint32, r *room, typesVersion uint64) {
 func (s *Server) exit(client uint32, r *room, leave gamemsg.LeaveReason, reason wire.DisconnectReason, newOwner uint32) {
 	connected := leave == gamemsg.LeaveAsked || leave == gamemsg.LeaveKicked || leave == gamemsg.LeaveClosed
 	if !r.info.Fixed {
-		s.mods.LeaveRoom(client, module.RoomID(r.info.ID), leave, reason)
+		s.mods.LeaveRoom(client, r.info.ID, leave, reason)
 	}
 	r.world.RemoveClient(client)
 	r.match.PlayerLeft(client, r.now())
@@ -375,7 +375,7 @@ func (s *Server) closeRoom(r *room, why gamemsg.CloseReason) {
 		r.eventTo(c, gamemsg.RoomEvent{Kind: gamemsg.RoomClosed, Value: uint32(why)})
 		s.exit(c, r, gamemsg.LeaveClosed, wire.DisconnectUnknown, 0)
 	}
-	if err := s.mods.CloseRoom(module.RoomID(r.info.ID)); err != nil {
+	if err := s.mods.CloseRoom(r.info.ID); err != nil {
 		s.log.Warn("room close", "room", r.info.ID, "err", err)
 	}
 	delete(s.rooms, r.info.ID)
@@ -444,9 +444,9 @@ func (s *Server) endRoomsTick(now time.Time) {
 // close at the end of the tick, their players back in the lobby.
 func (s *Server) moduleFailed(name string, rooms []module.RoomID) {
 	for _, id := range rooms {
-		if r := s.rooms[uint32(id)]; r != nil && !r.info.Fixed {
+		if r := s.rooms[id]; r != nil && !r.info.Fixed {
 			s.log.Warn("room closes: its module failed", "room", id, "module", name)
-			s.failedRooms = append(s.failedRooms, uint32(id))
+			s.failedRooms = append(s.failedRooms, id)
 		}
 	}
 }
@@ -473,7 +473,7 @@ func (a roomAnnouncer) MatchStart(m gamemsg.MatchStart) {
 	r.s.log.Info("match start", "room", r.info.ID, "map", m.Map, "round", m.Round)
 	r.broadcast(0, gamemsg.TypeMatchStart, wire.ReliableOrdered, gamemsg.AppendMatchStart(nil, &m))
 	if r.s.mods != nil {
-		r.s.mods.Announce(module.RoomID(r.info.ID), module.Event{Kind: module.EventMatchStart, Match: m})
+		r.s.mods.Announce(r.info.ID, module.Event{Kind: module.EventMatchStart, Match: m})
 	}
 }
 
@@ -489,7 +489,7 @@ func (a roomAnnouncer) MatchEnd(m gamemsg.MatchEnd) {
 		r.s.opsMatchEnded()
 	}
 	if r.s.mods != nil {
-		r.s.mods.Announce(module.RoomID(r.info.ID), module.Event{Kind: module.EventMatchEnd, MatchEnd: m})
+		r.s.mods.Announce(r.info.ID, module.Event{Kind: module.EventMatchEnd, MatchEnd: m})
 	}
 }
 
@@ -512,7 +512,7 @@ func (a roomAnnouncer) MapChanged(name string, index int) {
 		r.changed = true
 	}
 	if r.s.mods != nil {
-		r.s.mods.Announce(module.RoomID(r.info.ID), module.Event{Kind: module.EventMapChange, Map: name, MapIndex: index})
+		r.s.mods.Announce(r.info.ID, module.Event{Kind: module.EventMapChange, Map: name, MapIndex: index})
 	}
 }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/sparkhost/sparkhost/host/bans"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
-	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/rooms/lobby"
 	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/host/tick"
 	"github.com/sparkhost/sparkhost/module"
@@ -80,7 +80,7 @@ type Server struct {
 	// Rooms (rooms.go; game thread). fixed is the server's one room when it
 	// has no lobby; modes are the specs rooms may run ([rooms] modes).
 	lobby       *lobby.Lobby
-	rooms       map[uint32]*room
+	rooms       map[module.RoomID]*room
 	roomOrder   []*room // by id
 	fixed       *room
 	modes       map[string]supervisor.Spec
@@ -88,7 +88,7 @@ type Server struct {
 	browsing    map[uint32]struct{} // ... who asked for the room list
 	roomReqs    *requestGate
 	roomBuf     []byte
-	failedRooms []uint32
+	failedRooms []module.RoomID
 	roomStats   roomStats
 	passwords   passwordStats
 
@@ -149,7 +149,7 @@ func New(opts Options) (*Server, error) {
 		players:  make(map[uint32]netstack.ClientInfo),
 		refused:  make(map[uint32]struct{}),
 		cmds:     admin.NewRegistry(),
-		rooms:    make(map[uint32]*room),
+		rooms:    make(map[module.RoomID]*room),
 		modes:    make(map[string]supervisor.Spec),
 		inLobby:  make(map[uint32]struct{}),
 		browsing: make(map[uint32]struct{}),
