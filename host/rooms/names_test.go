@@ -3,7 +3,6 @@ package rooms
 import (
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -31,20 +30,5 @@ func TestRoomNameIsAValidName(t *testing.T) {
 	}
 	if got := roomName("bad\x00name"); got != "match" {
 		t.Errorf("an invalid server name names the room %q, want match", got)
-	}
-}
-
-func TestClockStandsStillWhileTheRoomDoesNotRun(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var c clock
-	c.advance(t0, true)
-	c.advance(t0.Add(time.Second), true)
-	c.advance(t0.Add(3*time.Second), false) // waiting or paused for 2 s
-	if want := t0.Add(time.Second); !c.at.Equal(want) {
-		t.Fatalf("after a pause the clock reads %v, want %v", c.at.Sub(t0), want.Sub(t0))
-	}
-	c.advance(t0.Add(4*time.Second), true)
-	if want := t0.Add(2 * time.Second); !c.at.Equal(want) {
-		t.Errorf("running again the clock reads %v, want %v", c.at.Sub(t0), want.Sub(t0))
 	}
 }
