@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkhost/sparkhost/host/rooms"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -188,27 +189,27 @@ func (s *Server) relayLine(line chatLine) {
 			return // a client refused at admission (banned name)
 		}
 	}
-	r := s.roomOf(line.from)
+	r := s.rooms.Of(line.from)
 	switch line.kind {
 	case chatPlain:
 		s.chatBuf = gamemsg.AppendChatMessage(s.chatBuf[:0], &gamemsg.ChatMessage{Sender: p.Name, Text: line.text})
-		s.sendScope(r, line.from, gamemsg.TypeChatMessage, wire.Reliable, s.chatBuf)
+		s.rooms.Broadcast(r, line.from, gamemsg.TypeChatMessage, wire.Reliable, s.chatBuf)
 	case chatRoom:
 		m := gamemsg.RoomChat{Scope: gamemsg.ChatRoom, Sender: line.from, SenderName: p.Name, Text: line.text}
 		if r != nil {
-			m.Room = r.info.ID
+			m.Room = uint32(r.ID())
 		}
 		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
-		s.sendScope(r, line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf)
+		s.rooms.Broadcast(r, line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf)
 		s.chatToV3(r, false, line.from, p.Name, line.text)
 	case chatGlobal:
 		if !s.cfg.Rooms.GlobalChat {
-			s.roomResult(line.from, gamemsg.TypeRoomChat, gamemsg.RoomChatDisabled, 0, "the operator turned global chat off; chat to your room")
+			s.rooms.Result(line.from, gamemsg.TypeRoomChat, gamemsg.RoomChatDisabled, 0, "the operator turned global chat off; chat to your room")
 			return
 		}
 		m := gamemsg.RoomChat{Scope: gamemsg.ChatGlobal, Sender: line.from, SenderName: p.Name, Text: line.text}
 		if r != nil {
-			m.Room = r.info.ID
+			m.Room = uint32(r.ID())
 		}
 		s.chatBuf = gamemsg.AppendRoomChat(s.chatBuf[:0], &m)
 		if err := s.net.BroadcastExcept(line.from, gamemsg.TypeRoomChat, wire.Reliable, s.chatBuf); err != nil {
@@ -223,10 +224,10 @@ func (s *Server) relayLine(line chatLine) {
 // the ChatMessage their protocol has: those of the sender's room r (or
 // all, global) but the sender. (v3 clients are only ever admitted to a
 // server that runs one match, where every client is in the one room.)
-func (s *Server) chatToV3(r *room, global bool, from uint32, name, text string) {
+func (s *Server) chatToV3(r *rooms.Room, global bool, from uint32, name, text string) {
 	var payload []byte
 	for id, ci := range s.players {
-		if id == from || ci.Speaks(gamemsg.TypeRoomChat) || (!global && s.roomOf(id) != r) {
+		if id == from || ci.Speaks(gamemsg.TypeRoomChat) || (!global && s.rooms.Of(id) != r) {
 			continue
 		}
 		if payload == nil {

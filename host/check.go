@@ -112,7 +112,7 @@ func CheckModuleSchemas(cfg config.Config, opts Options, extra []string) (out []
 			var w *replicate.Replicator
 			if w, err = newWorld(); err == nil {
 				id := module.RoomID(i + 1)
-				if err = mods.OpenRoom(supervisor.Room{ID: id, World: w}); err == nil {
+				if err = mods.OpenRoom(supervisor.RoomSpec{ID: id, World: w}); err == nil {
 					var name string
 					if name, err = mods.StartInRoom(id, spec); err == nil {
 						c.describe(mods, name)

@@ -17,7 +17,8 @@ import (
 )
 
 // registerBuiltins adds the built-in admin commands. They run on the game
-// thread (Server.Exec), so they may touch the match directly.
+// thread (Server.Exec). The rooms add their own (host/rooms: rooms, room,
+// and the match commands map, nextmap, endmatch).
 func (s *Server) registerBuiltins() {
 	for _, c := range []admin.Command{
 		{Name: "status", Usage: "", Help: "server, match and traffic summary", Run: s.cmdStatus},
@@ -28,9 +29,6 @@ func (s *Server) registerBuiltins() {
 		{Name: "unban", Usage: "IP|NAME", Help: "lift a ban of an address or a name", Run: s.cmdUnban},
 		{Name: "bans", Usage: "", Help: "list bans", Run: s.cmdBans},
 		{Name: "say", Usage: "TEXT...", Help: "chat to every player as \"server\"", Run: s.cmdSay},
-		{Name: "map", Usage: "[@ROOM] NAME", Help: "change to a map of the rotation now", Run: s.cmdMap},
-		{Name: "nextmap", Usage: "[@ROOM]", Help: "end the match and load the next map of the rotation", Run: s.cmdNextMap},
-		{Name: "endmatch", Usage: "[@ROOM]", Help: "end the current match (reason admin)", Run: s.cmdEndMatch},
 	} {
 		c.Owner = "builtin"
 		if err := s.cmds.Register(c); err != nil {
@@ -201,73 +199,4 @@ func (s *Server) cmdSay(args []string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("said to %d player(s)", len(s.players)), nil
-}
-
-func (s *Server) cmdMap(args []string) (string, error) {
-	r, args, err := s.matchRoom(args)
-	if err != nil {
-		return "", err
-	}
-	if len(args) != 1 {
-		return "", admin.UsageError()
-	}
-	if err := r.match.ChangeMap(args[0], r.now()); err != nil {
-		return "", err
-	}
-	return "map changed to " + args[0] + r.suffix(), nil
-}
-
-func (s *Server) cmdNextMap(args []string) (string, error) {
-	r, args, err := s.matchRoom(args)
-	if err != nil {
-		return "", err
-	}
-	if len(args) != 0 {
-		return "", admin.UsageError()
-	}
-	r.match.NextMap(r.now())
-	return "next map: " + r.match.Phase(r.now()).Map + r.suffix(), nil
-}
-
-func (s *Server) cmdEndMatch(args []string) (string, error) {
-	r, args, err := s.matchRoom(args)
-	if err != nil {
-		return "", err
-	}
-	if len(args) != 0 {
-		return "", admin.UsageError()
-	}
-	r.match.EndMatch(r.now())
-	return "match ended" + r.suffix(), nil
-}
-
-// matchRoom is the room a match command acts on: @ROOM as the first
-// argument, else the server's one room; a room whose module is not a
-// match has no map or match to change.
-func (s *Server) matchRoom(args []string) (*room, []string, error) {
-	r := s.fixed
-	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
-		id, err := strconv.ParseUint(args[0][1:], 10, 32)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%q is not a room; write @ROOM, e.g. @3 (see rooms)", args[0])
-		}
-		if r = s.rooms[uint32(id)]; r == nil {
-			return nil, nil, fmt.Errorf("no room %d; see rooms", id)
-		}
-		args = args[1:]
-	} else if r == nil {
-		return nil, nil, errors.New("this server runs rooms: name one first, e.g. endmatch @3 (see rooms)")
-	}
-	if r.noMatch != "" {
-		return nil, nil, fmt.Errorf("%s is not a match: it has no map rotation or match to end", r.noMatch)
-	}
-	return r, args, nil
-}
-
-// suffix names a room in an answer (nothing for the server's one room).
-func (r *room) suffix() string {
-	if r.info.Fixed {
-		return ""
-	}
-	return fmt.Sprintf(" in room %d", r.info.ID)
 }

@@ -57,22 +57,8 @@ func (s *Server) declaredName(spec supervisor.Spec) (string, error) {
 		AddScore: func(uint32, int32, int32, int32) {},
 	})
 	defer mods.UnloadAll()
-	if err := mods.OpenRoom(supervisor.Room{ID: 1, World: world}); err != nil {
+	if err := mods.OpenRoom(supervisor.RoomSpec{ID: 1, World: world}); err != nil {
 		return "", err
 	}
 	return mods.StartInRoom(1, spec)
-}
-
-// nameFixedMode names the one-match server's room after the first module
-// it runs, as that module declares itself.
-func (s *Server) nameFixedMode(specs []supervisor.Spec) {
-	if s.fixed == nil || len(specs) == 0 {
-		return
-	}
-	for _, st := range s.mods.Modules() {
-		if st.Source == specs[0].Source && wire.ValidName([]byte(st.Name), gamemsg.MaxRoomModeLen) {
-			s.fixed.info.Mode = st.Name
-			return
-		}
-	}
 }

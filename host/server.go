@@ -18,9 +18,9 @@ import (
 	"github.com/sparkhost/sparkhost/host/bans"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
-	"github.com/sparkhost/sparkhost/host/lobby"
 	"github.com/sparkhost/sparkhost/host/match"
 	"github.com/sparkhost/sparkhost/host/replicate"
+	"github.com/sparkhost/sparkhost/host/rooms"
 	"github.com/sparkhost/sparkhost/host/supervisor"
 	"github.com/sparkhost/sparkhost/host/tick"
 	"github.com/sparkhost/sparkhost/module"
@@ -77,20 +77,10 @@ type Server struct {
 	chat     *chatGate
 	chatBuf  []byte // game thread: the relayed ChatMessage being built
 
-	// Rooms (rooms.go; game thread). fixed is the server's one room when it
-	// has no lobby; modes are the specs rooms may run ([rooms] modes).
-	lobby       *lobby.Lobby
-	rooms       map[uint32]*room
-	roomOrder   []*room // by id
-	fixed       *room
-	modes       map[string]supervisor.Spec
-	inLobby     map[uint32]struct{} // admitted clients in no room
-	browsing    map[uint32]struct{} // ... who asked for the room list
-	roomReqs    *requestGate
-	roomBuf     []byte
-	failedRooms []uint32
-	roomStats   roomStats
-	passwords   passwordStats
+	// The rooms (host/rooms; game thread) and the receive side of their
+	// requests (roomglue.go).
+	rooms    *rooms.Set
+	roomReqs *requestGate
 
 	// Facts the network goroutines read (GameStateSync, discovery), published
 	// by the game thread after every tick.
@@ -149,13 +139,6 @@ func New(opts Options) (*Server, error) {
 		players:  make(map[uint32]netstack.ClientInfo),
 		refused:  make(map[uint32]struct{}),
 		cmds:     admin.NewRegistry(),
-		rooms:    make(map[uint32]*room),
-		modes:    make(map[string]supervisor.Spec),
-		inLobby:  make(map[uint32]struct{}),
-		browsing: make(map[uint32]struct{}),
-		lobby: lobby.New(lobby.Config{Max: cfg.Rooms.Max, MaxCapacity: cfg.Rooms.MaxCapacity,
-			DefaultCapacity: cfg.Rooms.DefaultCapacity, Modes: cfg.Rooms.Modes, Pause: cfg.Rooms.Pause,
-			CreatedPerClient: cfg.Rooms.CreatedPerClient, Passwords: passwordLimits(&cfg.Rooms)}),
 	}
 	s.ops.tick = ops.NewTickRecorder(cfg.TickPeriod())
 	announceIdentity(log, cfg.Server.DataDir)
@@ -199,25 +182,25 @@ func New(opts Options) (*Server, error) {
 	s.roomReqs = newRequestGate(cfg.Rooms.RequestsPerSecond, cfg.Rooms.RequestBurst, cfg.Limits.ChatKickAfter, func(client uint32) {
 		_ = s.net.Kick(client, wire.DisconnectRateLimited, "too many room requests; slow down")
 	})
-	for _, t := range roomRequestTypes {
+	for _, t := range rooms.RequestTypes {
 		s.net.Handle(t, s.roomReqs.receive)
 	}
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
-	s.registerRoomCommands()
 	s.mods = supervisor.NewManager(supervisor.Config{
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, RoomInboxCapacity: cfg.Rooms.InboxCapacity,
 		ClientMessagesPerTick: cfg.Limits.ModuleMessagesPerTick,
 		Server:                s.moduleServerInfo,
 		Resolve:               s.resolveModule,
-		Failed:                s.moduleFailed,
+		Failed:                func(name string, ids []module.RoomID) { s.rooms.ModuleFailed(name, ids) },
 		RestartBackoff:        cfg.RestartBackoff(), RestartBackoffMax: cfg.RestartBackoffMax(),
 		MaxRestarts: cfg.Modules.MaxRestarts, RestartWindow: cfg.RestartWindow(),
 		// Crashes and restarts are logged by the manager; an operator at the
 		// interactive console also sees them there, as it sees answers.
 		Notify: s.consoleNotice,
 	})
+	s.rooms = s.newRooms()
 	specs := slices.Clone(opts.Modules)
 	for _, name := range cfg.Modules.Load {
 		spec, err := s.resolveModule(name)
@@ -241,9 +224,8 @@ func New(opts Options) (*Server, error) {
 				strings.Join(strings.Fields(err.Error()), " "), spec.Source))
 		}
 	}
-	s.nameFixedMode(specs)
-	if s.fixed != nil {
-		s.fixed.syncNoMatch() // before the first admission's GameStateSync
+	if s.rooms.Fixed() != nil {
+		s.rooms.SettleFixed(specs) // before the first admission's GameStateSync
 		s.publishView(s.start)
 	}
 	if err := s.startOps(); err != nil {
@@ -264,57 +246,10 @@ func (s *Server) StartProblems() []string { return s.startProblems }
 // World is the entity replication of the server's one room (game thread);
 // nil on a server with a lobby, whose rooms have their own.
 func (s *Server) World() *replicate.Replicator {
-	if s.fixed == nil {
-		return nil
+	if r := s.rooms.Fixed(); r != nil {
+		return r.World()
 	}
-	return s.fixed.world
-}
-
-// roomRequestTypes are the room requests the request gate takes.
-var roomRequestTypes = [...]wire.MessageType{gamemsg.TypeRoomListRequest, gamemsg.TypeRoomCreate, gamemsg.TypeRoomJoin,
-	gamemsg.TypeRoomLeave, gamemsg.TypeRoomRename, gamemsg.TypeRoomStart, gamemsg.TypeRoomPause, gamemsg.TypeRoomKick}
-
-// openRooms opens the server's one room (no lobby), where specs run, or
-// resolves the modes rooms may run (a lobby), specs running for the whole
-// server.
-func (s *Server) openRooms(specs []supervisor.Spec) error {
-	if s.cfg.Rooms.Enabled {
-		names := make([]string, 0, len(s.cfg.Rooms.Modes))
-		for _, arg := range s.cfg.Rooms.Modes {
-			spec, err := s.resolveModule(arg)
-			if err != nil {
-				return fmt.Errorf("rooms.modes: %w", err)
-			}
-			name, err := s.modeName(arg, spec)
-			if err != nil {
-				return fmt.Errorf("rooms.modes: %s: %w", arg, err)
-			}
-			if _, dup := s.modes[name]; dup {
-				return fmt.Errorf("rooms.modes: %s is a second module named %q; offer each mode once", arg, name)
-			}
-			s.modes[name] = spec
-			names = append(names, name)
-		}
-		s.lobby.SetModes(names)
-		return nil
-	}
-	mode := "none"
-	if len(specs) > 0 {
-		mode = specs[0].Source
-	}
-	if !wire.ValidName([]byte(mode), gamemsg.MaxRoomModeLen) {
-		mode = "match"
-	}
-	li := s.lobby.OpenFixed(roomName(s.cfg.Server.Name), mode, s.cfg.Server.MaxClients)
-	r, err := s.newRoom(li, s.start)
-	if err != nil {
-		return err
-	}
-	if err := s.openRoom(r, nil); err != nil {
-		return err
-	}
-	s.fixed = r
-	return s.mods.SetDefaultRoom(module.RoomID(li.ID))
+	return nil
 }
 
 // moduleBudget is how long the modules' work may take per tick.
@@ -429,9 +364,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) shutdown() {
 	s.ops.serving.Store(false)
 	s.log.Info("shutting down", "players", len(s.players))
-	for _, r := range slices.Clone(s.roomOrder) {
-		s.closeRoom(r, gamemsg.CloseShutdown) // not the fixed room
-	}
+	s.rooms.CloseAll(gamemsg.CloseShutdown)
 	s.net.Flush()
 	s.net.Close()
 	s.drainEvents(time.Now())
@@ -457,19 +390,15 @@ func (s *Server) step(t tick.Tick) {
 	s.runRoomRequests()
 	s.applyDepartures(t.Now)
 	s.runAdminRequests()
-	s.tickRooms(t.Now)
+	s.rooms.Tick(t.Now)
 	if s.origin.IsZero() {
 		s.origin = t.Now
 	}
 	at := t.Now.Sub(s.origin)
-	for _, r := range s.roomOrder {
-		r.world.BeginTick(at)
-	}
+	s.rooms.BeginWorlds(at)
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
-	for _, r := range s.roomOrder {
-		r.world.Tick(at)
-	}
-	s.endRoomsTick(t.Now)
+	s.rooms.TickWorlds(at)
+	s.rooms.EndTick(t.Now)
 	s.net.AnnounceSchemas() // a changed table of module types (netstack sends it first to whoever gets a module message)
 	// Everything this tick sent to each client leaves now, packed into as
 	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
@@ -534,12 +463,7 @@ func (s *Server) apply(e event, now time.Time) {
 		version, _ := s.gssVersions.LoadAndDelete(id)
 		v, _ := version.(uint64) // 0 if unknown: the client gets a fresh GameStateSync
 		s.mods.ClientAdmitted(module.ClientInfo{ID: id, Name: e.client.Name, Addr: e.client.Addr, Ticket: e.client.Ticket})
-		if s.fixed != nil {
-			s.lobby.Enter(id, s.fixed.info)
-			s.enter(id, s.fixed, v)
-		} else {
-			s.inLobby[id] = struct{}{}
-		}
+		s.rooms.Admit(id, v)
 	case evLeft:
 		id := e.client.ID
 		if _, ok := s.refused[id]; ok {
@@ -550,14 +474,8 @@ func (s *Server) apply(e event, now time.Time) {
 		if _, ok := s.players[id]; !ok {
 			return
 		}
-		if li, newOwner := s.lobby.Depart(id, now); li != nil {
-			if r := s.rooms[li.ID]; r != nil {
-				s.exit(id, r, gamemsg.LeaveReasonFor(e.reason), e.reason, newOwner)
-			}
-		}
+		s.rooms.Depart(id, e.reason, now) // before the player goes: its room tells its name
 		delete(s.players, id)
-		delete(s.inLobby, id)
-		delete(s.browsing, id)
 		s.gssVersions.Delete(id)
 		s.chat.forget(id)
 		s.roomReqs.forget(id)
@@ -569,11 +487,11 @@ func (s *Server) apply(e event, now time.Time) {
 // server's one room (none on a server with a lobby) and the players.
 func (s *Server) publishView(time.Time) {
 	st := match.Status{Mode: s.cfg.GameMode()}
-	if s.fixed != nil {
-		st = s.fixed.phase()
+	if r := s.rooms.Fixed(); r != nil {
+		st = r.Phase()
 	}
 	s.view.Store(&serverView{status: st, players: len(s.players),
-		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients, rooms: s.lobby.Len()})
+		peakPlayers: s.peakPlayers, maxPlayers: s.cfg.Server.MaxClients, rooms: s.rooms.Len()})
 }
 
 // admissionGameStateSync builds a newly admitted client's GameStateSync
@@ -581,10 +499,11 @@ func (s *Server) publishView(time.Time) {
 // carried, so that the game thread resends it if they changed meanwhile.
 // On a server with a lobby the client is in no room yet: no map, no types.
 func (s *Server) admissionGameStateSync(client uint32, dst []byte) []byte {
-	if s.fixed == nil {
+	r := s.rooms.Fixed()
+	if r == nil {
 		return s.gameStateSync(client, dst, nil)
 	}
-	version, types := s.fixed.world.Schemas()
+	version, types := r.World().Schemas()
 	s.gssVersions.Store(client, version)
 	return s.gameStateSync(client, dst, types)
 }

@@ -161,18 +161,18 @@ type roomsView struct {
 
 // publishRooms publishes the rooms for the ops layer.
 func (s *Server) publishRooms() {
-	v := &roomsView{lobby: len(s.inLobby)}
+	v := &roomsView{lobby: s.rooms.InLobby()}
 	type key struct{ mode, state string }
 	idx := make(map[key]int)
-	for _, mode := range s.lobby.Modes() { // every configured mode, even without rooms
+	for _, mode := range s.rooms.Modes() { // every configured mode, even without rooms
 		idx[key{mode, gamemsg.RoomWaiting.String()}] = len(v.counts)
 		v.counts = append(v.counts, ops.RoomCount{Mode: mode, State: gamemsg.RoomWaiting.String()})
 	}
-	for _, r := range s.roomOrder {
-		ri := r.roomInfo()
+	for _, r := range s.rooms.All() {
+		ri, e := r.Info(), r.Entry()
 		if len(v.list) < ops.MaxRooms {
 			v.list = append(v.list, ops.Room{ID: ri.ID, Name: ri.Name, Mode: ri.Mode, Map: ri.Map, State: ri.State.String(),
-				Players: int(ri.Players), Capacity: int(ri.Capacity), Owner: r.info.Owner, Password: ri.Password})
+				Players: int(ri.Players), Capacity: int(ri.Capacity), Owner: e.Owner, Password: ri.Password})
 		}
 		k := key{ri.Mode, ri.State.String()}
 		i, ok := idx[k]
@@ -182,7 +182,7 @@ func (s *Server) publishRooms() {
 			v.counts = append(v.counts, ops.RoomCount{Mode: ri.Mode, State: k.state})
 		}
 		v.counts[i].Rooms++
-		v.counts[i].Players += len(r.info.Members)
+		v.counts[i].Players += len(e.Members)
 	}
 	s.ops.rooms.Store(v)
 }
@@ -265,12 +265,10 @@ func (s *Server) Snapshot() ops.Snapshot {
 	if r := s.ops.rooms.Load(); r != nil {
 		snap.Rooms, snap.RoomCounts, snap.LobbyPlayers = r.list, r.counts, r.lobby
 	}
-	snap.RoomsMax = s.lobby.Max()
-	if s.fixed != nil {
-		snap.RoomsMax = 1
-	}
-	snap.RoomsOpened, snap.RoomsClosed = s.roomStats.opened.Load(), s.roomStats.closed.Load()
-	snap.RoomPasswords = s.passwords.snapshot()
+	rst := s.rooms.Stats()
+	snap.RoomsMax = s.rooms.Max()
+	snap.RoomsOpened, snap.RoomsClosed = rst.Opened, rst.Closed
+	snap.RoomPasswords = rst.Passwords
 	if snap.Version == "" {
 		snap.Version = "unknown"
 	}

@@ -60,6 +60,7 @@ func (s *Server) Stats() ServerStats {
 	v := s.view.Load()
 	ts := s.loop.Stats()
 	ns := s.net.Stats()
+	rst := s.rooms.Stats()
 	return ServerStats{
 		Uptime: time.Since(s.start).Round(time.Second), Ticks: ts.Ticks,
 		AvgTickMS: ts.AvgTickMS, PeakTickMS: ts.PeakTickMS, RecentPeakTickMS: ts.RecentPeakMS,
@@ -73,10 +74,10 @@ func (s *Server) Stats() ServerStats {
 		Admission:               s.net.Admission(),
 		ModuleMessagesOverLimit: s.mods.MessagesOverLimit(),
 		Rooms:                   v.rooms,
-		RoomRequests:            s.roomStats.requests.Load(), RoomRefused: s.roomStats.refused.Load(),
+		RoomRequests:            rst.Requests, RoomRefused: rst.Refused,
 		RoomRequestsDropped:    s.roomReqs.dropped.Load(),
 		ModuleMessagesUnrouted: s.mods.Unrouted(),
-		RoomPasswords:          s.passwords.snapshot(),
+		RoomPasswords:          rst.Passwords,
 	}
 }
 

@@ -98,7 +98,7 @@ type Config struct {
 	// World is the entity world of the whole server's scope (room 0, where
 	// Load runs modules unless SetDefaultRoom names a room); nil gives its
 	// modules no entities (the entity API returns ErrNoWorld and a manifest
-	// declaring entity types is refused). Rooms bring their own (Room).
+	// declaring entity types is refused). Rooms bring their own (RoomSpec).
 	World *replicate.Replicator
 	// Failed, when set, is told when a module fails for good (too many
 	// faults or crashes) with the rooms it served, so that the host can

@@ -52,7 +52,7 @@ func NewManager(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, reg: cfg.Transport.Registry(), clients: make(map[uint32]module.ClientInfo), now: time.Now(),
 		quota: newMessageQuota(cfg.ClientMessagesPerTick), rooms: make(map[module.RoomID]*scope), owners: make(map[string]*owner)}
 	m.route = m.routeMessage
-	m.server = m.newScope(Room{World: cfg.World, Info: cfg.Server, AddScore: cfg.AddScore, Everyone: true})
+	m.server = m.newScope(RoomSpec{World: cfg.World, Info: cfg.Server, AddScore: cfg.AddScore, Everyone: true})
 	m.def = m.server
 	m.refreshRoutes()
 	if cfg.Commands != nil {

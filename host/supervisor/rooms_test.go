@@ -64,7 +64,7 @@ func (e *roomEcho) funcs() *supervisor.Funcs {
 func roomRig(t *testing.T) *rig {
 	r := newRig(t, 0)
 	for _, id := range []module.RoomID{1, 2} {
-		if err := r.mgr.OpenRoom(supervisor.Room{ID: id, Info: func() module.ServerInfo {
+		if err := r.mgr.OpenRoom(supervisor.RoomSpec{ID: id, Info: func() module.ServerInfo {
 			return module.ServerInfo{Room: module.RoomInfo{ID: id, Name: fmt.Sprint("room ", id)}}
 		}}); err != nil {
 			t.Fatal(err)

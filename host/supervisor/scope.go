@@ -26,9 +26,11 @@ import (
 // never receives what a client of room B sends. A message no scope of the
 // client routes is dropped and counted (Unrouted).
 
-// Room is a room as the manager sees it. The host owns the room (its
+// RoomSpec is what the manager is given of a room to run modules in: its
+// id, its world and the hooks into the host's room (its facts, its
+// scoreboard, its area). The host owns the room itself (host/rooms: its
 // players, match and world); the manager runs the room's modules.
-type Room struct {
+type RoomSpec struct {
 	ID module.RoomID
 	// World is the room's entity world; nil gives its modules no entities.
 	World *replicate.Replicator
@@ -49,7 +51,7 @@ type Room struct {
 // scope is one room, or the whole server (ID 0), with the instances that
 // serve it. Game thread, but for routes.
 type scope struct {
-	Room
+	RoomSpec
 	m       *Manager
 	members map[uint32]struct{} // not used when Everyone
 	atts    []*attachment       // the instances serving it, in start order
@@ -77,8 +79,8 @@ var (
 	ErrRoomExists  = errors.New("room already open")
 )
 
-func (m *Manager) newScope(r Room) *scope {
-	sc := &scope{Room: r, m: m, members: make(map[uint32]struct{})}
+func (m *Manager) newScope(r RoomSpec) *scope {
+	sc := &scope{RoomSpec: r, m: m, members: make(map[uint32]struct{})}
 	if sc.Info == nil {
 		sc.Info = m.cfg.Server
 	}
@@ -192,7 +194,7 @@ func (m *Manager) NoMatch(room module.RoomID) string {
 }
 
 // OpenRoom makes a room known; StartInRoom then runs modules in it.
-func (m *Manager) OpenRoom(r Room) error {
+func (m *Manager) OpenRoom(r RoomSpec) error {
 	if r.ID == 0 {
 		return fmt.Errorf("%w: room 0 is the whole server", ErrRoomExists)
 	}

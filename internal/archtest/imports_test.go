@@ -38,8 +38,12 @@ var rules = []rule{
 		reason: "a runtime sees the server only through the module contract"},
 	{from: "host", deny: []string{"runtimes", "client", "modules", "plugin", "cmd"},
 		reason: "runtimes are registered by cmd, not imported by the host; the host is not a client"},
-	{from: "host/supervisor", deny: []string{"runtimes", "client", "modules", "plugin", "cmd", "host/lobby", "host/match"},
+	{from: "host/supervisor", deny: []string{"runtimes", "client", "modules", "plugin", "cmd", "host/rooms", "host/match"},
 		reason: "the supervisor runs instances behind module.Module and never imports a runtime; rooms as rules and matches are the host's"},
+	{from: "host/rooms", deny: []string{"runtimes", "client", "modules", "plugin", "cmd", "host/hosttest", "host/testplugin"},
+		reason: "a room runs its modules through the supervisor, never a runtime; the host's rooms are not a client"},
+	{from: "host/rooms/lobby", allow: []string{"host/rooms/lobby", "module", "sim"},
+		reason: "the lobby is rooms as rules: pure logic, no match, world, module or transport"},
 	{from: "ops", deny: []string{"host", "runtimes", "modules", "client", "plugin", "cmd"},
 		reason: "the operator's surfaces read snapshots; they never reach into the game"},
 	{from: "client", allow: []string{"client", "netstack", "sim", "internal/cmdline"},
@@ -157,7 +161,12 @@ func TestRulesCatchCrossings(t *testing.T) {
 		{"host", "runtimes/lua"},
 		{"host", "runtimes"},
 		{"host/supervisor", "runtimes/pluginhost"},
-		{"host/supervisor", "host/lobby"},
+		{"host/supervisor", "host/rooms/lobby"},
+		{"host/supervisor", "host/rooms"},
+		{"host/rooms/lobby", "host/supervisor"},
+		{"host/rooms/lobby", "host/match"},
+		{"host/rooms", "runtimes/lua"},
+		{"host/rooms", "host/testplugin"},
 		{"runtimes/lua", "host/admin"},
 		{"runtimes/pluginhost", "netstack"},
 		{"netstack/transport", "netstack/wire"},
@@ -176,7 +185,8 @@ func TestRulesCatchCrossings(t *testing.T) {
 	for _, c := range []struct{ pkg, imp string }{
 		{"host", "module"}, {"host", "sim/gamemsg"}, {"runtimes/lua", "module"}, {"client", "sim/movement"},
 		{"modules/deathmatch", "plugin"}, {"module", "sim/lagcomp"}, {"host/supervisor", "host/admin"},
-		{"host", "host/supervisor"}, {"cmd/sparkhost", "runtimes"}, {"netstack", "netstack/transport"},
+		{"host", "host/supervisor"}, {"cmd/sparkhost", "runtimes"},
+		{"host/rooms", "host/supervisor"}, {"host/rooms/lobby", "sim/roomauth"}, {"host/rooms/lobby", "module"}, {"netstack", "netstack/transport"},
 	} {
 		if bad := check(c.pkg, []string{modulePath + "/" + c.imp}); len(bad) != 0 {
 			t.Errorf("%s importing %s is refused: %v", c.pkg, c.imp, bad)

@@ -13,13 +13,13 @@ import (
 
 // passwordRoom opens a room with the password "sesame", its creator a
 // client of its own.
-func passwordRoom(t *testing.T, l *Lobby) (*Room, roomauth.Verifier) {
+func passwordRoom(t *testing.T, l *Lobby) (*Entry, roomauth.Verifier) {
 	t.Helper()
 	v, err := roomauth.NewVerifier("sesame", roomauth.MinIterations, bytes.NewReader(make([]byte, 16)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustCreate(t, l, 1_000_000+l.next, gamemsg.RoomCreate{Name: fmt.Sprint("r", l.next), Mode: "tag", Capacity: 64,
+	r := mustCreate(t, l, 1_000_000+uint32(l.next), gamemsg.RoomCreate{Name: fmt.Sprint("r", l.next), Mode: "tag", Capacity: 64,
 		Password: true, Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey})
 	return r, v
 }
@@ -53,7 +53,7 @@ func TestPasswordBackoffGrowsAndEnds(t *testing.T) {
 		}
 		// The right password is refused too, unchecked, until the back-off ends.
 		j := joiner(7)
-		good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, j.Binding)
+		good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, uint32(r.ID), j.Binding)
 		if _, _, err := l.Join(j, r.ID, good[:], now); code(t, err) != gamemsg.RoomRateLimited {
 			t.Fatalf("the right password during the back-off: %v", err)
 		}
@@ -71,7 +71,7 @@ func TestPasswordBackoffGrowsAndEnds(t *testing.T) {
 	// Never a lock: once the back-off passed, the right password opens it.
 	now = now.Add(l.guard.rooms[r.ID].wait(now))
 	j := joiner(7)
-	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, j.Binding)
+	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, uint32(r.ID), j.Binding)
 	if _, _, err := l.Join(j, r.ID, good[:], now); err != nil {
 		t.Fatalf("the right password after the back-off: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestPasswordChecksPerSecondBounded(t *testing.T) {
 // rooms is held back by its own back-off, which leaves other sources alone.
 func TestPasswordSourceBackoff(t *testing.T) {
 	l := New(Config{Modes: []string{"tag"}, Max: 64, CreatedPerClient: 64})
-	var rooms []*Room
+	var rooms []*Entry
 	for range 10 {
 		r, _ := passwordRoom(t, l)
 		rooms = append(rooms, r)

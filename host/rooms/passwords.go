@@ -1,4 +1,4 @@
-package host
+package rooms
 
 import (
 	"fmt"
@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
-	"github.com/sparkhost/sparkhost/host/lobby"
+	"github.com/sparkhost/sparkhost/host/rooms/lobby"
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/ops"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // Room passwords under attack (docs/protocol.md §13.7, §13.9). The lobby
-// decides which proofs are checked (host/lobby's guard: back-offs per room
-// and per source); the host carries out what follows: it counts, it
-// disconnects a client that keeps guessing (RateLimited), and it tells each
+// decides which proofs are checked (host/rooms/lobby's guard: back-offs
+// per room and per source); the rooms carry out what follows: they count,
+// disconnect a client that keeps guessing (RateLimited), and tell each
 // room's owner (RoomEvent PasswordFailures), the log and the console.
 
 // passwordStats counts room passwords for the status line and metrics.
@@ -29,6 +30,22 @@ func (p *passwordStats) snapshot() ops.RoomPasswords {
 	return ops.RoomPasswords{Wrong: p.wrong.Load(), Refused: p.refused.Load(), Kicked: p.kicked.Load()}
 }
 
+// Stats are the rooms' counters.
+type Stats struct {
+	Opened, Closed uint64
+	// Requests were carried out or refused with a code; Refused were
+	// answered with a code other than OK.
+	Requests, Refused uint64
+	Passwords         ops.RoomPasswords
+}
+
+// Stats returns the rooms' counters; safe from any goroutine.
+func (rs *Set) Stats() Stats {
+	c := &rs.counts
+	return Stats{Opened: c.opened.Load(), Closed: c.closed.Load(), Requests: c.requests.Load(), Refused: c.refused.Load(),
+		Passwords: rs.guesses.snapshot()}
+}
+
 // passwordLimits is [rooms]' password settings for the lobby.
 func passwordLimits(r *config.RoomsSection) lobby.PasswordLimits {
 	return lobby.PasswordLimits{Free: r.PasswordFreeFailures, Backoff: r.PasswordBackoff(), BackoffMax: r.PasswordBackoffMax(),
@@ -36,44 +53,44 @@ func passwordLimits(r *config.RoomsSection) lobby.PasswordLimits {
 }
 
 // joiner is a client as the lobby's password guard sees it.
-func (s *Server) joiner(client uint32) lobby.Joiner {
-	cb, _ := s.net.ChannelBinding(client)
-	p := s.players[client]
+func (rs *Set) joiner(client uint32) lobby.Joiner {
+	cb, _ := rs.cfg.Net.ChannelBinding(client)
+	p := rs.cfg.Player(client)
 	return lobby.Joiner{Client: client, Name: p.Name, Source: lobby.SourceOf(p.Addr.Addr()), Binding: cb}
 }
 
 // passwordOutcome counts what became of a RoomJoin's proof and
 // disconnects a client that keeps guessing; refusal is the request's answer,
 // sent here first so that it arrives before the Disconnect.
-func (s *Server) passwordOutcome(client, room uint32, out lobby.Outcome, refusal error) (answered bool) {
+func (rs *Set) passwordOutcome(client uint32, room module.RoomID, out lobby.Outcome, refusal error) (answered bool) {
 	switch {
 	case out.Wrong:
-		s.passwords.wrong.Add(1)
+		rs.guesses.wrong.Add(1)
 	case out.Refused:
-		s.passwords.refused.Add(1)
+		rs.guesses.refused.Add(1)
 	}
 	if !out.Kick {
 		return false
 	}
-	s.refuseRequest(client, gamemsg.TypeRoomJoin, room, refusal)
-	p := s.players[client]
-	s.passwords.kicked.Add(1)
-	s.log.Warn("client disconnected for guessing room passwords", "client", client, "name", p.Name, "addr", p.Addr.Addr().String(), "room", room)
-	s.consoleNotice(fmt.Sprintf("disconnected %s (client %d, %s) for guessing the password of room %d; `ban` the address if it comes back",
+	rs.refuse(client, gamemsg.TypeRoomJoin, room, refusal)
+	p := rs.cfg.Player(client)
+	rs.guesses.kicked.Add(1)
+	rs.cfg.Log.Warn("client disconnected for guessing room passwords", "client", client, "name", p.Name, "addr", p.Addr.Addr().String(), "room", room)
+	rs.cfg.Notice(fmt.Sprintf("disconnected %s (client %d, %s) for guessing the password of room %d; `ban` the address if it comes back",
 		p.Name, client, p.Addr.Addr(), room))
-	_ = s.net.Kick(client, wire.DisconnectRateLimited, "too many wrong room passwords; wait a minute before trying again")
+	_ = rs.cfg.Net.Kick(client, wire.DisconnectRateLimited, "too many wrong room passwords; wait a minute before trying again")
 	return true
 }
 
-// passwordNotices tells each room's owner, the log and the console of the
+// PasswordNotices tells each room's owner, the log and the console of the
 // wrong passwords tried since the last notice (at most one per room per
-// lobby.PasswordNoticeEvery).
-func (s *Server) passwordNotices() {
-	for _, n := range s.lobby.PasswordNotices(s.now) {
-		r, g := s.rooms[n.Room.ID], n.Guesser
-		s.log.Warn("wrong room passwords", "room", n.Room.ID, "count", n.Count, "last_client", g.Client, "last_name", g.Name,
+// lobby.PasswordNoticeEvery); the host calls it after the tick's requests.
+func (rs *Set) PasswordNotices() {
+	for _, n := range rs.lobby.PasswordNotices(rs.cfg.Now()) {
+		r, g := rs.byID[n.Room.ID], n.Guesser
+		rs.cfg.Log.Warn("wrong room passwords", "room", n.Room.ID, "count", n.Count, "last_client", g.Client, "last_name", g.Name,
 			"last_source", g.Source.String(), "backoff", n.Wait.Round(100*time.Millisecond))
-		s.consoleNotice(fmt.Sprintf("room %d %q: %d wrong password(s) tried, the latest by %s (client %d, %s)%s",
+		rs.cfg.Notice(fmt.Sprintf("room %d %q: %d wrong password(s) tried, the latest by %s (client %d, %s)%s",
 			n.Room.ID, n.Room.Name, n.Count, g.Name, g.Client, g.Source, backoffText(n.Wait)))
 		if r != nil && n.Room.Owner != 0 {
 			r.eventTo(n.Room.Owner, gamemsg.RoomEvent{Kind: gamemsg.RoomPasswordFailures, Client: g.Client, Value: n.Count, Name: g.Name})
@@ -86,12 +103,4 @@ func backoffText(wait time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("; it takes no password for %v", wait.Round(100*time.Millisecond))
-}
-
-// consoleNotice shows an operator at the interactive console a line (the
-// log has it too).
-func (s *Server) consoleNotice(line string) {
-	if s.opts.Console != nil && s.opts.ConsoleOut != nil {
-		fmt.Fprintln(s.opts.ConsoleOut, line)
-	}
 }

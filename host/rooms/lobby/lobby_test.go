@@ -26,7 +26,7 @@ func code(t *testing.T, err error) gamemsg.RoomCode {
 	return e.Code
 }
 
-func mustCreate(t *testing.T, l *Lobby, client uint32, req gamemsg.RoomCreate) *Room {
+func mustCreate(t *testing.T, l *Lobby, client uint32, req gamemsg.RoomCreate) *Entry {
 	t.Helper()
 	r, err := l.Create(client, &req)
 	if err != nil {
@@ -184,15 +184,15 @@ func TestPassword(t *testing.T) {
 	if _, _, err := l.Join(bob, r.ID, nil, t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join without a proof: %v", err)
 	}
-	bad, _ := roomauth.Proof("open", v.Salt, v.Iterations, r.ID, cb)
+	bad, _ := roomauth.Proof("open", v.Salt, v.Iterations, uint32(r.ID), cb)
 	if _, _, err := l.Join(bob, r.ID, bad[:], t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join with a wrong password: %v", err)
 	}
-	replayed, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, [32]byte{8})
+	replayed, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, uint32(r.ID), [32]byte{8})
 	if _, _, err := l.Join(bob, r.ID, replayed[:], t0); code(t, err) != gamemsg.RoomWrongPassword {
 		t.Fatalf("join with another session's proof: %v", err)
 	}
-	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, r.ID, cb)
+	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, uint32(r.ID), cb)
 	if _, _, err := l.Join(bob, r.ID, good[:], t0); err != nil {
 		t.Fatalf("join with the password: %v", err)
 	}

@@ -1,13 +1,13 @@
 // Package lobby owns the rooms of a DedicatedServer as bookkeeping and
 // rules: which rooms exist, who is in which, who owns each, their names,
 // modes, capacities, passwords and states, and what every room request may
-// do (docs/protocol.md §13). A refused request is an *Error carrying the
-// wire's RoomCode.
+// do (docs/protocol.md §13). Each room has an Entry here; a refused request
+// is an *Error carrying the wire's RoomCode.
 //
 // It is pure logic, like host/match: no clock, no I/O, no goroutine. The
-// game thread calls it and carries out the effects (the room's match,
-// world and modules, the messages to clients); a Lobby is not safe for
-// concurrent use.
+// game thread calls it and its parent package, host/rooms, carries out the
+// effects (the room's match, world and modules, the messages to clients);
+// a Lobby is not safe for concurrent use.
 package lobby
 
 import (
@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/roomauth"
 )
@@ -46,10 +47,12 @@ type Config struct {
 	Passwords PasswordLimits
 }
 
-// Room is one room. Its fields are the Lobby's; read them, change them
-// through the Lobby.
-type Room struct {
-	ID       uint32
+// Entry is one room's entry in the lobby: the facts and members the
+// lobby's rules govern (the room that runs, its match and world, is
+// host/rooms' Room, which holds its Entry). Its fields are the Lobby's;
+// read them, change them through the Lobby.
+type Entry struct {
+	ID       module.RoomID
 	Name     string
 	Mode     string
 	Capacity int
@@ -67,19 +70,19 @@ type Room struct {
 }
 
 // Full reports whether the room holds its capacity.
-func (r *Room) Full() bool { return len(r.Members) >= r.Capacity }
+func (r *Entry) Full() bool { return len(r.Members) >= r.Capacity }
 
 // Has reports whether client is in the room.
-func (r *Room) Has(client uint32) bool { return slices.Contains(r.Members, client) }
+func (r *Entry) Has(client uint32) bool { return slices.Contains(r.Members, client) }
 
 // Lobby is the set of rooms.
 type Lobby struct {
 	cfg   Config
-	rooms map[uint32]*Room
-	where map[uint32]*Room // client → room
+	rooms map[module.RoomID]*Entry
+	where map[uint32]*Entry // client → room
 	// created counts the open rooms each client created.
 	created map[uint32]int
-	next    uint32
+	next    module.RoomID
 	guard   *guard
 }
 
@@ -114,7 +117,7 @@ func New(cfg Config) *Lobby {
 	if cfg.CreatedPerClient <= 0 {
 		cfg.CreatedPerClient = 2
 	}
-	return &Lobby{cfg: cfg, rooms: make(map[uint32]*Room), where: make(map[uint32]*Room), created: make(map[uint32]int), next: 1,
+	return &Lobby{cfg: cfg, rooms: make(map[module.RoomID]*Entry), where: make(map[uint32]*Entry), created: make(map[uint32]int), next: 1,
 		guard: newGuard(cfg.Passwords)}
 }
 
@@ -129,28 +132,28 @@ func (l *Lobby) SetModes(modes []string) { l.cfg.Modes = modes }
 func (l *Lobby) Max() int { return l.cfg.Max }
 
 // Get returns a room by id.
-func (l *Lobby) Get(id uint32) *Room { return l.rooms[id] }
+func (l *Lobby) Get(id module.RoomID) *Entry { return l.rooms[id] }
 
 // Of returns the client's room (nil: the lobby).
-func (l *Lobby) Of(client uint32) *Room { return l.where[client] }
+func (l *Lobby) Of(client uint32) *Entry { return l.where[client] }
 
 // Len is the number of rooms.
 func (l *Lobby) Len() int { return len(l.rooms) }
 
 // List returns the rooms in id order.
-func (l *Lobby) List() []*Room {
-	out := make([]*Room, 0, len(l.rooms))
+func (l *Lobby) List() []*Entry {
+	out := make([]*Entry, 0, len(l.rooms))
 	for _, r := range l.rooms {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b *Room) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *Entry) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // OpenFixed opens the server's own room (one match, everybody in it): no
 // owner, already playing, never closed.
-func (l *Lobby) OpenFixed(name, mode string, capacity int) *Room {
-	r := &Room{ID: l.next, Name: name, Mode: mode, Capacity: capacity, Status: gamemsg.RoomPlaying, Fixed: true}
+func (l *Lobby) OpenFixed(name, mode string, capacity int) *Entry {
+	r := &Entry{ID: l.next, Name: name, Mode: mode, Capacity: capacity, Status: gamemsg.RoomPlaying, Fixed: true}
 	l.next++
 	l.rooms[r.ID] = r
 	return r
@@ -158,7 +161,7 @@ func (l *Lobby) OpenFixed(name, mode string, capacity int) *Room {
 
 // Create checks a RoomCreate from client and, if it may, opens the room
 // with client in it as owner, Waiting.
-func (l *Lobby) Create(client uint32, req *gamemsg.RoomCreate) (*Room, error) {
+func (l *Lobby) Create(client uint32, req *gamemsg.RoomCreate) (*Entry, error) {
 	if r := l.where[client]; r != nil {
 		return nil, refuse(gamemsg.RoomAlreadyInRoom, "you are in room %d; leave it first", r.ID)
 	}
@@ -185,7 +188,7 @@ func (l *Lobby) Create(client uint32, req *gamemsg.RoomCreate) (*Room, error) {
 		}
 		v = &roomauth.Verifier{Salt: req.Salt, Iterations: req.Iterations, StoredKey: req.StoredKey}
 	}
-	r := &Room{ID: l.next, Name: req.Name, Mode: req.Mode, Capacity: capacity, Owner: client, Creator: client,
+	r := &Entry{ID: l.next, Name: req.Name, Mode: req.Mode, Capacity: capacity, Owner: client, Creator: client,
 		Status: gamemsg.RoomWaiting, Verifier: v, Members: []uint32{client}}
 	l.next++
 	l.rooms[r.ID] = r
@@ -206,7 +209,7 @@ type Joiner struct {
 // Join checks a RoomJoin from j at now (a proof against the room's
 // password, under the guard's back-offs) and puts j in the room. out says
 // what became of a proof, for the host to count and act on (a kick).
-func (l *Lobby) Join(j Joiner, room uint32, proof []byte, now time.Time) (r *Room, out Outcome, err error) {
+func (l *Lobby) Join(j Joiner, room module.RoomID, proof []byte, now time.Time) (r *Entry, out Outcome, err error) {
 	if r := l.where[j.Client]; r != nil {
 		return nil, out, refuse(gamemsg.RoomAlreadyInRoom, "you are in room %d; leave it first", r.ID)
 	}
@@ -228,9 +231,9 @@ func (l *Lobby) Join(j Joiner, room uint32, proof []byte, now time.Time) (r *Roo
 
 // Enter puts an admitted client in the server's own room (a server that
 // runs one match).
-func (l *Lobby) Enter(client uint32, r *Room) { l.enter(client, r) }
+func (l *Lobby) Enter(client uint32, r *Entry) { l.enter(client, r) }
 
-func (l *Lobby) enter(client uint32, r *Room) {
+func (l *Lobby) enter(client uint32, r *Entry) {
 	r.Members = append(r.Members, client)
 	r.EmptySince = time.Time{}
 	l.where[client] = r
@@ -238,7 +241,7 @@ func (l *Lobby) enter(client uint32, r *Room) {
 
 // Leave takes client out of its room (a RoomLeave). newOwner is the
 // room's next owner when the owner left (0: unchanged, or nobody left).
-func (l *Lobby) Leave(client uint32, now time.Time) (r *Room, newOwner uint32, err error) {
+func (l *Lobby) Leave(client uint32, now time.Time) (r *Entry, newOwner uint32, err error) {
 	r = l.where[client]
 	switch {
 	case r == nil:
@@ -252,7 +255,7 @@ func (l *Lobby) Leave(client uint32, now time.Time) (r *Room, newOwner uint32, e
 // Depart takes a client whose session ended out of its room, whatever
 // room it is (the server's own too), and forgets the rooms it created.
 // newOwner as for Leave.
-func (l *Lobby) Depart(client uint32, now time.Time) (r *Room, newOwner uint32) {
+func (l *Lobby) Depart(client uint32, now time.Time) (r *Entry, newOwner uint32) {
 	delete(l.created, client)
 	l.guard.forgetClient(client)
 	r = l.where[client]
@@ -263,7 +266,7 @@ func (l *Lobby) Depart(client uint32, now time.Time) (r *Room, newOwner uint32) 
 }
 
 // exit removes client from r and hands ownership on.
-func (l *Lobby) exit(client uint32, r *Room, now time.Time) (newOwner uint32) {
+func (l *Lobby) exit(client uint32, r *Entry, now time.Time) (newOwner uint32) {
 	r.Members = slices.DeleteFunc(r.Members, func(c uint32) bool { return c == client })
 	delete(l.where, client)
 	if len(r.Members) == 0 {
@@ -281,7 +284,7 @@ func (l *Lobby) exit(client uint32, r *Room, now time.Time) (newOwner uint32) {
 }
 
 // inRoom returns client's room, refusing the lobby.
-func (l *Lobby) inRoom(client uint32) (*Room, error) {
+func (l *Lobby) inRoom(client uint32) (*Entry, error) {
 	r := l.where[client]
 	if r == nil {
 		return nil, refuse(gamemsg.RoomNotInRoom, "you are in the lobby; join a room first")
@@ -290,7 +293,7 @@ func (l *Lobby) inRoom(client uint32) (*Room, error) {
 }
 
 // owned returns client's room if client owns it.
-func (l *Lobby) owned(client uint32, what string) (*Room, error) {
+func (l *Lobby) owned(client uint32, what string) (*Entry, error) {
 	r, err := l.inRoom(client)
 	if err != nil {
 		return nil, err
@@ -305,7 +308,7 @@ func (l *Lobby) owned(client uint32, what string) (*Room, error) {
 }
 
 // Rename renames client's room (owner only).
-func (l *Lobby) Rename(client uint32, name string) (*Room, error) {
+func (l *Lobby) Rename(client uint32, name string) (*Entry, error) {
 	r, err := l.owned(client, "rename")
 	if err != nil {
 		return nil, err
@@ -315,7 +318,7 @@ func (l *Lobby) Rename(client uint32, name string) (*Room, error) {
 }
 
 // Start starts the match of client's room (owner only, Waiting).
-func (l *Lobby) Start(client uint32) (*Room, error) {
+func (l *Lobby) Start(client uint32) (*Entry, error) {
 	r, err := l.inRoom(client)
 	if err != nil {
 		return nil, err
@@ -330,9 +333,9 @@ func (l *Lobby) Start(client uint32) (*Room, error) {
 }
 
 // StartByAdmin starts a room's match for an admin.
-func (l *Lobby) StartByAdmin(r *Room) error { return l.start(r) }
+func (l *Lobby) StartByAdmin(r *Entry) error { return l.start(r) }
 
-func (l *Lobby) start(r *Room) error {
+func (l *Lobby) start(r *Entry) error {
 	switch r.Status {
 	case gamemsg.RoomWaiting:
 		r.Status = gamemsg.RoomPlaying
@@ -346,7 +349,7 @@ func (l *Lobby) start(r *Room) error {
 // TogglePause pauses or resumes client's room (any member, or the owner
 // only, as configured; never the server's own room, which its admin
 // pauses). paused is the new state.
-func (l *Lobby) TogglePause(client uint32) (r *Room, paused bool, err error) {
+func (l *Lobby) TogglePause(client uint32) (r *Entry, paused bool, err error) {
 	if r, err = l.inRoom(client); err != nil {
 		return nil, false, err
 	}
@@ -361,9 +364,9 @@ func (l *Lobby) TogglePause(client uint32) (r *Room, paused bool, err error) {
 }
 
 // TogglePauseByAdmin pauses or resumes a room for an admin.
-func (l *Lobby) TogglePauseByAdmin(r *Room) (bool, error) { return l.togglePause(r) }
+func (l *Lobby) TogglePauseByAdmin(r *Entry) (bool, error) { return l.togglePause(r) }
 
-func (l *Lobby) togglePause(r *Room) (bool, error) {
+func (l *Lobby) togglePause(r *Entry) (bool, error) {
 	switch r.Status {
 	case gamemsg.RoomPlaying:
 		r.Status = gamemsg.RoomPaused
@@ -378,7 +381,7 @@ func (l *Lobby) togglePause(r *Room) (bool, error) {
 }
 
 // Kick removes target from by's room (by owns it). newOwner as for Leave.
-func (l *Lobby) Kick(by, target uint32, now time.Time) (r *Room, newOwner uint32, err error) {
+func (l *Lobby) Kick(by, target uint32, now time.Time) (r *Entry, newOwner uint32, err error) {
 	if r, err = l.owned(by, "kick players from"); err != nil {
 		return nil, 0, err
 	}
@@ -392,7 +395,7 @@ func (l *Lobby) Kick(by, target uint32, now time.Time) (r *Room, newOwner uint32
 }
 
 // KickByAdmin removes target from room r for an admin.
-func (l *Lobby) KickByAdmin(r *Room, target uint32, now time.Time) (newOwner uint32, err error) {
+func (l *Lobby) KickByAdmin(r *Entry, target uint32, now time.Time) (newOwner uint32, err error) {
 	if r.Fixed {
 		return 0, refuse(gamemsg.RoomNotAllowed, "nobody leaves the server's own room but by disconnecting; use kick")
 	}
@@ -403,7 +406,7 @@ func (l *Lobby) KickByAdmin(r *Room, target uint32, now time.Time) (newOwner uin
 }
 
 // MatchEnded marks a room Ended.
-func (l *Lobby) MatchEnded(r *Room) {
+func (l *Lobby) MatchEnded(r *Entry) {
 	if r.Status == gamemsg.RoomPlaying || r.Status == gamemsg.RoomPaused {
 		r.Status = gamemsg.RoomEnded
 	}
@@ -411,7 +414,7 @@ func (l *Lobby) MatchEnded(r *Room) {
 
 // NextMap marks an Ended room Waiting again (the server's own room plays
 // on) and reports whether it changed.
-func (l *Lobby) NextMap(r *Room) bool {
+func (l *Lobby) NextMap(r *Entry) bool {
 	if r.Status != gamemsg.RoomEnded {
 		return false
 	}
@@ -425,7 +428,7 @@ func (l *Lobby) NextMap(r *Room) bool {
 
 // Close removes a room and returns the players who were in it, now in the
 // lobby. The server's own room is never closed.
-func (l *Lobby) Close(id uint32) (members []uint32, err error) {
+func (l *Lobby) Close(id module.RoomID) (members []uint32, err error) {
 	r := l.rooms[id]
 	switch {
 	case r == nil:
@@ -452,21 +455,21 @@ func (l *Lobby) Close(id uint32) (members []uint32, err error) {
 
 // Expired lists the empty rooms whose last player left at least grace
 // before now.
-func (l *Lobby) Expired(now time.Time, grace time.Duration) []*Room {
-	var out []*Room
+func (l *Lobby) Expired(now time.Time, grace time.Duration) []*Entry {
+	var out []*Entry
 	for _, r := range l.rooms {
 		if !r.Fixed && len(r.Members) == 0 && !r.EmptySince.IsZero() && now.Sub(r.EmptySince) >= grace {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Room) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *Entry) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // Info is the room as RoomList, RoomState and RoomUpdate carry it; the host
 // fills in the map.
-func (r *Room) Info(mapName string) gamemsg.RoomInfo {
-	ri := gamemsg.RoomInfo{ID: r.ID, Name: r.Name, Mode: r.Mode, Map: mapName,
+func (r *Entry) Info(mapName string) gamemsg.RoomInfo {
+	ri := gamemsg.RoomInfo{ID: uint32(r.ID), Name: r.Name, Mode: r.Mode, Map: mapName,
 		Players: uint16(min(len(r.Members), 0xFFFF)), Capacity: uint16(min(r.Capacity, 0xFFFF)), State: r.Status,
 		Open: !r.Full()}
 	if r.Verifier != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
@@ -159,20 +160,20 @@ type sourceEntry struct {
 // guard is the lobby's password state (game thread, like the Lobby).
 type guard struct {
 	lim     PasswordLimits
-	rooms   map[uint32]*roomGuard
+	rooms   map[module.RoomID]*roomGuard
 	sources map[Source]*sourceEntry
 	order   list.List // of *sourceEntry, the one that failed longest ago first
 	strikes map[uint32]*strikes
-	due     map[uint32]struct{} // rooms with a pending notice
+	due     map[module.RoomID]struct{} // rooms with a pending notice
 }
 
 func newGuard(lim PasswordLimits) *guard {
 	lim.populate()
-	return &guard{lim: lim, rooms: make(map[uint32]*roomGuard), sources: make(map[Source]*sourceEntry),
-		strikes: make(map[uint32]*strikes), due: make(map[uint32]struct{})}
+	return &guard{lim: lim, rooms: make(map[module.RoomID]*roomGuard), sources: make(map[Source]*sourceEntry),
+		strikes: make(map[uint32]*strikes), due: make(map[module.RoomID]struct{})}
 }
 
-func (g *guard) room(id uint32) *roomGuard {
+func (g *guard) room(id module.RoomID) *roomGuard {
 	rg := g.rooms[id]
 	if rg == nil {
 		rg = &roomGuard{}
@@ -218,7 +219,7 @@ func (g *guard) strike(client uint32, now time.Time) bool {
 }
 
 // told adds a wrong or refused proof from j to the room's pending notice.
-func (g *guard) told(rg *roomGuard, room uint32, j Joiner) {
+func (g *guard) told(rg *roomGuard, room module.RoomID, j Joiner) {
 	rg.pending++
 	rg.last = Joiner{Client: j.Client, Name: j.Name, Source: j.Source}
 	g.due[room] = struct{}{}
@@ -236,7 +237,7 @@ type Outcome struct {
 
 // check is the password step of a join: whether proof may be checked now,
 // and what its check came to. ok reports a right proof.
-func (g *guard) check(r *Room, j Joiner, proof []byte, now time.Time) (ok bool, out Outcome, err error) {
+func (g *guard) check(r *Entry, j Joiner, proof []byte, now time.Time) (ok bool, out Outcome, err error) {
 	if len(proof) == 0 {
 		return false, out, refuse(gamemsg.RoomWrongPassword, "room %d needs its password", r.ID)
 	}
@@ -248,7 +249,7 @@ func (g *guard) check(r *Room, j Joiner, proof []byte, now time.Time) (ok bool, 
 		g.told(rg, r.ID, j)
 		return false, out, refuse(gamemsg.RoomRateLimited, "room %d takes no password for %s after too many wrong ones; try again then", r.ID, roundUp(wait))
 	}
-	if r.Verifier.Check(r.ID, j.Binding, proof) {
+	if r.Verifier.Check(uint32(r.ID), j.Binding, proof) {
 		return true, out, nil
 	}
 	rg.fail(&g.lim, now)
@@ -267,7 +268,7 @@ func roundUp(d time.Duration) time.Duration {
 
 // Notice is a room's PasswordFailures notice to its owner.
 type Notice struct {
-	Room *Room
+	Room *Entry
 	// Count is the wrong or refused proofs since the last notice; Guesser
 	// sent the latest of them (its Binding is not kept).
 	Count   uint32
@@ -301,7 +302,7 @@ func (l *Lobby) PasswordNotices(now time.Time) []Notice {
 }
 
 // forgetRoom drops a closed room's count.
-func (g *guard) forgetRoom(id uint32) {
+func (g *guard) forgetRoom(id module.RoomID) {
 	delete(g.rooms, id)
 	delete(g.due, id)
 }
