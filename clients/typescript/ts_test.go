@@ -28,9 +28,9 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/hosttest"
-	"github.com/sparkhost/sparkhost/runtimes"
 	"github.com/sparkhost/sparkhost/module/schemajson"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/runtimes"
 )
 
 // The server runs Lua modules: link the module runtimes as sparkhost does.
