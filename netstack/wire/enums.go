@@ -47,7 +47,8 @@ const (
 
 var disconnectNames = [...]string{"Unknown", "ClientQuit", "ServerShutdown", "Kicked",
 	"Banned", "Timeout", "ProtocolError", "ReliableDeliveryFailed", "KeyExhausted",
-	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit"}
+	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit",
+	"ResumeExpired", "ResumeInvalid"}
 
 // String returns the spec's name of d, or "DisconnectReason(n)" for other codes.
 func (d DisconnectReason) String() string {
