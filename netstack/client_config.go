@@ -100,6 +100,13 @@ type ClientConfig struct {
 	// means 1 s (DefaultCloseLinger), negative closes at once. Unconfirmed
 	// tells, after the close, how many messages were given up.
 	CloseLinger time.Duration
+	// Resumable asks the server for resume tickets after admission
+	// (docs/protocol.md §3.14; v4 servers that hold seats): a session that
+	// then times out keeps its state, and Client.Resume comes back to the
+	// same seat within the server's hold window.
+	Resumable bool
+
+	resuming *resumeFrom // set by Client.Resume for its Dial
 }
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.

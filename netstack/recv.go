@@ -55,6 +55,9 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	}
 	s.keys.open = pkt[:0]
 	s.path.lastAuth = now
+	if s.life.seat.adopt != nil {
+		s.adoptLocked(now) // the server's answer to a resumption (resume_session.go)
+	}
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(datagram)))
 	s.path.q.traffic(now, 0, len(datagram))
@@ -97,6 +100,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 		s.handleLocked(&s.rel.rx, payload)
 	}
 	s.rel.rx0 = rxContext{}
+	s.admitResumedLocked()
 	if !s.life.closed && s.rel.engine.Due(now) {
 		s.out.urgent = true // an Ack due at once (a duplicate, AckEvery arrivals), or a window that opened
 	}
