@@ -142,6 +142,16 @@ func (s *Server) heldPeers() []*peer {
 	return out
 }
 
+// appendHeld appends the held seats to peers.
+func (s *Server) appendHeld(peers []*peer) []*peer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, p := range s.resume.held {
+		peers = append(peers, p)
+	}
+	return peers
+}
+
 // HeldSeats returns the number of seats held for a resumption.
 func (s *Server) HeldSeats() int {
 	s.mu.RLock()

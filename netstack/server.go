@@ -534,6 +534,9 @@ func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Chan
 	now := time.Now()
 	bp := peerLists.Get().(*[]*peer)
 	peers := s.snapshotPeers(*bp)
+	if ch.IsReliable() {
+		peers = s.appendHeld(peers) // queued for a resumption (resume_server.go)
+	}
 	var first error
 	for _, p := range peers {
 		if p.id == except || !wire.InProtocol(p.version, t) { // version: immutable

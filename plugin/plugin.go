@@ -98,6 +98,14 @@ type PauseHandler interface {
 	OnPause(paused bool)
 }
 
+// ResumeHandler is implemented by a module that reacts when a client whose
+// connection dropped comes back to its seat (docs/protocol.md §3.14): the
+// same client, still in its room and team, never reported left. A module
+// without it keeps the player as it was, which is usually right.
+type ResumeHandler interface {
+	OnResumed(c module.ClientInfo)
+}
+
 // ErrOutsideCallback is returned by Host methods called from a goroutine
 // of the module's own, outside a callback.
 var ErrOutsideCallback = errors.New("plugin: Host used outside a callback; keep Host calls in the module's callbacks")

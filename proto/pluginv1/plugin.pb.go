@@ -105,6 +105,7 @@ const (
 	EventKind_EVENT_ROOM_OPEN   EventKind = 8  // room, room_info, entity_id_first/last: start serving a room (manifest.rooms)
 	EventKind_EVENT_ROOM_CLOSE  EventKind = 9  // room: stop serving it; its entities are gone
 	EventKind_EVENT_PAUSE       EventKind = 10 // room, paused: the room's match clock stopped or runs again
+	EventKind_EVENT_RESUMED     EventKind = 11 // client, info: a client whose connection dropped came back to its seat
 )
 
 // Enum value maps for EventKind.
@@ -121,6 +122,7 @@ var (
 		8:  "EVENT_ROOM_OPEN",
 		9:  "EVENT_ROOM_CLOSE",
 		10: "EVENT_PAUSE",
+		11: "EVENT_RESUMED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_UNSPECIFIED": 0,
@@ -134,6 +136,7 @@ var (
 		"EVENT_ROOM_OPEN":   8,
 		"EVENT_ROOM_CLOSE":  9,
 		"EVENT_PAUSE":       10,
+		"EVENT_RESUMED":     11,
 	}
 )
 
@@ -2360,7 +2363,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"MetricKind\x12\x16\n" +
 	"\x12METRIC_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fMETRIC_GAUGE\x10\x01\x12\x12\n" +
-	"\x0eMETRIC_COUNTER\x10\x02*\xe8\x01\n" +
+	"\x0eMETRIC_COUNTER\x10\x02*\xfb\x01\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -2374,7 +2377,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x0fEVENT_ROOM_OPEN\x10\b\x12\x14\n" +
 	"\x10EVENT_ROOM_CLOSE\x10\t\x12\x0f\n" +
 	"\vEVENT_PAUSE\x10\n" +
-	"*\xad\x02\n" +
+	"\x12\x11\n" +
+	"\rEVENT_RESUMED\x10\v*\xad\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +
