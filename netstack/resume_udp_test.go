@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/internal/udprelay"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // Resumption over real UDP on the loopback interface (docs/protocol.md
-// §3.14): a relay (darkLink) cuts the path both ways for longer than the
+// §3.14): a relay (internal/udprelay) cuts the path both ways for longer than the
 // liveness timeout; the client comes back from a new socket.
 
 const (
@@ -42,7 +43,7 @@ func lineRegistry(t testing.TB) *wire.Registry {
 // seatRig is a server behind a darkLink, with what its callbacks saw.
 type seatRig struct {
 	srv  *Server
-	link *darkLink
+	link *udprelay.Relay
 	reg  *wire.Registry
 
 	mu       sync.Mutex
@@ -73,7 +74,10 @@ func newSeatRig(t *testing.T, hold time.Duration) *seatRig {
 	r.srv.Handle(lineType, func(_ uint32, _ *wire.Header, p []byte) { r.note(func() { r.got = append(r.got, string(p)) }) })
 	r.srv.Start()
 	t.Cleanup(func() { r.srv.Close() })
-	r.link = newDarkLink(t, r.srv.Addr())
+	if r.link, err = udprelay.New(r.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.link.Close)
 	return r
 }
 

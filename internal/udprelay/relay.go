@@ -1,20 +1,20 @@
-package netstack
+// Package udprelay is a UDP relay on the loopback interface for tests: it
+// stands between clients and a server like a NAT (each client endpoint
+// gets its own upstream socket, so a client that comes back from a new
+// socket reaches the server from a new address) and can go dark — drop
+// everything both ways — to make an outage on a real path, with real
+// kernel sockets at both ends.
+package udprelay
 
 import (
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"testing"
 )
 
-// darkLink is a UDP relay on the loopback interface between clients and a
-// server, like a NAT: each client endpoint gets its own upstream socket,
-// so a client that comes back from a new socket reaches the server from a
-// new address. While dark it drops everything both ways: an outage on a
-// real path, with real sockets at both ends.
-type darkLink struct {
-	t      testing.TB
+// Relay relays datagrams between clients and one server.
+type Relay struct {
 	conn   *net.UDPConn
 	server netip.AddrPort
 	dark   atomic.Bool
@@ -25,26 +25,27 @@ type darkLink struct {
 	wg   sync.WaitGroup
 }
 
-func newDarkLink(t testing.TB, server netip.AddrPort) *darkLink {
+// New starts a relay to server (an IPv4 loopback address) on 127.0.0.1.
+// Close it when done.
+func New(server netip.AddrPort) (*Relay, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	l := &darkLink{t: t, conn: c, server: server, ups: map[netip.AddrPort]*net.UDPConn{}, done: make(chan struct{})}
+	l := &Relay{conn: c, server: server, ups: map[netip.AddrPort]*net.UDPConn{}, done: make(chan struct{})}
 	l.wg.Add(1)
 	go l.down()
-	t.Cleanup(l.close)
-	return l
+	return l, nil
 }
 
 // Addr is where clients send.
-func (l *darkLink) Addr() netip.AddrPort { return l.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+func (l *Relay) Addr() netip.AddrPort { return l.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
 // SetDark switches the outage on or off.
-func (l *darkLink) SetDark(on bool) { l.dark.Store(on) }
+func (l *Relay) SetDark(on bool) { l.dark.Store(on) }
 
 // down relays client datagrams to the server through the client's upstream socket.
-func (l *darkLink) down() {
+func (l *Relay) down() {
 	defer l.wg.Done()
 	buf := make([]byte, 65536)
 	for {
@@ -62,7 +63,7 @@ func (l *darkLink) down() {
 	}
 }
 
-func (l *darkLink) upstream(client netip.AddrPort) *net.UDPConn {
+func (l *Relay) upstream(client netip.AddrPort) *net.UDPConn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if up := l.ups[client]; up != nil {
@@ -84,7 +85,7 @@ func (l *darkLink) upstream(client netip.AddrPort) *net.UDPConn {
 }
 
 // up relays the server's datagrams back to one client.
-func (l *darkLink) up(up *net.UDPConn, client netip.AddrPort) {
+func (l *Relay) up(up *net.UDPConn, client netip.AddrPort) {
 	defer l.wg.Done()
 	buf := make([]byte, 65536)
 	for {
@@ -98,7 +99,8 @@ func (l *darkLink) up(up *net.UDPConn, client netip.AddrPort) {
 	}
 }
 
-func (l *darkLink) close() {
+// Close stops the relay and waits for its goroutines.
+func (l *Relay) Close() {
 	l.mu.Lock()
 	close(l.done)
 	for _, up := range l.ups {
