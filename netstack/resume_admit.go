@@ -101,7 +101,7 @@ func (s *Server) moveSeat(seat, np *peer) capKind {
 	if live {
 		delete(s.byAddr, seat.path.addr)
 	}
-	delete(s.resume.held, seat.id)
+	s.unholdLocked(seat)
 	s.admittedBy.add(np.path.addr.Addr())
 	s.byAddr[np.path.addr] = np
 	s.byID[np.id] = np

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
@@ -35,6 +36,15 @@ type resumeState struct {
 	lifetime time.Duration
 	jar      *ticketJar
 	held     map[uint32]*peer // under Server.mu; also still in byID
+	nHeld    atomic.Int64     // len(held), for readers without the lock (metrics)
+}
+
+// unholdLocked forgets a held seat; under Server.mu.
+func (s *Server) unholdLocked(p *peer) {
+	if s.resume.held[p.id] == p {
+		delete(s.resume.held, p.id)
+		s.resume.nHeld.Add(-1)
+	}
 }
 
 func (s *Server) initResume(now time.Time) {
@@ -92,6 +102,7 @@ func (s *Server) holdSeat(p *peer) {
 		delete(s.byAddr, p.path.addr)
 		s.admittedBy.release(p.path.addr.Addr())
 		s.resume.held[p.id] = p
+		s.resume.nHeld.Add(1)
 	}
 	s.mu.Unlock()
 	if !moved {
@@ -153,11 +164,7 @@ func (s *Server) appendHeld(peers []*peer) []*peer {
 }
 
 // HeldSeats returns the number of seats held for a resumption.
-func (s *Server) HeldSeats() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.resume.held)
-}
+func (s *Server) HeldSeats() int { return int(s.resume.nHeld.Load()) }
 
 // sendHeldLocked is Send to a held seat: a reliable message queues in its
 // reliability state (delivered after a resumption); an unreliable one is

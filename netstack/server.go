@@ -615,9 +615,7 @@ func (s *Server) remove(p *peer) {
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)
 	}
-	if s.resume.held[p.id] == p {
-		delete(s.resume.held, p.id)
-	}
+	s.unholdLocked(p)
 	s.mu.Unlock()
 
 	s.depart(p)
