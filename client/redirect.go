@@ -49,7 +49,7 @@ func (c *Console) Redirect(ctx context.Context, server netip.AddrPort, pin strin
 	if adopt != nil {
 		adopt(cl)
 	}
-	conn := &connection{client: cl, server: server.String(), name: name, world: NewWorld(), recvDone: make(chan struct{})}
+	conn := &connection{client: cl, server: server.String(), name: name, world: NewWorld(), recvDone: make(chan struct{}), quit: make(chan struct{})}
 	c.conn = conn
 	c.Printf("connected to %s as %s (id %d)", conn.server, name, cl.ID())
 	c.Printf("%s", serverLine(gs))

@@ -352,7 +352,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	go c.writer()
 	select {
 	case <-c.admitted:
-		c.requestTickets()
+		c.requestTickets(ctx)
 		return nil
 	case <-c.done:
 		c.sess.mu.Lock()

@@ -164,6 +164,9 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 	case wire.TypeMessageRefused:
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
+			if n.Type == wire.TypeResumeRequest && s.life.seat.noTickets != nil {
+				s.life.seat.noTickets() // a server that holds no seats (resume_client.go)
+			}
 			if s.rel.deliverRefusals {
 				s.rel.rx0.deliver(h, payload)
 			}

@@ -41,6 +41,7 @@ type clientTicket struct {
 	expires  time.Time
 	asked    bool // ResumeRequest sent (or the session is a resumed one)
 	consumed bool // Resume took the state
+	answer   chan struct{} // closed when ResumeRequest was answered
 }
 
 // resumeFrom is what a resuming Dial takes over from the old client.
@@ -58,30 +59,66 @@ type resumeFrom struct {
 	announced *wire.Registry
 }
 
+// resumeAnswerWait bounds how long Dial waits, after admission, for the
+// answer to ResumeRequest.
+const resumeAnswerWait = time.Second
+
 // takeTicket keeps a ResumeTicket's ticket (under the session lock).
 func (c *Client) takeTicket(payload []byte, now time.Time) {
 	m, err := wire.ParseResumeTicket(payload)
 	if err != nil {
 		return // validated already
 	}
+	c.answered()
 	c.rt.ticket = m.Ticket
 	c.rt.hold = time.Duration(m.HoldSeconds) * time.Second
 	c.rt.expires = now.Add(time.Duration(m.Lifetime) * time.Second)
 	c.sess.life.seat.holdable = m.HoldSeconds > 0
 }
 
-// requestTickets sends ResumeRequest once after a fresh admission (v4).
-func (c *Client) requestTickets() {
+// answered closes rt.answer once: the server answered ResumeRequest
+// (a ticket, or a refusal); under the session lock.
+func (c *Client) answered() {
+	if c.rt.answer != nil {
+		select {
+		case <-c.rt.answer:
+		default:
+			close(c.rt.answer)
+		}
+	}
+}
+
+// requestTickets sends ResumeRequest once after a fresh admission (v4) and
+// waits, at most resumeAnswerWait, for the answer, so that Dial returns
+// with a ticket in hand (and its request acknowledged: a close right after
+// Dial has nothing of ours left unconfirmed).
+func (c *Client) requestTickets(ctx context.Context) {
 	if !c.cfg.Resumable || c.version < handshake.ProtocolVersion4 {
 		return
 	}
 	c.sess.mu.Lock()
 	asked := c.rt.asked
 	c.rt.asked = true
-	c.sess.mu.Unlock()
+	answer := make(chan struct{})
 	if !asked {
-		_ = c.Send(wire.TypeResumeRequest, wire.Reliable, wire.AppendResumeRequest(nil))
-		c.Flush()
+		c.rt.answer = answer
+		c.sess.life.seat.noTickets = c.answered
+	}
+	c.sess.mu.Unlock()
+	if asked {
+		return
+	}
+	if err := c.Send(wire.TypeResumeRequest, wire.Reliable, wire.AppendResumeRequest(nil)); err != nil {
+		return
+	}
+	c.Flush()
+	t := time.NewTimer(resumeAnswerWait)
+	defer t.Stop()
+	select {
+	case <-answer:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-c.done:
 	}
 }
 

@@ -30,6 +30,9 @@ type seatHold struct {
 	// reliability engine: it replaces the handshake's own at the first
 	// authenticated frame (the server's answer to the resumption).
 	adopt *reliable.Endpoint
+	// noTickets, on a client, is told that the server refused its
+	// ResumeRequest (a server without resumption).
+	noTickets func()
 	// onAdopt runs once the datagram whose arrival took adopt proved not to
 	// be a Disconnect (the client's admission).
 	onAdopt func()
