@@ -39,8 +39,8 @@ type clientTicket struct {
 	ticket   []byte
 	hold     time.Duration
 	expires  time.Time
-	asked    bool // ResumeRequest sent (or the session is a resumed one)
-	consumed bool // Resume took the state
+	asked    bool          // ResumeRequest sent (or the session is a resumed one)
+	consumed bool          // Resume took the state
 	answer   chan struct{} // closed when ResumeRequest was answered
 }
 

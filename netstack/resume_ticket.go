@@ -147,6 +147,9 @@ func (j *ticketJar) open(t []byte, now time.Time) (ticketClaims, error) {
 
 // openTicket opens t with k (its key id already matched).
 func openTicket(k ticketKey, t []byte) (ticketClaims, error) {
+	if len(t) < ticketOverhead+ticketFixed+1 || len(t) > wire.MaxResumeTicketLen {
+		return ticketClaims{}, errTicket
+	}
 	nonce := t[1 : 1+chacha20poly1305.NonceSize]
 	pt, err := k.aead.Open(nil, nonce, t[1+chacha20poly1305.NonceSize:], []byte(ticketAAD))
 	if err != nil || len(pt) < ticketFixed || pt[0] != ticketVersion {

@@ -25,18 +25,18 @@ type resumeVectors struct {
 	// The proof over a new handshake's th.
 	THNew, Proof string
 	// Payloads.
-	ResumeRequest      string
-	ResumeTicket       string // hold 30 s, lifetime 3600 s, Ticket below
-	ClientFinished     string // name "ann", no admission ticket, the resume extension with Ticket and Proof
-	TicketKey          string // K_ticket
-	TicketKeyID        uint8
-	TicketNonce        string
-	TicketClientID     uint32
-	TicketGeneration   uint32
-	TicketExpires      int64
-	TicketIdentity     string
-	TicketName         string
-	Ticket             string // our server's sealed ticket for the claims above
+	ResumeRequest    string
+	ResumeTicket     string // hold 30 s, lifetime 3600 s, Ticket below
+	ClientFinished   string // name "ann", no admission ticket, the resume extension with Ticket and Proof
+	TicketKey        string // K_ticket
+	TicketKeyID      uint8
+	TicketNonce      string
+	TicketClientID   uint32
+	TicketGeneration uint32
+	TicketExpires    int64
+	TicketIdentity   string
+	TicketName       string
+	Ticket           string // our server's sealed ticket for the claims above
 }
 
 func hexBytes(n int, start byte) []byte {
