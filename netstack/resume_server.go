@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -174,11 +175,12 @@ func (s *Server) sendHeldLocked(p *peer, t wire.MessageType, ch wire.Channel, pa
 	if !ch.IsReliable() {
 		return false, nil
 	}
-	if err = p.sendLocked(t, ch, payload, now); err != nil {
+	err = p.sendLocked(t, ch, payload, now)
+	if errors.Is(err, reliable.ErrSendQueueFull) {
 		p.endHoldLocked(wire.DisconnectTimeout, "too much queued while away", now)
 		return true, err
 	}
-	return false, nil
+	return false, err
 }
 
 // resumeRefusal is why a resumption was refused.

@@ -86,6 +86,9 @@ func (s *session) seatHoldLocked(reason wire.DisconnectReason, detail string, no
 	}
 	s.life.seat.held, s.life.seat.heldAt = true, now
 	s.life.reason, s.life.detail = reason, detail
+	// A delivery failure is forgiven now, not only at the resumption: the
+	// held seat keeps taking reliable messages meanwhile.
+	_ = s.rel.engine.Resume(now)
 	return true
 }
 

@@ -54,7 +54,7 @@ type seatRig struct {
 	got      []string // lines the server received, in order
 }
 
-func newSeatRig(t *testing.T, hold time.Duration) *seatRig {
+func newSeatRig(t *testing.T, hold time.Duration, mod ...func(*ServerConfig)) *seatRig {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +67,9 @@ func newSeatRig(t *testing.T, hold time.Duration) *seatRig {
 	cfg.OnResumed = func(ci ClientInfo) { r.note(func() { r.resumed = append(r.resumed, ci) }) }
 	cfg.OnDisconnected = func(ci ClientInfo, reason wire.DisconnectReason, _ string) {
 		r.note(func() { r.left[ci.ID] = reason })
+	}
+	for _, m := range mod {
+		m(&cfg)
 	}
 	if r.srv, err = NewServer(cfg); err != nil {
 		t.Fatal(err)
@@ -174,7 +177,17 @@ func seq(prefix string, from, to int) []string {
 // admitted twice), and every reliable message sent either way — before
 // the outage, during it, and to the held seat — delivered once, in order.
 func TestResumeSameSeatAfterOutage(t *testing.T) {
-	r := newSeatRig(t, resumeHoldOK)
+	t.Run("timeout", func(t *testing.T) { testResumeSameSeat(t, newSeatRig(t, resumeHoldOK)) })
+	// The reliability engine gives up before the liveness timeout: the
+	// seat is held all the same, and takes messages while held.
+	t.Run("delivery failure", func(t *testing.T) {
+		testResumeSameSeat(t, newSeatRig(t, resumeHoldOK, func(c *ServerConfig) {
+			c.Reliable.ConnectionTimeout, c.Timeout = 300*time.Millisecond, 2*time.Second
+		}))
+	})
+}
+
+func testResumeSameSeat(t *testing.T, r *seatRig) {
 	c := r.dial(t, "ann")
 	id := c.ID()
 	for _, l := range seq("s", 1, 2) {
