@@ -81,7 +81,7 @@ func (s *Server) issueTicketLocked(p *peer, now time.Time) {
 		p.life.seat.holdable = true
 	}
 	p.resume.issuedAt = now
-	if err := p.sendLocked(wire.TypeResumeTicket, wire.Reliable, wire.AppendResumeTicket(nil, &m), now); err == nil {
+	if err := p.sendLocked(wire.TypeResumeTicket, wire.Reliable, wire.AppendResumeTicket(nil, &m), now); err == nil && len(m.Ticket) > 0 {
 		s.ctr.ResumeTicketsIssued.Add(1)
 	}
 }

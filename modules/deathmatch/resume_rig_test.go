@@ -2,6 +2,7 @@ package deathmatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,12 +29,20 @@ import (
 // id, team and score, the module never told it left. Bounded: about 30 s.
 //
 //	go test -run TestRigDeathmatchResumeAfter10sOutage -v ./modules/deathmatch/
+//
+// The subtest resume_seconds=0 is the behaviour before resumption, for
+// comparison: the player is dropped, its seat and score gone.
 func TestRigDeathmatchResumeAfter10sOutage(t *testing.T) {
+	t.Run("resume_seconds=30", func(t *testing.T) { rigDeathmatchOutage(t, 30) })
+	t.Run("resume_seconds=0", func(t *testing.T) { rigDeathmatchOutage(t, 0) })
+}
+
+func rigDeathmatchOutage(t *testing.T, resumeSeconds int) {
 	const outage = 10 * time.Second
 	rig := netrig.New(t, netrig.Config{Clients: 2, Profile: netrig.Home, NAT: true, Lifetime: 3 * time.Minute})
 	srv := startRigServer(t, rig, func(c *config.Config) {
 		c.Server.ClientTimeout, c.Server.HeartbeatInterval = 5, 1
-		c.Network.ResumeSeconds = 30
+		c.Network.ResumeSeconds = resumeSeconds
 	})
 	addr := srv.Addr() // the rig's server address, on the namespace's socket
 
@@ -56,7 +65,7 @@ func TestRigDeathmatchResumeAfter10sOutage(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		wg.Go(func() {
-			if err := b.Run(ctx); err != nil {
+			if err := b.Run(ctx); err != nil && !(resumeSeconds == 0 && name == "ann" && errors.Is(err, netbot.ErrDropped)) {
 				t.Errorf("%s: %v", name, err)
 			}
 		})
@@ -67,7 +76,6 @@ func TestRigDeathmatchResumeAfter10sOutage(t *testing.T) {
 		dial(rig.Client(1), fmt.Sprintf("bot%d", i+1), uint64(10+i))
 	}
 	time.Sleep(8 * time.Second) // a few fights
-	t.Logf("tickets issued %d", srv.Net().Counters().ResumeTicketsIssued.Load())
 
 	until := rig.Outage(0, outage)
 	time.Sleep(300 * time.Millisecond) // inputs already on their way have landed
@@ -78,6 +86,16 @@ func TestRigDeathmatchResumeAfter10sOutage(t *testing.T) {
 	time.Sleep(time.Until(until) - 500*time.Millisecond)
 	during, _ := playerLine(srv, ann.ID())
 	held := srv.Net().HeldSeats()
+	if resumeSeconds == 0 {
+		time.Sleep(time.Until(until) + 2*time.Second)
+		_, stays := playerLine(srv, ann.ID())
+		t.Logf("without resumption: outage %v; ann before %q; ann's seat kept: %v; held seats %d; resumed %d",
+			outage, before, stays, held, ann.Stats().Resumed)
+		if stays || held != 0 || ann.Stats().Resumed != 0 {
+			t.Fatalf("resume_seconds = 0 kept a seat")
+		}
+		return
+	}
 
 	for deadline := until.Add(20 * time.Second); ann.Stats().Resumed == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
