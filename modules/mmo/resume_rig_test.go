@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/internal/netrig"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -28,10 +29,18 @@ import (
 // about 40 s.
 //
 //	go test -run TestRigMMOResumeAfter20sOutage -v ./modules/mmo/
+//
+// The subtest resume_seconds=0 is the behaviour before resumption, for
+// comparison: a new connection finds itself logged out.
 func TestRigMMOResumeAfter20sOutage(t *testing.T) {
+	t.Run("resume_seconds=30", func(t *testing.T) { rigMMOOutage(t, 30) })
+	t.Run("resume_seconds=0", func(t *testing.T) { rigMMOOutage(t, 0) })
+}
+
+func rigMMOOutage(t *testing.T, resumeSeconds int) {
 	const outage = 20 * time.Second
 	rig := netrig.New(t, netrig.Config{Clients: 1, Profile: netrig.Home, NAT: true, Lifetime: 3 * time.Minute})
-	srv := startRigMMO(t, rig)
+	srv := startRigMMO(t, rig, resumeSeconds)
 	node := rig.Client(0)
 
 	reg := gamemsg.NewRegistry()
@@ -71,6 +80,10 @@ func TestRigMMOResumeAfter20sOutage(t *testing.T) {
 	}
 	reason, _ := c.CloseReason()
 	left, ok := c.Resumable()
+	if resumeSeconds == 0 {
+		rigMMOAfresh(t, rig, cfg, until, before)
+		return
+	}
 	if !ok {
 		t.Fatalf("not resumable after %v (closed %v)", time.Since(until.Add(-outage)), reason)
 	}
@@ -111,7 +124,7 @@ func TestRigMMOResumeAfter20sOutage(t *testing.T) {
 
 // startRigMMO runs a server with the mmo plugin in the rig's server
 // namespace, exposed as on the internet, the admission caps off.
-func startRigMMO(t *testing.T, rig *netrig.Rig) *host.Server {
+func startRigMMO(t *testing.T, rig *netrig.Rig, resumeSeconds int) *host.Server {
 	t.Helper()
 	bin := testplugin.Build(t, "./modules/mmo/cmd/mmo")
 	dataDir := t.TempDir()
@@ -122,6 +135,7 @@ func startRigMMO(t *testing.T, rig *netrig.Rig) *host.Server {
 	cfg.Network.Exposure, cfg.Network.BindAddress = config.ExposureInternet, rig.Server.Addr.String()
 	cfg.Network.AdmittedPerAddress, cfg.Network.AdmittedPerPrefix = 0, 0
 	cfg.Match.WarmupSeconds, cfg.Match.IntermissionSeconds = 0, 0
+	cfg.Network.ResumeSeconds = resumeSeconds
 	var srv *host.Server
 	must(t, rig.Server.Do(func() (err error) {
 		srv, err = host.New(host.Options{Config: cfg, Logger: testLogger(),
@@ -145,4 +159,27 @@ func (p *player) lines() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.events...)
+}
+
+// rigMMOAfresh is the path without resumption: once the path is back, a new
+// connection is a new client, not logged in: Where is refused until it
+// logs in and enters again.
+func rigMMOAfresh(t *testing.T, rig *netrig.Rig, cfg netstack.ClientConfig, until time.Time, before mmoproto.WhereResult) {
+	time.Sleep(time.Until(until))
+	var c *netstack.Client
+	must(t, rig.Client(0).Do(func() (err error) {
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		defer cancel()
+		c, _, err = client.Dial(ctx, cfg)
+		return err
+	}))
+	t.Cleanup(func() { c.Close() })
+	p := &player{c: c, got: map[wire.MessageType]int{}}
+	p.s = mmoclient.NewSession(c, p.event)
+	go p.receive(c)
+	_, err := p.s.Where(bg)
+	t.Logf("without resumption: a new connection (client %d) asks Where: %v (before the outage: %+v)", c.ID(), err, before)
+	if err == nil {
+		t.Fatal("a new connection was in the world without logging in")
+	}
 }
