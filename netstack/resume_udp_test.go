@@ -366,3 +366,86 @@ func TestResumeAfterHoldRefused(t *testing.T) {
 		t.Fatalf("expired %d, held %d", r.srv.Counters().SeatsExpired.Load(), r.srv.HeldSeats())
 	}
 }
+
+// A server that holds no seats says so (ResumeRequest answered with
+// hold_seconds 0), and one that does not know ResumeRequest refuses it
+// (MessageRefused): either way the client is told at once, holds no
+// ticket, and a timeout ends its connection as before.
+func TestResumeNotOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		old  bool
+	}{{"resume_seconds 0", -1, false}, {"an older server", resumeHoldOK, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSeatRig(t, tc.hold)
+			if tc.old {
+				r.srv.Handle(wire.TypeResumeRequest, nil)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
+			defer cancel()
+			c, err := Dial(ctx, r.clientConfig("dee"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.sess.mu.Lock()
+			answer := c.rt.answer
+			c.sess.mu.Unlock()
+			select {
+			case <-answer:
+			default:
+				t.Fatal("Dial returned before the server answered ResumeRequest")
+			}
+			if c.HasResumeTicket() {
+				t.Fatal("a ticket from a server that holds no seats")
+			}
+			r.link.SetDark(true)
+			<-c.Done()
+			if _, ok := c.Resumable(); ok {
+				t.Fatal("resumable without a ticket")
+			}
+			if r.srv.Counters().ResumeTicketsIssued.Load() != 0 {
+				t.Fatal("tickets counted")
+			}
+		})
+	}
+}
+
+// A client that notices the outage before the server does resumes a seat
+// that is still live: the new session takes it over (the old path is
+// dropped without a Disconnect), and what the server had sent on the old
+// one arrives once.
+func TestResumeTakesOverLiveSession(t *testing.T) {
+	r := newSeatRig(t, resumeHoldOK, func(c *ServerConfig) { c.Timeout = 20 * time.Second })
+	c := r.dial(t, "eve")
+	id := c.ID()
+	r.link.SetDark(true)
+	for _, l := range seq("s", 1, 3) {
+		_ = r.srv.Send(id, lineType, wire.ReliableOrdered, []byte(l))
+	}
+	r.srv.Flush()
+	<-c.Done()
+	if n := r.srv.HeldSeats(); n != 0 {
+		t.Fatalf("%d seats held: the server should not have noticed yet", n)
+	}
+	r.link.SetDark(false)
+	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
+	defer cancel()
+	nc, err := c.Resume(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if got := lines(t, nc, 3); !slices.Equal(got, seq("s", 1, 3)) || nc.ID() != id {
+		t.Fatalf("client %d got %v", nc.ID(), got)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.held) != 0 || len(r.resumed) != 1 || len(r.left) != 0 {
+		t.Fatalf("held %v, resumed %v, left %v", r.held, r.resumed, r.left)
+	}
+	if n := len(r.srv.Clients()); n != 1 {
+		t.Fatalf("%d clients listed, want 1", n)
+	}
+}
