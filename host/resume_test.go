@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,15 @@ func TestResumedPlayerIsResumedToModules(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the client did not time out")
 			}
+			for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				out, _ := srv.Exec("players")
+				if strings.Contains(out, fmt.Sprintf("%d ann ", id)) && strings.Contains(out, "away (seat held for a resumption)") {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("players does not show ann away:\n%s", out)
+				}
+			}
 			relay.SetDark(false)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -62,9 +72,8 @@ func TestResumedPlayerIsResumedToModules(t *testing.T) {
 				t.Fatalf("resumed as %d, want %d", nc.ID(), id)
 			}
 			waitSeat(t, nc, "resumed ann") // not "admitted ann" again: waitSeat fails on any other line
-			out, err := srv.Exec("status")
-			if err != nil || !strings.Contains(out, "1/") {
-				t.Logf("status: %q %v", out, err)
+			if out, _ := srv.Exec("players"); strings.Contains(out, "away") || !strings.Contains(out, "1 player(s)") {
+				t.Fatalf("players after the resumption:\n%s", out)
 			}
 		})
 	}

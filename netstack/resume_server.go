@@ -164,6 +164,18 @@ func (s *Server) appendHeld(peers []*peer) []*peer {
 	return peers
 }
 
+// Held reports whether client id's seat is held for a resumption (its
+// path went dark; it still counts).
+func (s *Server) Held(id uint32) bool {
+	p := s.admitted(id)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.life.seat.held
+}
+
 // HeldSeats returns the number of seats held for a resumption.
 func (s *Server) HeldSeats() int { return int(s.resume.nHeld.Load()) }
 
