@@ -105,11 +105,12 @@ type Console struct {
 	conn      *connection
 	dialing   bool
 	closed    bool
-	known     map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
-	roomWait  *roomWaiter                 // the room command waiting for its answer
-	runCtx    context.Context             // the running command's context (RunInteractive)
-	interrupt context.CancelFunc          // ends the running command (Interrupt)
-	editor    *lineEditor                 // RunInteractive's terminal while it runs
+	known     map[uint32]gamemsg.RoomInfo      // rooms last heard of (rooms.go)
+	roomWait  *roomWaiter                      // the room command waiting for its answer
+	runCtx    context.Context                  // the running command's context (RunInteractive)
+	interrupt context.CancelFunc               // ends the running command (Interrupt)
+	editor    *lineEditor                      // RunInteractive's terminal while it runs
+	resumed   []func(old, nc *netstack.Client) // resume.go: told when a seat is resumed
 }
 
 // NewConsole returns a console with the built-in commands registered.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack"
@@ -50,9 +51,25 @@ func (c *Console) resumeSeat(conn *connection) (resumed, afresh bool) {
 	}
 }
 
+// OnResumed adds fn, called when the console's connection came back to
+// its seat on a new connection (old is the connection that timed out, nc
+// the one that replaced it), before anything of nc is handled: a module's
+// session state kept per connection moves to nc there.
+func (c *Console) OnResumed(fn func(old, nc *netstack.Client)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resumed = append(c.resumed, fn)
+}
+
 // adoptResumed makes the resumed client the console's connection, keeping
 // the world it had seen.
 func (c *Console) adoptResumed(conn *connection, nc *netstack.Client) bool {
+	c.mu.Lock()
+	hooks := slices.Clone(c.resumed)
+	c.mu.Unlock()
+	for _, fn := range hooks {
+		fn(conn.client, nc)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.conn != conn {
