@@ -57,19 +57,19 @@ type migration struct {
 	// Server: the address being validated (zero: none), its challenge
 	// token, when the first authenticated frame came from it, when the
 	// challenge was last sent, and the bytes received from and sent to it.
-	cand          netip.AddrPort
-	token         [8]byte
-	candSince     time.Time
-	challengedAt  time.Time
-	rxBytes       int
-	txBytes       int
-	validated     bool           // the answer came: the server moves the session
-	old           netip.AddrPort // the address before the last move
-	oldUntil      time.Time      // frames from old are the session's until then
-	rxFrom        netip.AddrPort // the source of the datagram being received
-	moveTook      time.Duration  // the last move: first frame from the new address to the move
-	movePing      time.Duration  // the ping when it moved (for OnMigrated)
-	told          bool           // the id was told to the client (counted once)
+	cand         netip.AddrPort
+	token        [8]byte
+	candSince    time.Time
+	challengedAt time.Time
+	rxBytes      int
+	txBytes      int
+	validated    bool           // the answer came: the server moves the session
+	old          netip.AddrPort // the address before the last move
+	oldUntil     time.Time      // frames from old are the session's until then
+	rxFrom       netip.AddrPort // the source of the datagram being received
+	moveTook     time.Duration  // the last move: first frame from the new address to the move
+	movePing     time.Duration  // the ping when it moved (for OnMigrated)
+	told         bool           // the id was told to the client (counted once)
 
 	// Client: the request for an id (a PathChallenge) in flight.
 	wanted    bool // a v4 client that supports migration

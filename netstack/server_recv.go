@@ -14,7 +14,7 @@ const (
 	// classSealedID is a sealed frame with a connection id (§4.1): found by
 	// its id, not its source.
 	classSealedID = 0x03
-	classLegacy = 0x4B // followed by 52 50 53: a bare v1 packet
+	classLegacy   = 0x4B // followed by 52 50 53: a bare v1 packet
 )
 
 // handleDatagram is the whole receive path for one datagram (§2): endpoint
