@@ -155,6 +155,10 @@ func (c *Client) MigrationReady() bool {
 	return c.sess.path.mig.hasID
 }
 
+// LocalAddr returns the address of the client's socket (the current one,
+// after Rebind).
+func (c *Client) LocalAddr() netip.AddrPort { return c.tr.LocalAddr() }
+
 // clientNetwork is the UDP network of a client socket for server.
 func clientNetwork(server netip.AddrPort) string {
 	if server.Addr().Is6() && !server.Addr().Is4In6() {
