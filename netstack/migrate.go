@@ -43,6 +43,14 @@ const (
 	// idRequestTries bounds a client's requests for a connection id; a
 	// server that answers none (or refuses the type) does not migrate.
 	idRequestTries = 8
+	// challengeCopies is how many datagrams carry a challenge (each its own
+	// frame), and a client's answer to one: a lost copy then costs nothing,
+	// where it would cost a resend's wait, so that a migration takes one
+	// round trip on a lossy link too (two copies fit the 3× bound of the
+	// smallest frame: 2 × 39 ≤ 3 × 35 bytes).
+	challengeCopies = 2
+	// answerRepeat is how long after its answer a client sends the copy.
+	answerRepeat = 5 * time.Millisecond
 )
 
 // migration is a session's migration state, a part of its path (session.path).
@@ -77,7 +85,10 @@ type migration struct {
 	reqAt     time.Time
 	reqTries  int
 	refused   bool // the server refused PathChallenge: it does not migrate
-	answering bool // a PathResponse is queued: leave it at the end of the pass
+	// The copy of the client's last answer to a server's challenge, sent
+	// answerRepeat after it in a datagram of its own.
+	again   wire.PathResponse
+	againAt time.Time // zero: no copy pending
 }
 
 // newConnectionID draws a random id (crypto/rand: the id must not be
@@ -117,6 +128,9 @@ func (s *session) onPathChallengeLocked(c wire.PathChallenge) {
 	var w [wire.PathResponseSize]byte
 	s.queueUnreliable(wire.TypePathResponse, wire.AppendPathResponse(w[:0], &r))
 	s.out.urgent = true
+	if !s.server && s.path.mig.hasID && s.path.mig.againAt.IsZero() {
+		s.path.mig.again, s.path.mig.againAt = r, s.rel.rx0.now.Add(answerRepeat)
+	}
 	if s.server && s.path.mig.hasID && !s.path.mig.told {
 		s.path.mig.told = true
 		s.add(idsIssued, 1)
@@ -188,19 +202,23 @@ func (s *session) fromOtherAddressLocked(from netip.AddrPort, n int, now time.Ti
 // there (it waits for more from the client, or for its timeout).
 func (s *session) challengeLocked(now time.Time, b *datagramBatch) {
 	m := &s.path.mig
-	if m.txBytes+challengeDatagramMax > amplificationFactor*m.rxBytes {
-		s.add(challengesHeld, 1)
-		return
+	for i := range challengeCopies {
+		if m.txBytes+challengeDatagramMax > amplificationFactor*m.rxBytes {
+			if i == 0 {
+				s.add(challengesHeld, 1)
+			}
+			return
+		}
+		var w [wire.PathChallengeSize]byte
+		h := wire.Header{Type: wire.TypePathChallenge, Channel: wire.Unreliable}
+		pk := &s.out.pk
+		pk.begin(b, m.cand, now)
+		pk.add(&h, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: m.token}))
+		res := pk.finish()
+		m.txBytes += res.bytes
+		m.challengedAt = now
+		s.countSent(res.datagrams, res.bytes, res.messages)
 	}
-	var w [wire.PathChallengeSize]byte
-	h := wire.Header{Type: wire.TypePathChallenge, Channel: wire.Unreliable}
-	pk := &s.out.pk
-	pk.begin(b, m.cand, now)
-	pk.add(&h, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: m.token}))
-	res := pk.finish()
-	m.txBytes += res.bytes
-	m.challengedAt = now
-	s.countSent(res.datagrams, res.bytes, res.messages)
 }
 
 // migrateServiceLocked runs migration's timers: a client's request for an
@@ -212,6 +230,12 @@ func (s *session) migrateServiceLocked(now time.Time, b *datagramBatch) {
 	if !s.server {
 		if m.wanted && !m.hasID && !m.refused && m.reqTries > 0 && now.Sub(m.reqAt) >= s.retryAfter() {
 			s.requestIDLocked(now)
+		}
+		if !m.againAt.IsZero() && !now.Before(m.againAt) {
+			var w [wire.PathResponseSize]byte
+			s.queueUnreliable(wire.TypePathResponse, wire.AppendPathResponse(w[:0], &m.again))
+			s.out.urgent = true
+			m.againAt = time.Time{}
 		}
 		return
 	}
