@@ -80,11 +80,11 @@ type migration struct {
 	told         bool           // the id was told to the client (counted once)
 
 	// Client: the request for an id (a PathChallenge) in flight.
-	wanted    bool // a v4 client that supports migration
-	reqToken  [8]byte
-	reqAt     time.Time
-	reqTries  int
-	refused   bool // the server refused PathChallenge: it does not migrate
+	wanted   bool // a v4 client that supports migration
+	reqToken [8]byte
+	reqAt    time.Time
+	reqTries int
+	refused  bool // the server refused PathChallenge: it does not migrate
 	// The copy of the client's last answer to a server's challenge, sent
 	// answerRepeat after it in a datagram of its own.
 	again   wire.PathResponse

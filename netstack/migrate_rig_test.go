@@ -251,4 +251,3 @@ func (sc *rigScenario) report(t *testing.T, rebinds int) {
 		t.Fatalf("%d migrations for %d rebindings", len(moves), rebinds)
 	}
 }
-
