@@ -335,7 +335,7 @@ func (s *Server) move(p *peer, now time.Time) {
 	}
 	p.mu.Unlock()
 	s.mu.Unlock()
-	s.log.Debug("client moved to a new address", "client", id, "from", old, "to", to, "took", took)
+	s.log.Debug("client moved to a new address", "client", id, "from", old, "to", to, "took", took, "rtt", ping)
 	if s.cfg.OnMigrated != nil {
 		s.cfg.OnMigrated(Migration{Client: id, From: old, To: to, Took: took, Ping: ping})
 	}
