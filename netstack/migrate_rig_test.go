@@ -27,7 +27,9 @@ import (
 // every stream (nothing lost, repeated or reordered), and measures each
 // migration against the session's round trip. SPARK_RIG_REBINDS and
 // SPARK_RIG_PROFILE change the number of rebindings (default 100) and the
-// profile (default home).
+// profile (default home). SPARK_RIG_NO_MIGRATION=1 is the control: the
+// clients do not ask for a connection id (the behaviour before migration),
+// and the test then requires that the rebindings end sessions.
 //
 //	go test -run TestRigMigration -v ./netstack/
 func TestRigMigration(t *testing.T) {
@@ -45,12 +47,13 @@ func TestRigMigration(t *testing.T) {
 	const namespaces, perNamespace = 8, 8
 	rig := netrig.New(t, netrig.Config{Clients: namespaces, Profile: profile, NAT: true})
 	sc := newRigScenario(t, rig, namespaces*perNamespace)
+	sc.control = os.Getenv("SPARK_RIG_NO_MIGRATION") == "1"
 	for i := range namespaces * perNamespace {
 		sc.dial(t, i%namespaces, i)
 	}
 	eventually(t, "every client's connection id", func() bool {
 		for _, c := range sc.clients {
-			if !c.MigrationReady() {
+			if c.MigrationReady() == sc.control {
 				return false
 			}
 		}
@@ -82,6 +85,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 // rigScenario is a server in the rig's server namespace and its clients.
 type rigScenario struct {
+	control  bool // the clients do not migrate (SPARK_RIG_NO_MIGRATION)
 	rig      *netrig.Rig
 	srv      *netstack.Server
 	clients  []*netstack.Client
@@ -133,7 +137,7 @@ func (sc *rigScenario) dial(t *testing.T, ns, i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: sc.srv.Addr(), Name: fmt.Sprintf("bot%d", i),
-		Pin: sc.srv.Pin(), Conn: conn, Registry: soakRegistry(t)}))
+		Pin: sc.srv.Pin(), Conn: conn, Registry: soakRegistry(t), NoMigration: sc.control}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +248,12 @@ func (sc *rigScenario) report(t *testing.T, rebinds int) {
 		"disconnects %d, send errors %d; ordered messages lost %d (of %d each way per client), out of order or repeated %d; migration time beyond the round trip: p50 %v p99 %v max %v; over RTT+50ms: %d",
 		rebinds, len(sc.clients)/8, len(sc.clients), len(moves), st.Migrations, st.PathValidationsStarted, st.PathValidationsFailed,
 		st.PathChallengesHeld, sc.gone.Load(), sc.sendErrs.Load(), lost, sc.sentUp.Load(), disorder, pct(0.5), pct(0.99), pct(1), over)
+	if sc.control {
+		if sc.gone.Load() == 0 {
+			t.Fatal("control: the rebindings ended no session")
+		}
+		return
+	}
 	if sc.gone.Load() != 0 || lost != 0 || disorder != 0 || sc.sendErrs.Load() != 0 {
 		t.Fatal("the sessions did not survive the rebindings intact")
 	}
