@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,8 +49,7 @@ func TestRigDeathmatchMigration(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "rig.toml")
-	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 64\n[network]\nadmitted_per_address = 0\nadmitted_per_prefix = 0\n"+
-		"connect_burst = 1000\nconnect_refill_per_second = 1000\nprefix_burst = 1000\nprefix_refill_per_second = 1000\n[logging]\nlevel = \"debug\"\n"), 0o644)
+	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 64\n"+rigServerConf), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,45 @@ func TestRigDeathmatchMigration(t *testing.T) {
 		}
 	}
 	moves, early := migrationLog(t, log.lines())
+	logPathMetrics(t, rig)
 	reportMoves(t, rebinds, namespaces*perNamespace, moves, early)
+}
+
+// rigServerConf is the server's config in the rig scenarios: every client
+// comes from the NAT's one address (no admission caps, generous connect
+// budgets), migrations are logged (debug), and /metrics listens on the
+// server namespace's own loopback.
+const rigServerConf = "[network]\nadmitted_per_address = 0\nadmitted_per_prefix = 0\n" +
+	"connect_burst = 1000\nconnect_refill_per_second = 1000\nprefix_burst = 1000\nprefix_refill_per_second = 1000\n" +
+	"[logging]\nlevel = \"debug\"\n[ops]\nlisten = \"127.0.0.1:9100\"\n"
+
+// logPathMetrics logs the server's migration counters, read from /metrics
+// inside the server's namespace.
+func logPathMetrics(t *testing.T, rig *netrig.Rig) {
+	t.Helper()
+	var conn net.Conn
+	err := rig.Server.Do(func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", "127.0.0.1:9100", 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Logf("metrics not read: %v", err)
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+	body, _ := io.ReadAll(conn)
+	var got []string
+	for _, l := range strings.Split(string(body), "\n") {
+		for _, f := range []string{"migrations_total", "path_validations_total", "path_challenges_held_total", "connection_ids_issued_total"} {
+			if strings.HasPrefix(l, "sparkhost_net_"+f) {
+				got = append(got, strings.TrimPrefix(l, "sparkhost_net_"))
+			}
+		}
+	}
+	t.Logf("server: %s", strings.Join(got, ", "))
 }
 
 // migrationLog reads the server's log: each migration's time beyond its

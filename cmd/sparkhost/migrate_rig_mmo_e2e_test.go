@@ -48,8 +48,7 @@ func TestRigMMOMigration(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "rig.toml")
-	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 80\n[network]\nadmitted_per_address = 0\nadmitted_per_prefix = 0\n"+
-		"connect_burst = 1000\nconnect_refill_per_second = 1000\nprefix_burst = 1000\nprefix_refill_per_second = 1000\n[logging]\nlevel = \"debug\"\n"), 0o644)
+	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 80\n"+rigServerConf), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +135,7 @@ func TestRigMMOMigration(t *testing.T) {
 		t.Fatalf("%d requests failed, %d players disconnected", failed.Load(), gone)
 	}
 	moves, early := migrationLog(t, log.lines())
+	logPathMetrics(t, rig)
 	reportMoves(t, rebinds, len(players), moves, early)
 }
 
