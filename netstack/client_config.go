@@ -103,8 +103,9 @@ type ClientConfig struct {
 	// NoMigration: the client does not ask the server for a connection id
 	// (docs/protocol.md §4.1), so its session ends when its address
 	// changes (a NAT rebinding, Rebind) instead of following it. By default
-	// a v4 client asks, right after admission, and from the answer on its
-	// frames carry the id (8 bytes more each).
+	// a v4 client over a socket (its own, or Conn) asks, right after
+	// admission, and from the answer on its frames carry the id (8 bytes
+	// more each); one over a Transport never does.
 	NoMigration bool
 }
 
