@@ -105,10 +105,11 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 	}
 	p.path.mig.rxFrom = from
 	ok := p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
-	move := false
+	move, challenged := false, false
 	if ok && from != p.path.addr && p.state == slotConnected && !p.life.closed {
+		spans := len(s.rxFlush.b.spans)
 		move = p.fromOtherAddressLocked(from, len(d), now, &s.rxFlush.b)
-		p.out.urgent = p.out.urgent || len(s.rxFlush.b.spans) > 0 // the challenge leaves with this pass
+		challenged = len(s.rxFlush.b.spans) > spans // written at the end of this pass
 	}
 	closed := p.lingerDoneLocked(now) // the Acks that end a linger end it now
 	info := p.info()
@@ -133,7 +134,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 		return
 	}
 	p.mu.Lock()
-	if (p.out.urgent || p.out.sends.Load() != sends) && !p.rxMarked {
+	if (p.out.urgent || challenged || p.out.sends.Load() != sends) && !p.rxMarked {
 		p.rxMarked = true
 		s.rxTouched = append(s.rxTouched, p)
 	}

@@ -26,6 +26,10 @@ func FuzzOpen(f *testing.F) {
 	f.Add(make([]byte, Overhead))
 	keys := [2][32]byte{key(1), handshake.Ratchet(key(1))}
 	f.Fuzz(func(t *testing.T, d []byte) {
+		if id, ok := FrameID(d); ok != (len(d) >= HeaderSizeID+TagSize && d[0] == FrameClassID) ||
+			ok && !bytes.Equal(id[:], d[HeaderSize:HeaderSizeID]) {
+			t.Fatalf("FrameID(%x) = %x, %v", d, id, ok)
+		}
 		p, err := NewOpener(key(1)).Open(nil, d, t0)
 		if err != nil {
 			if p != nil {
