@@ -47,7 +47,7 @@ const (
 	// frame), and a client's answer to one: a lost copy then costs nothing,
 	// where it would cost a resend's wait, so that a migration takes one
 	// round trip on a lossy link too (two copies fit the 3× bound of the
-	// smallest frame: 2 × 39 ≤ 3 × 35 bytes).
+	// smallest frame: 2 × 43 ≤ 3 × 35 bytes).
 	challengeCopies = 2
 	// answerRepeat is how long after its answer a client sends the copy.
 	answerRepeat = 5 * time.Millisecond
