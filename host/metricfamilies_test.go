@@ -105,6 +105,7 @@ func TestMetricFamilies(t *testing.T) {
 		{"transport", metricsOfTheTransport},
 		{"handshakes", metricsOfHandshakes},
 		{"resumption", metricsOfResumption},
+		{"migration", metricsOfMigration},
 	}
 	all := true
 	for _, g := range groups {

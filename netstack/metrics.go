@@ -74,9 +74,16 @@ var counterTable = []struct {
 	{"resumptions_total", resumeHelp, "result", "resumed", func(s *Server) uint64 { return s.ctr.Resumed.Load() }},
 	{"resumptions_total", resumeHelp, "result", "expired", func(s *Server) uint64 { return s.ctr.ResumeRefusedExpired.Load() }},
 	{"resumptions_total", resumeHelp, "result", "invalid", func(s *Server) uint64 { return s.ctr.ResumeRefusedInvalid.Load() }},
+	{"connection_ids_issued_total", "Connection ids told to clients that asked for one (they can migrate; docs/protocol.md §4.1).", "", "", func(s *Server) uint64 { return s.ctr.ConnectionIDsIssued.Load() }},
+	{"migrations_total", "Sessions moved to a new client address after the client proved it (a path validation that succeeded).", "", "", func(s *Server) uint64 { return s.ctr.Migrations.Load() }},
+	{"path_validations_total", pathHelp, "result", "started", func(s *Server) uint64 { return s.ctr.PathValidationsStarted.Load() }},
+	{"path_validations_total", pathHelp, "result", "failed", func(s *Server) uint64 { return s.ctr.PathValidationsFailed.Load() }},
+	{"path_challenges_held_total", "Path challenges not sent because they would pass three times the bytes received from the unvalidated address.", "", "", func(s *Server) uint64 { return s.ctr.PathChallengesHeld.Load() }},
 }
 
 const resumeHelp = "Handshakes that presented a resume ticket, by result: resumed, refused ResumeExpired (the seat was no longer held), refused ResumeInvalid (ticket, proof, name or server wrong, or the ticket used)."
+
+const pathHelp = "Path validations of a new client address (an authenticated frame came from it), by result: started, and failed (not answered within 3 s, or replaced by a newer address; the session stayed where it was)."
 
 const capHelp = "Clients refused AddressLimit because their address, or their /24 or /64, had as many admitted clients as the admission caps allow (at the hello and at admission)."
 

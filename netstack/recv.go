@@ -161,8 +161,17 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 			return
 		}
 		s.peerClosedLocked(wire.DisconnectReason(d.Reason), d.Detail)
+	case wire.TypePathChallenge:
+		if c, err := wire.ParsePathChallenge(payload); err == nil {
+			s.onPathChallengeLocked(c)
+		}
+	case wire.TypePathResponse:
+		if r, err := wire.ParsePathResponse(payload); err == nil {
+			s.onPathResponseLocked(r)
+		}
 	case wire.TypeMessageRefused:
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
+			s.onRefusedLocked(n)
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
 			if n.Type == wire.TypeResumeRequest && s.life.seat.noTickets != nil {
 				s.life.seat.noTickets() // a server that holds no seats (resume_client.go)

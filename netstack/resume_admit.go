@@ -102,6 +102,9 @@ func (s *Server) moveSeat(seat, np *peer) capKind {
 		delete(s.byAddr, seat.path.addr)
 	}
 	s.unholdLocked(seat)
+	if m := &seat.path.mig; m.hasID && s.byConnID[m.id] == seat {
+		delete(s.byConnID, m.id) // the old session's connection id dies with it
+	}
 	s.admittedBy.add(np.path.addr.Addr())
 	s.byAddr[np.path.addr] = np
 	s.byID[np.id] = np

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,10 @@ type resumeState struct {
 	jar      *ticketJar
 	held     map[uint32]*peer // under Server.mu; also still in byID
 	nHeld    atomic.Int64     // len(held), for readers without the lock (metrics)
+	// heldAt finds a held seat by its old address (under Server.mu), so
+	// that its client, if it comes back there before its own timeout, is
+	// heard (a client with a connection id is found by it).
+	heldAt map[netip.AddrPort]*peer
 }
 
 // unholdLocked forgets a held seat; under Server.mu.
@@ -46,10 +51,51 @@ func (s *Server) unholdLocked(p *peer) {
 		delete(s.resume.held, p.id)
 		s.resume.nHeld.Add(-1)
 	}
+	if s.resume.heldAt[p.path.addr] == p {
+		delete(s.resume.heldAt, p.path.addr)
+	}
+}
+
+// heldAt returns the held seat whose old address is from.
+func (s *Server) heldAt(from netip.AddrPort) *peer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.resume.heldAt[from]
+}
+
+// wakeLocked ends the hold of a seat whose client was heard again, on its
+// old session (it came back before its own timeout): nothing to resume,
+// the session goes on, what waited is resent at once. It reports whether
+// the seat was held.
+func (p *peer) wakeLocked(now time.Time) bool {
+	if !p.life.seat.held || p.state != slotConnected || p.life.closed {
+		return false
+	}
+	p.life.seat.held = false
+	p.life.reason, p.life.detail = 0, ""
+	p.path.lastAuth = now
+	_ = p.rel.engine.Resume(now)
+	p.out.urgent = true
+	return true
+}
+
+// wakeSeat puts a seat that woke back in the endpoint map, at its address
+// (migration moves it from there if its client came from elsewhere).
+func (s *Server) wakeSeat(p *peer) {
+	s.mu.Lock()
+	s.unholdLocked(p)
+	if s.byAddr[p.path.addr] == nil && s.byID[p.id] == p {
+		s.byAddr[p.path.addr] = p
+		s.admittedBy.add(p.path.addr.Addr())
+	}
+	s.mu.Unlock()
+	s.ctr.SeatsWoken.Add(1)
+	s.log.Info("client back on its held seat's session", "client", p.id)
 }
 
 func (s *Server) initResume(now time.Time) {
-	s.resume = resumeState{hold: max(s.cfg.ResumeHold, 0), lifetime: s.cfg.TicketLifetime, held: make(map[uint32]*peer)}
+	s.resume = resumeState{hold: max(s.cfg.ResumeHold, 0), lifetime: s.cfg.TicketLifetime,
+		held: make(map[uint32]*peer), heldAt: make(map[netip.AddrPort]*peer)}
 	s.resume.jar = newTicketJar(s.resume.lifetime, now)
 	s.handlers[wire.TypeResumeRequest] = s.onResumeRequest
 }
@@ -104,6 +150,7 @@ func (s *Server) holdSeat(p *peer) {
 		s.admittedBy.release(p.path.addr.Addr())
 		s.resume.held[p.id] = p
 		s.resume.nHeld.Add(1)
+		s.resume.heldAt[p.path.addr] = p
 	}
 	s.mu.Unlock()
 	if !moved {

@@ -449,3 +449,54 @@ func TestResumeTakesOverLiveSession(t *testing.T) {
 		t.Fatalf("%d clients listed, want 1", n)
 	}
 }
+
+// A client that comes back before its own timeout, after the server held
+// its seat, is simply heard again on its old session — by its connection
+// id, or (a client that does not migrate) by its old address: the seat
+// wakes, what the server sent meanwhile arrives once, and nobody resumed.
+func TestResumeHeldSeatWakes(t *testing.T) {
+	for _, noMigration := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoMigration=%v", noMigration), func(t *testing.T) {
+			r := newSeatRig(t, resumeHoldOK)
+			cfg := r.clientConfig("gus")
+			cfg.Timeout, cfg.NoMigration = 20*time.Second, noMigration
+			ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
+			defer cancel()
+			c, err := Dial(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			waitFor(t, "a ticket", c.HasResumeTicket)
+			if !noMigration {
+				waitFor(t, "a connection id", c.MigrationReady)
+			}
+			id := c.ID()
+			r.link.SetDark(true)
+			waitFor(t, "the seat held", func() bool { return r.srv.Held(id) })
+			for _, l := range seq("s", 1, 3) {
+				if err := r.srv.Send(id, lineType, wire.ReliableOrdered, []byte(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.link.SetDark(false)
+			if got := lines(t, c, 3); !slices.Equal(got, seq("s", 1, 3)) {
+				t.Fatalf("got %v", got)
+			}
+			waitFor(t, "the seat awake", func() bool { return !r.srv.Held(id) && r.srv.HeldSeats() == 0 })
+			select {
+			case <-c.Done():
+				t.Fatal("the client's connection ended")
+			default:
+			}
+			if r.srv.Counters().SeatsWoken.Load() != 1 || r.srv.Counters().Resumed.Load() != 0 {
+				t.Fatalf("woken %d, resumed %d", r.srv.Counters().SeatsWoken.Load(), r.srv.Counters().Resumed.Load())
+			}
+			if err := c.Send(lineType, wire.ReliableOrdered, []byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			c.Flush()
+			waitFor(t, "the client heard", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) == 1 })
+		})
+	}
+}

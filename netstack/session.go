@@ -156,8 +156,9 @@ type sendQueue struct {
 // peerPath is the network path to the peer: its address and how it was
 // proved, liveness and heartbeats, and the estimates of RTT, loss and
 // bandwidth (path.go). Migration and congestion control extend it. Owner:
-// the session; guarded by its mu. addr and proof never change after
-// newSession: the server's maps read addr under their own lock.
+// the session; guarded by its mu. addr and proof change only when a
+// server's session migrates (migrate.go), under both the server's mu and
+// the session's: the server's maps read addr under their own lock.
 type peerPath struct {
 	addr  netip.AddrPort
 	proof addrProof // how the peer proved addr (the server's sessions)
@@ -170,6 +171,11 @@ type peerPath struct {
 	hbNext        int
 
 	q linkQuality
+
+	// Connection migration (migrate.go): the connection id, the address
+	// being validated and the one left. Kept apart from the fields above so
+	// that congestion control's can be added beside them.
+	mig migration
 }
 
 // lifecycle is where the session stands between its handshake and its end:
@@ -210,7 +216,8 @@ type sessionKeys struct {
 func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
 	rc := cfg.reliable
 	if version >= handshake.ProtocolVersion4 {
-		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize)
+		// A migrating client's frames carry a connection id: room for it.
+		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize - cfg.idRoom)
 	} else {
 		rc.MaxFragmentPayload = 0
 	}
@@ -249,6 +256,7 @@ type channelConfig struct {
 	holdFor             time.Duration // held.go: the server's not-loaded hold, a v4 client's unannounced one
 	closeLinger         time.Duration // linger.go: the graceful close's wait (0: none)
 	deliverRefusals     bool          // a client's MessageRefused notices also go to Receive
+	idRoom              int           // header bytes a connection id may add (a client that migrates)
 }
 
 // fit completes a channelConfig taken from a populated ServerConfig or
@@ -329,6 +337,7 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.path.timeout.String(), now)
 		return s.life.closed // a held seat is not closed (resume_session.go)
 	}
+	s.migrateServiceLocked(now, b)
 	due := s.out.urgent
 	if !now.Before(s.path.nextHeartbeat) && !s.life.finishing {
 		s.queueHeartbeatLocked(now)

@@ -55,6 +55,7 @@ type Counters struct {
 	SeatsHeld            atomic.Uint64 // seats held when their path went dark
 	SeatsExpired         atomic.Uint64 // holds that ended without a resumption
 	Resumed              atomic.Uint64
+	SeatsWoken           atomic.Uint64 // held seats whose client was heard again on the old session
 	ResumeRefusedExpired atomic.Uint64 // refused ResumeExpired
 	ResumeRefusedInvalid atomic.Uint64 // refused ResumeInvalid
 
@@ -83,6 +84,13 @@ type Counters struct {
 	// at admission; these are answered, not dropped.
 	AddressCapRefused atomic.Uint64 // the source address had PerAddress admitted clients
 	PrefixCapRefused  atomic.Uint64 // its /24 or /64 had PerPrefix
+
+	// Connection migration (migrate.go, server only).
+	ConnectionIDsIssued    atomic.Uint64 // connection ids told to clients that asked
+	PathValidationsStarted atomic.Uint64 // an authenticated frame came from a new address
+	PathValidationsFailed  atomic.Uint64 // abandoned: not answered in time, or replaced by a newer address
+	PathChallengesHeld     atomic.Uint64 // a challenge not sent: it would pass 3× the bytes received from the address
+	Migrations             atomic.Uint64 // sessions moved to a validated new address
 }
 
 // Stats is a snapshot of one peer's statistics (§13), or of a whole server
@@ -142,6 +150,13 @@ type Stats struct {
 	UnvalidatedRefusalRefused uint64
 	AddressCapRefused         uint64 // admission caps: per address
 	PrefixCapRefused          uint64 // admission caps: per /24 or /64
+
+	// Connection migration (the server's, totals and per client).
+	ConnectionIDsIssued    uint64
+	PathValidationsStarted uint64
+	PathValidationsFailed  uint64
+	PathChallengesHeld     uint64
+	Migrations             uint64
 }
 
 func (c *Counters) snapshot() Stats {
@@ -188,6 +203,12 @@ func (c *Counters) snapshot() Stats {
 		UnvalidatedRefusalRefused: c.UnvalidatedRefusalRefused.Load(),
 		AddressCapRefused:         c.AddressCapRefused.Load(),
 		PrefixCapRefused:          c.PrefixCapRefused.Load(),
+
+		ConnectionIDsIssued:    c.ConnectionIDsIssued.Load(),
+		PathValidationsStarted: c.PathValidationsStarted.Load(),
+		PathValidationsFailed:  c.PathValidationsFailed.Load(),
+		PathChallengesHeld:     c.PathChallengesHeld.Load(),
+		Migrations:             c.Migrations.Load(),
 	}
 }
 

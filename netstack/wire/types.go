@@ -42,6 +42,10 @@ func (t MessageType) String() string {
 		return "ResumeTicket"
 	case TypeResumeRequest:
 		return "ResumeRequest"
+	case TypePathChallenge:
+		return "PathChallenge"
+	case TypePathResponse:
+		return "PathResponse"
 	}
 	if n, ok := registeredName(t); ok {
 		return n

@@ -86,6 +86,10 @@ func validateBuiltin(t MessageType, p []byte) error {
 		_, err = ParseResumeTicket(p)
 	case TypeResumeRequest:
 		err = CheckResumeRequest(p)
+	case TypePathChallenge:
+		_, err = ParsePathChallenge(p)
+	case TypePathResponse:
+		_, err = ParsePathResponse(p)
 	default:
 		err = ErrUnknownType
 	}
