@@ -24,9 +24,11 @@ import (
 
 // Resumption on the real-network rig (docs/netrig.md): a deathmatch on a
 // `home` link behind the router's NAT; one player's path goes completely
-// dark for 10 s — longer than client_timeout (5 s here, so the drop is
-// certain) — and it comes back by itself to the same seat: the same client
-// id, team and score, the module never told it left. Bounded: about 30 s.
+// dark for 10 s — longer than the timeout (5 s here at both ends, so the
+// drop is certain: with the default 10 s a 10 s outage races the timeout,
+// and a path back before the client's own timeout just wakes the seat) —
+// and it comes back by itself to the same seat: the same client id, team
+// and score, the module never told it left. Bounded: about 45 s.
 //
 //	go test -run TestRigDeathmatchResumeAfter10sOutage -v ./modules/deathmatch/
 //
@@ -51,7 +53,7 @@ func rigDeathmatchOutage(t *testing.T, resumeSeconds int) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	dial := func(node *netrig.Client, name string, seed uint64) *netbot.Bot {
 		cfg := netbot.Config{Name: name, Seed: seed,
-			Client: netstack.ClientConfig{Server: addr, Pin: srv.Pin(), Resumable: true},
+			Client: netstack.ClientConfig{Server: addr, Pin: srv.Pin(), Resumable: true, Timeout: 5 * time.Second},
 			Resume: func(ctx context.Context, c *netstack.Client) (nc *netstack.Client, err error) {
 				// The new socket opens in the client's namespace.
 				derr := node.Do(func() error { nc, err = c.Resume(ctx); return nil })
