@@ -46,7 +46,7 @@ type drainState struct {
 	// ended is each room's MatchesEnded when the drain first saw it: once
 	// it grows, the match the drain waited for is over.
 	ended map[module.RoomID]uint64
-	done     bool
+	done  bool
 	// stop ends Run; set by Run.
 	stop context.CancelFunc
 }

@@ -99,12 +99,12 @@ type Server struct {
 	peakPlayers int
 	served      atomic.Uint64
 
-	ops  opsState // metrics, probes, status page, Agones (snapshot.go)
+	ops opsState // metrics, probes, status page, Agones (snapshot.go)
 	// drain is the drain (drain.go; game thread); drainView what other
 	// goroutines read of it (nil: not draining).
 	drain     drainState
 	drainView atomic.Pointer[drainView]
-	opts Options
+	opts      Options
 }
 
 type adminRequest struct {
