@@ -1,0 +1,252 @@
+package mmo_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/host/admin"
+	"github.com/sparkhost/sparkhost/host/testplugin"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// drainPlayers is how many characters are online on the area server that
+// is restarted (the goal in docs/performance.md, "Drain").
+const drainPlayers = 50
+
+// areaProcess is an area server run as a real `sparkhost run --module mmo`
+// process.
+type areaProcess struct {
+	cmd  *exec.Cmd
+	dir  string
+	exit chan error
+}
+
+// startAreaProcess runs area i of w as a sparkhost process on its port and
+// waits until its mmo module serves the area.
+func startAreaProcess(t *testing.T, bin string, w *areaWorld, i int) *areaProcess {
+	t.Helper()
+	a := &w.areas[i]
+	testModuleConfig(t, a.dir)
+	cmd := exec.Command(bin, "run", "--module", "mmo", "--data-dir", a.dir, "--port", strconv.Itoa(a.port), "--bind", "127.0.0.1")
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	p := &areaProcess{cmd: cmd, dir: a.dir, exit: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+		}
+		p.exit <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", a.name, tail(stderr.String(), 4000))
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if out, err := p.admin("mmo_online"); err == nil && strings.Contains(out, "area "+a.name) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("area server %s did not serve its area within 60 s:\n%s", a.name, tail(stderr.String(), 4000))
+		}
+	}
+}
+
+// admin runs one admin command through the process's socket.
+func (p *areaProcess) admin(line string) (string, error) {
+	return admin.Call(filepath.Join(p.dir, admin.SocketName), line, 30*time.Second)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// characterName is the i-th test character's name (letters only).
+func characterName(i int) string {
+	return "Char" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+}
+
+// onlinePlayer is one of the characters online for the drain.
+type onlinePlayer struct {
+	*player
+	name string
+	x, y float32
+}
+
+// bringOnline registers, logs in, creates and enters n characters on the
+// server at addr, walks each a little in its own direction and stops it,
+// so that every character stands somewhere of its own inside the area.
+func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int) []*onlinePlayer {
+	t.Helper()
+	out := make([]*onlinePlayer, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			account, name := fmt.Sprintf("acct%02d", i), characterName(i)
+			p := dialAt(t, addr, pin, account)
+			p.follow(t)
+			ctx, cancel := context.WithTimeout(bg, 60*time.Second)
+			defer cancel()
+			if _, err := p.s.Register(ctx, account, "pw-"+account); err != nil {
+				errs <- fmt.Errorf("%s: register: %w", account, err)
+				return
+			}
+			if _, err := p.s.Login(ctx, account, "pw-"+account); err != nil {
+				errs <- fmt.Errorf("%s: login: %w", account, err)
+				return
+			}
+			if err := p.s.Create(ctx, name); err != nil {
+				errs <- fmt.Errorf("%s: create: %w", name, err)
+				return
+			}
+			if _, err := p.s.Enter(ctx, name); err != nil {
+				errs <- fmt.Errorf("%s: enter: %w", name, err)
+				return
+			}
+			angle := 2 * math.Pi * float64(i) / float64(n)
+			if err := p.s.Move(ctx, float32(math.Cos(angle)), float32(math.Sin(angle))); err != nil {
+				errs <- fmt.Errorf("%s: move: %w", name, err)
+				return
+			}
+			time.Sleep(time.Duration(100+4*i) * time.Millisecond)
+			if err := p.s.Stop(ctx); err != nil {
+				errs <- fmt.Errorf("%s: stop: %w", name, err)
+				return
+			}
+			out[i] = &onlinePlayer{player: p, name: name}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the Stops have landed
+	for _, p := range out {
+		wr, err := p.s.Where(bg)
+		must(t, err)
+		p.x, p.y = wr.X, wr.Y
+	}
+	return out
+}
+
+// waitWhere waits until p's server has its character where it stood.
+func (p *onlinePlayer) waitWhere(t *testing.T, area string) {
+	t.Helper()
+	p.waitEvent(t, "mmo handed over to "+area+": in the world as "+p.name)
+	wr, err := p.s.Where(bg)
+	must(t, err)
+	if math.Abs(float64(wr.X-p.x)) > 0.01 || math.Abs(float64(wr.Y-p.y)) > 0.01 {
+		t.Errorf("%s on %s at %v,%v; it stood at %v,%v", p.name, area, wr.X, wr.Y, p.x, p.y)
+	}
+}
+
+// TestAreasDrainRollingRestart: the rolling restart of one area server.
+// Two area servers (west, east) run as real `sparkhost run --module mmo`
+// processes on one PostgreSQL database; 50 characters play on west, each
+// standing somewhere of its own inside west. `sparkhost admin drain` on
+// west: nobody new is admitted, east covers west's area, west hands every
+// character to east, each client follows by itself and plays on east where
+// it stood (west's area, not pushed to the border); west exits 0. West
+// starts again: the cover ends and east hands every character standing in
+// west's area back to west, where it stood: none lost, none moved.
+func TestAreasDrainRollingRestart(t *testing.T) {
+	w := newAreaWorld(t, "speed = 100",
+		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
+		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
+	bin := testplugin.Build(t, "./cmd/sparkhost")
+	west, east := startAreaProcess(t, bin, w, 0), startAreaProcess(t, bin, w, 1)
+	db := openShared(t, w.url)
+
+	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers)
+	began := time.Now()
+	out, err := west.admin("drain 60s")
+	if err != nil || !strings.Contains(out, "draining") {
+		t.Fatalf("drain: %q %v", out, err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	_, _, err = client.Dial(ctx, netstack.ClientConfig{Server: w.areas[0].addr, Name: "late", Pin: w.areas[0].pin})
+	var he *netstack.HandshakeError
+	if !errors.As(err, &he) || he.Reason != wire.RejectServerDraining {
+		t.Errorf("a new client while west drains: %v, want ConnectRejected ServerDraining", err)
+	}
+	for _, p := range players {
+		p.waitWhere(t, "east")
+	}
+	followed := time.Since(began)
+	select {
+	case err := <-west.exit:
+		if err != nil {
+			t.Fatalf("west exited with %v after its drain, want 0", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("west did not exit within 60 s of its drain")
+	}
+	drained := time.Since(began)
+	eastID := holderOf(t, db, players[0].name)
+	for _, p := range players {
+		if h := holderOf(t, db, p.name); h != eastID {
+			t.Errorf("%s is held by %q, want east (%q)", p.name, h, eastID)
+		}
+	}
+	if out, _ := east.admin("mmo_online"); !strings.Contains(out, "covering [west]") || !strings.Contains(out, fmt.Sprintf("in world %d", drainPlayers)) {
+		t.Errorf("east after the drain:\n%s", out)
+	}
+	t.Logf("drain of west with %d characters: all followed to east in %v, west exited 0 after %v",
+		drainPlayers, followed.Round(time.Millisecond), drained.Round(time.Millisecond))
+
+	restarted := time.Now()
+	startAreaProcess(t, bin, w, 0)
+	for _, p := range players {
+		p.waitWhere(t, "west")
+	}
+	t.Logf("west restarted: all %d characters back on west %v after its start began", drainPlayers, time.Since(restarted).Round(time.Millisecond))
+	if out, _ := east.admin("mmo_online"); strings.Contains(out, "covering") {
+		t.Errorf("east still covers west after west's restart:\n%s", out)
+	}
+	for _, p := range players {
+		if h := holderOf(t, db, p.name); h == eastID || h == "" {
+			t.Errorf("%s is held by %q after west's restart", p.name, h)
+		}
+		if st := p.s.Status(); st.Character != p.name {
+			t.Errorf("%s's session: %+v", p.name, st)
+		}
+	}
+}
+
+// holderOf is the server holding name's character.
+func holderOf(t *testing.T, db interface {
+	Holder(context.Context, string) (string, time.Time, error)
+}, name string) string {
+	t.Helper()
+	h, _, err := db.Holder(bg, name)
+	must(t, err)
+	return h
+}
