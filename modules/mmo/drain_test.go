@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -40,7 +41,12 @@ func startAreaProcess(t *testing.T, bin string, w *areaWorld, i int) *areaProces
 	t.Helper()
 	a := &w.areas[i]
 	testModuleConfig(t, a.dir)
-	cmd := exec.Command(bin, "run", "--module", "mmo", "--data-dir", a.dir, "--port", strconv.Itoa(a.port), "--bind", "127.0.0.1")
+	// Every test client connects from 127.0.0.1: the per-address budgets
+	// and caps that protect a server from one source are lifted.
+	conf := filepath.Join(a.dir, "sparkhost.toml")
+	must(t, os.WriteFile(conf, []byte("[server]\nmax_clients = 256\n[network]\nconnect_burst = 10000\nconnect_refill_per_second = 10000\n"+
+		"prefix_burst = 10000\nprefix_refill_per_second = 10000\nhalf_open_per_address = 1024\nhalf_open_per_prefix = 1024\n"), 0o600))
+	cmd := exec.Command(bin, "run", "--config", conf, "--module", "mmo", "--data-dir", a.dir, "--port", strconv.Itoa(a.port), "--bind", "127.0.0.1")
 	out, err := cmd.StdoutPipe()
 	must(t, err)
 	var stderr syncBuffer
@@ -102,15 +108,18 @@ func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int) []*online
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	errs := make(chan error, n)
+	conns := make([]*player, n)
+	for i := range n {
+		conns[i] = dialAt(t, addr, pin, fmt.Sprintf("acct%02d", i))
+		conns[i].follow(t)
+	}
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			account, name := fmt.Sprintf("acct%02d", i), characterName(i)
-			p := dialAt(t, addr, pin, account)
-			p.follow(t)
+			account, name, p := fmt.Sprintf("acct%02d", i), characterName(i), conns[i]
 			ctx, cancel := context.WithTimeout(bg, 60*time.Second)
 			defer cancel()
 			if _, err := p.s.Register(ctx, account, "pw-"+account); err != nil {
@@ -177,7 +186,7 @@ func (p *onlinePlayer) waitWhere(t *testing.T, area string) {
 // starts again: the cover ends and east hands every character standing in
 // west's area back to west, where it stood: none lost, none moved.
 func TestAreasDrainRollingRestart(t *testing.T) {
-	w := newAreaWorld(t, "speed = 100",
+	w := newAreaWorld(t, "speed = 100\nmax_registrations = 0",
 		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
 		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
 	bin := testplugin.Build(t, "./cmd/sparkhost")
