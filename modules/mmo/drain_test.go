@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,4 +259,48 @@ func holderOf(t *testing.T, db interface {
 	h, _, err := db.Holder(bg, name)
 	must(t, err)
 	return h
+}
+
+// TestAreasRestartWithoutDrain is the baseline of the rolling restart: the
+// same world and 50 characters, west stopped by SIGTERM (what a restart
+// without a drain does). Every client is disconnected (ServerShutdown),
+// none follows anywhere: each player must log in again by hand. It
+// measures the "before" of docs/performance.md, "Drain".
+func TestAreasRestartWithoutDrain(t *testing.T) {
+	w := newAreaWorld(t, "speed = 100\nmax_registrations = 0",
+		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
+		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
+	bin := testplugin.Build(t, "./cmd/sparkhost")
+	west, _ := startAreaProcess(t, bin, w, 0), startAreaProcess(t, bin, w, 1)
+	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers)
+	must(t, west.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-west.exit:
+	case <-time.After(30 * time.Second):
+		t.Fatal("west did not stop within 30 s of SIGTERM")
+	}
+	dropped, followed := 0, 0
+	for _, p := range players {
+		p.mu.Lock()
+		c := p.c
+		p.mu.Unlock()
+		select {
+		case <-c.Done():
+			if r, _ := c.CloseReason(); r == wire.DisconnectServerShutdown {
+				dropped++
+			}
+		case <-time.After(5 * time.Second):
+		}
+		p.mu.Lock()
+		for _, e := range p.events {
+			if strings.Contains(e, "mmo handed over to east") {
+				followed++
+			}
+		}
+		p.mu.Unlock()
+	}
+	t.Logf("restart of west without a drain: %d of %d clients disconnected (ServerShutdown), %d followed to east", dropped, drainPlayers, followed)
+	if dropped != drainPlayers || followed != 0 {
+		t.Fatalf("without a drain: %d disconnected, %d followed; the baseline is every player dropped", dropped, followed)
+	}
 }
