@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -20,8 +21,10 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/testplugin"
+	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // drainPlayers is how many characters are online on the area server that
@@ -36,18 +39,33 @@ type areaProcess struct {
 	exit chan error
 }
 
+// launcher starts area server processes: the sparkhost binary, run as is
+// (on 127.0.0.1) or through command (inside a namespace of the rig).
+type launcher struct {
+	bin     string
+	command func(name string, args ...string) *exec.Cmd // nil: exec.Command
+	flags   []string                                     // more `run` flags (--internet)
+	network string                                       // more [network] keys
+}
+
 // startAreaProcess runs area i of w as a sparkhost process on its port and
 // waits until its mmo module serves the area.
-func startAreaProcess(t *testing.T, bin string, w *areaWorld, i int) *areaProcess {
+func startAreaProcess(t *testing.T, l *launcher, w *areaWorld, i int) *areaProcess {
 	t.Helper()
 	a := &w.areas[i]
 	testModuleConfig(t, a.dir)
-	// Every test client connects from 127.0.0.1: the per-address budgets
+	// Every test client connects from one address: the per-address budgets
 	// and caps that protect a server from one source are lifted.
 	conf := filepath.Join(a.dir, "sparkhost.toml")
 	must(t, os.WriteFile(conf, []byte("[server]\nmax_clients = 256\n[network]\nconnect_burst = 10000\nconnect_refill_per_second = 10000\n"+
-		"prefix_burst = 10000\nprefix_refill_per_second = 10000\nhalf_open_per_address = 1024\nhalf_open_per_prefix = 1024\n"), 0o600))
-	cmd := exec.Command(bin, "run", "--config", conf, "--module", "mmo", "--data-dir", a.dir, "--port", strconv.Itoa(a.port), "--bind", "127.0.0.1")
+		"prefix_burst = 10000\nprefix_refill_per_second = 10000\nhalf_open_per_address = 1024\nhalf_open_per_prefix = 1024\n"+l.network), 0o600))
+	args := append([]string{"run", "--config", conf, "--module", "mmo", "--data-dir", a.dir, "--port", strconv.Itoa(a.port),
+		"--bind", a.addr.Addr().String()}, l.flags...)
+	command := l.command
+	if command == nil {
+		command = exec.Command
+	}
+	cmd := command(l.bin, args...)
 	out, err := cmd.StdoutPipe()
 	must(t, err)
 	var stderr syncBuffer
@@ -69,6 +87,11 @@ func startAreaProcess(t *testing.T, bin string, w *areaWorld, i int) *areaProces
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if out, err := p.admin("mmo_online"); err == nil && strings.Contains(out, "area "+a.name) {
 			return p
+		}
+		select {
+		case err := <-p.exit:
+			t.Fatalf("area server %s exited (%v):\n%s", a.name, err, tail(stderr.String(), 4000))
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("area server %s did not serve its area within 60 s:\n%s", a.name, tail(stderr.String(), 4000))
@@ -103,7 +126,8 @@ type onlinePlayer struct {
 // bringOnline registers, logs in, creates and enters n characters on the
 // server at addr, walks each a little in its own direction and stops it,
 // so that every character stands somewhere of its own inside the area.
-func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int) []*onlinePlayer {
+// open, when set, opens player i's sockets (in a namespace of the rig).
+func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int, open func(i int) (net.PacketConn, error)) []*onlinePlayer {
 	t.Helper()
 	out := make([]*onlinePlayer, n)
 	var wg sync.WaitGroup
@@ -111,8 +135,17 @@ func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int) []*online
 	errs := make(chan error, n)
 	conns := make([]*player, n)
 	for i := range n {
-		conns[i] = dialAt(t, addr, pin, fmt.Sprintf("acct%02d", i))
-		conns[i].follow(t)
+		cfg := netstack.ClientConfig{Server: addr, Name: fmt.Sprintf("acct%02d", i), Pin: pin}
+		var opener func() (net.PacketConn, error)
+		if open != nil {
+			opener = func() (net.PacketConn, error) { return open(i) }
+			conn, err := opener()
+			must(t, err)
+			t.Cleanup(func() { conn.Close() })
+			cfg.Conn = conn
+		}
+		conns[i] = dialWith(t, cfg)
+		conns[i].followVia(t, opener)
 	}
 	for i := range n {
 		wg.Add(1)
@@ -166,6 +199,49 @@ func bringOnline(t *testing.T, addr netip.AddrPort, pin string, n int) []*online
 	return out
 }
 
+// followVia makes p follow handoffs the way the console does (dial the
+// neighbour pinned, with the ticket, adopt the connection), its sockets
+// opened by open (nil: the client's own, on this host).
+func (p *player) followVia(t testing.TB, open func() (net.PacketConn, error)) {
+	p.s.Follow = func(ctx context.Context, r mmoclient.Redirect) error {
+		addr, err := netip.ParseAddrPort(r.Addr)
+		if err != nil {
+			return err
+		}
+		reg := gamemsg.NewRegistry()
+		if err := mmoclient.RegisterTypes(reg); err != nil {
+			return err
+		}
+		cfg := netstack.ClientConfig{Server: addr, Name: "followed", Pin: r.Pin, Registry: reg, Ticket: r.Ticket}
+		if open != nil {
+			if cfg.Conn, err = open(); err != nil {
+				return err
+			}
+		}
+		c, _, err := client.Dial(ctx, cfg)
+		if err != nil {
+			if cfg.Conn != nil {
+				cfg.Conn.Close()
+			}
+			return err
+		}
+		p.mu.Lock()
+		old := p.c
+		p.c = c
+		p.mu.Unlock()
+		p.s.Adopt(c)
+		go p.receive(c)
+		old.Close()
+		t.Cleanup(func() {
+			c.Close()
+			if cfg.Conn != nil {
+				cfg.Conn.Close()
+			}
+		})
+		return nil
+	}
+}
+
 // waitWhere waits until p's server has its character where it stood.
 func (p *onlinePlayer) waitWhere(t *testing.T, area string) {
 	t.Helper()
@@ -190,11 +266,19 @@ func TestAreasDrainRollingRestart(t *testing.T) {
 	w := newAreaWorld(t, "speed = 100\nmax_registrations = 0",
 		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
 		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
-	bin := testplugin.Build(t, "./cmd/sparkhost")
-	west, east := startAreaProcess(t, bin, w, 0), startAreaProcess(t, bin, w, 1)
-	db := openShared(t, w.url)
+	l := &launcher{bin: testplugin.Build(t, "./cmd/sparkhost")}
+	rollingRestart(t, w, l, openShared(t, w.url), nil)
+}
 
-	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers)
+// rollingRestart drains west of w with drainPlayers characters online,
+// checks they all play on east where they stood and that west exited 0,
+// restarts west and checks they are all back on west where they stood.
+func rollingRestart(t *testing.T, w *areaWorld, l *launcher, db interface {
+	Holder(context.Context, string) (string, time.Time, error)
+}, open func(i int) (net.PacketConn, error)) {
+	t.Helper()
+	west, east := startAreaProcess(t, l, w, 0), startAreaProcess(t, l, w, 1)
+	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers, open)
 	began := time.Now()
 	out, err := west.admin("drain 60s")
 	if err != nil || !strings.Contains(out, "draining") {
@@ -202,7 +286,13 @@ func TestAreasDrainRollingRestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	_, _, err = client.Dial(ctx, netstack.ClientConfig{Server: w.areas[0].addr, Name: "late", Pin: w.areas[0].pin})
+	late := netstack.ClientConfig{Server: w.areas[0].addr, Name: "late", Pin: w.areas[0].pin}
+	if open != nil {
+		late.Conn, err = open(0)
+		must(t, err)
+		defer late.Conn.Close()
+	}
+	_, _, err = client.Dial(ctx, late)
 	var he *netstack.HandshakeError
 	if !errors.As(err, &he) || he.Reason != wire.RejectServerDraining {
 		t.Errorf("a new client while west drains: %v, want ConnectRejected ServerDraining", err)
@@ -233,7 +323,7 @@ func TestAreasDrainRollingRestart(t *testing.T) {
 		drainPlayers, followed.Round(time.Millisecond), drained.Round(time.Millisecond))
 
 	restarted := time.Now()
-	startAreaProcess(t, bin, w, 0)
+	startAreaProcess(t, l, w, 0)
 	for _, p := range players {
 		p.waitWhere(t, "west")
 	}
@@ -270,9 +360,15 @@ func TestAreasRestartWithoutDrain(t *testing.T) {
 	w := newAreaWorld(t, "speed = 100\nmax_registrations = 0",
 		testArea{name: "west", bounds: [4]float64{0, 0, 500, 1000}},
 		testArea{name: "east", bounds: [4]float64{500, 0, 1000, 1000}})
-	bin := testplugin.Build(t, "./cmd/sparkhost")
-	west, _ := startAreaProcess(t, bin, w, 0), startAreaProcess(t, bin, w, 1)
-	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers)
+	restartWithoutDrain(t, w, &launcher{bin: testplugin.Build(t, "./cmd/sparkhost")}, nil)
+}
+
+// restartWithoutDrain stops west of w by SIGTERM with drainPlayers
+// characters online and checks that every client was dropped.
+func restartWithoutDrain(t *testing.T, w *areaWorld, l *launcher, open func(i int) (net.PacketConn, error)) {
+	t.Helper()
+	west, _ := startAreaProcess(t, l, w, 0), startAreaProcess(t, l, w, 1)
+	players := bringOnline(t, w.areas[0].addr, w.areas[0].pin, drainPlayers, open)
 	must(t, west.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case <-west.exit:
