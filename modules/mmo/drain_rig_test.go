@@ -57,7 +57,9 @@ func rigAreaWorld(t *testing.T) (*netrig.Rig, *areaWorld, *launcher, string) {
 		flags: []string{"--internet"},
 		// Every client reaches the servers from the NAT's one address.
 		network: "admitted_per_address = 0\nadmitted_per_prefix = 0\n",
-		command: func(name string, args ...string) *exec.Cmd { return rig.Server.Command(context.Background(), name, args...) },
+		command: func(name string, args ...string) *exec.Cmd {
+			return rig.Server.Command(context.Background(), name, args...)
+		},
 	}
 	return rig, w, l, c.URLWithoutPassword(name)
 }

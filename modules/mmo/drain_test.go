@@ -44,8 +44,8 @@ type areaProcess struct {
 type launcher struct {
 	bin     string
 	command func(name string, args ...string) *exec.Cmd // nil: exec.Command
-	flags   []string                                     // more `run` flags (--internet)
-	network string                                       // more [network] keys
+	flags   []string                                    // more `run` flags (--internet)
+	network string                                      // more [network] keys
 }
 
 // startAreaProcess runs area i of w as a sparkhost process on its port and
