@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,5 +180,51 @@ func TestDrainDeadlineAndCancel(t *testing.T) {
 	<-alice.Done()
 	if r, d := alice.CloseReason(); r != wire.DisconnectServerDraining || !strings.Contains(d, "restarting now") {
 		t.Errorf("alice's close: %v %q, want ServerDraining at the deadline", r, d)
+	}
+}
+
+// TestDrainLobby: on a server with a lobby, a drain lets go at once the
+// players in the lobby and in a room that is not playing, keeps the room
+// whose match is in progress until its match ends, then stops.
+func TestDrainLobby(t *testing.T) {
+	srv := startLobby(t, []string{"entities"}, nil, nil)
+	alice, bob, carol := newRoomClient(t, srv, "alice"), newRoomClient(t, srv, "bob"), newRoomClient(t, srv, "carol")
+	playing := alice.ok(gamemsg.TypeRoomCreate, create("playing", "entities", 0))
+	alice.ok(gamemsg.TypeRoomStart, nil)
+	bob.ok(gamemsg.TypeRoomCreate, create("waiting", "entities", 0))
+	eventually(t, "a match in progress in alice's room", func() bool {
+		st, _ := srv.Exec(fmt.Sprintf("room info %d", playing))
+		return strings.Contains(st, " playing owner")
+	})
+
+	out, err := srv.Exec("drain 60s")
+	if err != nil || !strings.Contains(out, "1 room(s) with 1 player(s)") {
+		t.Fatalf("drain: %q %v", out, err)
+	}
+	for _, rc := range []*roomClient{bob, carol} {
+		select {
+		case <-rc.c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s (not in a match in progress) was not let go", rc.name)
+		}
+		if r, _ := rc.c.CloseReason(); r != wire.DisconnectServerDraining {
+			t.Errorf("%s's close: %v, want ServerDraining", rc.name, r)
+		}
+	}
+	select {
+	case <-alice.c.Done():
+		t.Fatal("alice was let go while her match was in progress")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := srv.Exec(fmt.Sprintf("endmatch @%d", playing)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-alice.c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("alice still connected after her match ended")
+	}
+	if r, _ := alice.c.CloseReason(); r != wire.DisconnectServerDraining {
+		t.Errorf("alice's close: %v, want ServerDraining", r)
 	}
 }

@@ -175,11 +175,13 @@ func (r *Room) appendGameStateSync(client uint32, dst []byte) []byte {
 func (r *Room) MatchesEnded() uint64 { return r.ended }
 
 // DrainWaits reports whether a drain waits for the room: its match is in
-// progress, or, for a room whose module is not a match (the mmo, whose
+// progress (the room plays, or is paused, and the match is past its
+// warmup), or, for a room whose module is not a match (the mmo, whose
 // players are moved elsewhere by the module), it still has players.
 func (r *Room) DrainWaits() bool {
 	if r.noMatch != "" {
 		return len(r.entry.Members) > 0
 	}
-	return r.Phase().State == gamemsg.MatchInProgress
+	st := r.entry.Status
+	return (st == gamemsg.RoomPlaying || st == gamemsg.RoomPaused) && r.Phase().State == gamemsg.MatchInProgress
 }
