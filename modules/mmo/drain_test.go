@@ -34,9 +34,10 @@ const drainPlayers = 50
 // areaProcess is an area server run as a real `sparkhost run --module mmo`
 // process.
 type areaProcess struct {
-	cmd  *exec.Cmd
-	dir  string
-	exit chan error
+	cmd      *exec.Cmd
+	dir      string
+	exit     chan error
+	exitedAt time.Time // set before exit receives
 }
 
 // launcher starts area server processes: the sparkhost binary, run as is
@@ -76,7 +77,9 @@ func startAreaProcess(t *testing.T, l *launcher, w *areaWorld, i int) *areaProce
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 		}
-		p.exit <- cmd.Wait()
+		err := cmd.Wait()
+		p.exitedAt = time.Now()
+		p.exit <- err
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
@@ -309,7 +312,7 @@ func rollingRestart(t *testing.T, w *areaWorld, l *launcher, db interface {
 	case <-time.After(60 * time.Second):
 		t.Fatal("west did not exit within 60 s of its drain")
 	}
-	drained := time.Since(began)
+	drained := west.exitedAt.Sub(began)
 	eastID := holderOf(t, db, players[0].name)
 	for _, p := range players {
 		if h := holderOf(t, db, p.name); h != eastID {
