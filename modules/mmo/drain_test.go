@@ -245,15 +245,30 @@ func (p *player) followVia(t testing.TB, open func() (net.PacketConn, error)) {
 	}
 }
 
-// waitWhere waits until p's server has its character where it stood.
-func (p *onlinePlayer) waitWhere(t *testing.T, area string) {
+// waitWhere waits until p's server has its character where it stood, and
+// returns when the client had followed (its Entered there arrived).
+func (p *onlinePlayer) waitWhere(t *testing.T, area string) time.Time {
 	t.Helper()
-	p.waitEvent(t, "mmo handed over to "+area+": in the world as "+p.name)
+	at := p.waitEvent(t, "mmo handed over to "+area+": in the world as "+p.name)
 	wr, err := p.s.Where(bg)
 	must(t, err)
 	if math.Abs(float64(wr.X-p.x)) > 0.01 || math.Abs(float64(wr.Y-p.y)) > 0.01 {
 		t.Errorf("%s on %s at %v,%v; it stood at %v,%v", p.name, area, wr.X, wr.Y, p.x, p.y)
 	}
+	return at
+}
+
+// lastFollowed waits until every player plays on area where it stood and
+// returns when the last one had followed.
+func lastFollowed(t *testing.T, players []*onlinePlayer, area string) time.Time {
+	t.Helper()
+	var last time.Time
+	for _, p := range players {
+		if at := p.waitWhere(t, area); at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 // TestAreasDrainRollingRestart: the rolling restart of one area server.
@@ -300,10 +315,7 @@ func rollingRestart(t *testing.T, w *areaWorld, l *launcher, db interface {
 	if !errors.As(err, &he) || he.Reason != wire.RejectServerDraining {
 		t.Errorf("a new client while west drains: %v, want ConnectRejected ServerDraining", err)
 	}
-	for _, p := range players {
-		p.waitWhere(t, "east")
-	}
-	followed := time.Since(began)
+	followed := lastFollowed(t, players, "east").Sub(began)
 	select {
 	case err := <-west.exit:
 		if err != nil {
@@ -327,10 +339,8 @@ func rollingRestart(t *testing.T, w *areaWorld, l *launcher, db interface {
 
 	restarted := time.Now()
 	startAreaProcess(t, l, w, 0)
-	for _, p := range players {
-		p.waitWhere(t, "west")
-	}
-	t.Logf("west restarted: all %d characters back on west %v after its start began", drainPlayers, time.Since(restarted).Round(time.Millisecond))
+	back := lastFollowed(t, players, "west").Sub(restarted)
+	t.Logf("west restarted: all %d characters back on west %v after its start began", drainPlayers, back.Round(time.Millisecond))
 	if out, _ := east.admin("mmo_online"); strings.Contains(out, "covering") {
 		t.Errorf("east still covers west after west's restart:\n%s", out)
 	}
