@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/host/discovery"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -60,8 +62,10 @@ func refusedDraining(err error) bool {
 // Agones is asked to shut down and Run returns nil.
 func TestDrainLetsTheMatchEnd(t *testing.T) {
 	sc := newAgonesSidecar(t)
+	lanPort := freeUDPPort(t)
 	srv, done := runDraining(t, func(c *config.Config) {
 		withOps(c)
+		c.LAN.Enabled, c.LAN.Port = true, lanPort
 		c.Agones.Enabled, c.Agones.SDKPort, c.Agones.HealthSeconds = true, sc.port(), 0.1
 	})
 	alice := dialHost(t, srv, "alice")
@@ -81,6 +85,13 @@ func TestDrainLetsTheMatchEnd(t *testing.T) {
 	code, body := get(t, readyz)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 		t.Errorf("/readyz while draining: %d %q", code, body)
+	}
+	if _, body := get(t, opsURL(t, srv, "/status")); !strings.Contains(body, `"draining":true`) || !strings.Contains(body, `"drain_deadline":"`) {
+		t.Errorf("/status while draining: %s", body)
+	}
+	lan, err := discovery.Query(ctx, []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(lanPort))}, 300*time.Millisecond)
+	if err != nil || len(lan) != 1 || !strings.HasSuffix(lan[0].Info.Name, " (draining)") || lan[0].Info.Players != lan[0].Info.MaxPlayers {
+		t.Errorf("LAN discovery while draining: %+v %v", lan, err)
 	}
 	if st, _ := srv.Exec("status"); !strings.Contains(st, "waiting for room 1 (arena, 1 players, InProgress)") {
 		t.Errorf("status while draining:\n%s", st)
