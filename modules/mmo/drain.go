@@ -32,7 +32,7 @@ type drainState struct {
 	cover   *area // the neighbour area whose server covers ours (nil: none yet)
 	asking  bool  // a store.Drain is in the lane
 	retryAt time.Time
-	out     uint64 // characters handed over by the drain
+	outAt   uint64 // handoffsOut when the drain began
 }
 
 // coverState is what this server covers for drained neighbours (game
@@ -55,7 +55,7 @@ func (m *Module) OnDrain(draining bool, deadline time.Time) {
 	}
 	if !draining {
 		if m.dr.on {
-			m.dr = drainState{out: m.dr.out}
+			m.dr = drainState{}
 			id := m.pres.id
 			m.lane.push(func(ctx context.Context) func() {
 				err := m.db.Undrain(ctx, id)
@@ -69,7 +69,7 @@ func (m *Module) OnDrain(draining bool, deadline time.Time) {
 		return
 	}
 	if !m.dr.on {
-		m.dr.on = true
+		m.dr.on, m.dr.outAt = true, m.handoffsOut
 		m.h.Log().Info("mmo: draining: handing every character to a neighbour area server", "players", len(m.players))
 		m.askCover(time.Now())
 	}
@@ -165,7 +165,6 @@ func (m *Module) drainTick(now time.Time) {
 		if !ok {
 			continue
 		}
-		m.dr.out++
 		m.handOff(s, m.dr.cover, store.Position{Name: sn.Name, X: sn.X, Y: sn.Y}, now)
 	}
 }
@@ -240,7 +239,7 @@ func (m *Module) drainLine() string {
 		if m.dr.cover != nil {
 			cover = m.dr.cover.name
 		}
-		out += fmt.Sprintf("\n  draining: handing characters to %s, %d handed so far", cover, m.dr.out)
+		out += fmt.Sprintf("\n  draining: handing characters to %s, %d handed over since the drain began", cover, m.handoffsOut-m.dr.outAt)
 	}
 	if len(m.cov.areas) > 0 {
 		out += fmt.Sprintf("\n  covering %v for drained neighbours", areaNames(m.cov.areas))
