@@ -112,7 +112,7 @@ func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
 var refusalReasons = []wire.RejectReason{
 	wire.RejectProtocolMissing, wire.RejectProtocolTooOld, wire.RejectProtocolTooNew,
 	wire.RejectMalformedHandshake, wire.RejectUnsupportedSuite, wire.RejectServerFull, wire.RejectBanned,
-	wire.RejectAddressLimit,
+	wire.RejectAddressLimit, wire.RejectServerDraining,
 }
 
 // AppendCounters appends every server-wide counter to dst; safe from any
@@ -151,6 +151,8 @@ func refusalLabel(r wire.RejectReason) string {
 		return "banned"
 	case wire.RejectAddressLimit:
 		return "address_limit"
+	case wire.RejectServerDraining:
+		return "server_draining"
 	}
 	return "other"
 }
