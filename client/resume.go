@@ -9,7 +9,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 )
 
-// Resumption (docs/protocol.md §3.14): the console asks for resume
+// Resumption (docs/protocol.md §3.15): the console asks for resume
 // tickets; when its connection times out it comes back to the same seat
 // by itself within the server's hold window, and says so. When the seat
 // is gone it joins again as a new player.

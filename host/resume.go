@@ -6,7 +6,7 @@ import (
 )
 
 // applyResumed: a player whose connection dropped came back to its seat
-// (docs/protocol.md §3.14) on a new connection. It never left: it keeps its
+// (docs/protocol.md §3.15) on a new connection. It never left: it keeps its
 // room, team, score and entity, and the modules are told "resumed" — not
 // "left" then "admitted". Only its address changes.
 func (s *Server) applyResumed(ci netstack.ClientInfo) {

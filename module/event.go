@@ -35,11 +35,19 @@ const (
 	EventPause                           // Paused: the room's match clock stopped (true) or runs again (false)
 	// EventResumed (Client, Name): a client whose connection dropped came
 	// back to its seat within the server's hold window (docs/protocol.md
-	// §3.14): the same client, still in its room and team with its score
+	// §3.15): the same client, still in its room and team with its score
 	// and entity, on a new connection. It was never reported left, and is
 	// not admitted again. A module that froze anything of an absent player
 	// has no other signal; one that did nothing needs none.
 	EventResumed EventKind = 11
+
+	// EventDrain (Draining, DrainDeadline): the server began draining
+	// (true) — it admits nobody new, lets running matches end and stops at
+	// the deadline at the latest — or the drain was called off (false).
+	// A module that can move its players elsewhere (the mmo hands its
+	// characters to a neighbour area) does it now; the server waits for a
+	// room without a match until its players have left.
+	EventDrain EventKind = 13
 )
 
 // String names the kind.
@@ -67,6 +75,8 @@ func (k EventKind) String() string {
 		return "pause"
 	case EventResumed:
 		return "resumed"
+	case EventDrain:
+		return "drain"
 	}
 	return "unknown"
 }
@@ -95,4 +105,8 @@ type Event struct {
 	RoomInfo  RoomInfo
 	EntityIDs IDRange
 	Paused    bool // EventPause
+	// Draining and DrainDeadline (EventDrain): whether the server drains,
+	// and when it stops at the latest.
+	Draining      bool
+	DrainDeadline time.Time
 }

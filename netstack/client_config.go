@@ -108,7 +108,7 @@ type ClientConfig struct {
 	// more each); one over a Transport never does.
 	NoMigration bool
 	// Resumable asks the server for resume tickets after admission
-	// (docs/protocol.md §3.14; v4 servers that hold seats): a session that
+	// (docs/protocol.md §3.15; v4 servers that hold seats): a session that
 	// then times out keeps its state, and Client.Resume comes back to the
 	// same seat within the server's hold window.
 	Resumable bool

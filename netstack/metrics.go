@@ -68,7 +68,7 @@ var counterTable = []struct {
 	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "address", func(s *Server) uint64 { return s.ctr.AddressCapRefused.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "prefix", func(s *Server) uint64 { return s.ctr.PrefixCapRefused.Load() }},
-	{"resume_tickets_total", "Resume tickets issued (docs/protocol.md §3.14).", "", "", func(s *Server) uint64 { return s.ctr.ResumeTicketsIssued.Load() }},
+	{"resume_tickets_total", "Resume tickets issued (docs/protocol.md §3.15).", "", "", func(s *Server) uint64 { return s.ctr.ResumeTicketsIssued.Load() }},
 	{"seat_holds_total", "Seats held for a resumption when a client's path went dark (Timeout or failed delivery).", "", "", func(s *Server) uint64 { return s.ctr.SeatsHeld.Load() }},
 	{"seat_holds_expired_total", "Held seats released without a resumption (network.resume_seconds passed): the player left then.", "", "", func(s *Server) uint64 { return s.ctr.SeatsExpired.Load() }},
 	{"resumptions_total", resumeHelp, "result", "resumed", func(s *Server) uint64 { return s.ctr.Resumed.Load() }},
@@ -120,7 +120,7 @@ func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
 var refusalReasons = []wire.RejectReason{
 	wire.RejectProtocolMissing, wire.RejectProtocolTooOld, wire.RejectProtocolTooNew,
 	wire.RejectMalformedHandshake, wire.RejectUnsupportedSuite, wire.RejectServerFull, wire.RejectBanned,
-	wire.RejectAddressLimit,
+	wire.RejectAddressLimit, wire.RejectServerDraining,
 }
 
 // AppendCounters appends every server-wide counter to dst; safe from any
@@ -161,6 +161,8 @@ func refusalLabel(r wire.RejectReason) string {
 		return "banned"
 	case wire.RejectAddressLimit:
 		return "address_limit"
+	case wire.RejectServerDraining:
+		return "server_draining"
 	}
 	return "other"
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // finishResume completes a handshake whose ClientFinished presents a resume
-// ticket (docs/protocol.md §3.14): it checks the ticket and the proof and
+// ticket (docs/protocol.md §3.15): it checks the ticket and the proof and
 // either hands the seat — id, name, reliability state — to the new session,
 // or closes the new session with ResumeExpired or ResumeInvalid. The
 // half-open handshake has left its table; n is the frame's size.

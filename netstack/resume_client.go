@@ -11,7 +11,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// The client's side of resumption (docs/protocol.md §3.14): with
+// The client's side of resumption (docs/protocol.md §3.15): with
 // ClientConfig.Resumable the client asks for resume tickets and keeps the
 // newest; when its session times out it keeps the session's reliability
 // state instead of discarding it, and Resume comes back to the same seat

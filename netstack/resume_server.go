@@ -13,7 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// The server's side of resumption (docs/protocol.md §3.14): tickets for the
+// The server's side of resumption (docs/protocol.md §3.15): tickets for the
 // sessions that ask, seats held when a path goes dark, and the new
 // handshake that takes a held (or still live) seat back.
 
@@ -258,7 +258,7 @@ var (
 	refuseUsed          = resumeRefusal{wire.DisconnectResumeInvalid, "resume ticket already used; connect again"}
 )
 
-// checkResume runs §3.14's checks 1..7 and returns the seat to resume.
+// checkResume runs §3.15's checks 1..7 and returns the seat to resume.
 func (s *Server) checkResume(cf *wire.ClientFinished, th [32]byte, now time.Time) (*peer, *resumeRefusal) {
 	if s.resume.hold <= 0 {
 		return nil, &refuseSeatGone

@@ -10,7 +10,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// Resumption's share of a session (docs/protocol.md §3.14): the resume key
+// Resumption's share of a session (docs/protocol.md §3.15): the resume key
 // both ends derive, the proof a resuming client presents, and the seat
 // hold: a session that may be resumed is held, not closed, when its path
 // goes dark, keeping its reliability state for the session that resumes it.
@@ -38,7 +38,7 @@ type seatHold struct {
 	onAdopt func()
 }
 
-// Labels of resumption's derivations (§3.14).
+// Labels of resumption's derivations (§3.15).
 const (
 	resumeKeyLabel   = "spark-net-100 resume"
 	resumeProofLabel = "SPNR-v1 proof"

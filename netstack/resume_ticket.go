@@ -14,7 +14,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
-// Our server's resume tickets (docs/protocol.md §3.14): opaque to the
+// Our server's resume tickets (docs/protocol.md §3.15): opaque to the
 // client, sealed with a key only this server process holds.
 //
 //	ticket    = key_id u8 ‖ nonce (12) ‖ ChaCha20-Poly1305(K_ticket[key_id], nonce, plaintext, aad = "SPNR-v1 ticket")

@@ -18,7 +18,7 @@ import (
 )
 
 // Resumption over real UDP on the loopback interface (docs/protocol.md
-// §3.14): a relay (internal/udprelay) cuts the path both ways for longer than the
+// §3.15): a relay (internal/udprelay) cuts the path both ways for longer than the
 // liveness timeout; the client comes back from a new socket.
 
 const (

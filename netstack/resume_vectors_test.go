@@ -16,7 +16,7 @@ import (
 
 var updateResumeVectors = flag.Bool("update-resume-vectors", false, "rewrite testdata/vectors-resume.json from the code")
 
-// resumeVectors are the values of docs/protocol.md §3.14 for fixed inputs,
+// resumeVectors are the values of docs/protocol.md §3.15 for fixed inputs,
 // so that a client written from the text checks itself against them.
 type resumeVectors struct {
 	Comment string `json:"comment"`
@@ -61,7 +61,7 @@ func computeResumeVectors() resumeVectors {
 	cf := wire.ClientFinished{Name: "ann", Resume: &wire.ResumeExtension{Ticket: ticket, Proof: proof}}
 	h := hex.EncodeToString
 	return resumeVectors{
-		Comment: "docs/protocol.md §3.14; byte strings in hex; checked by go test -run TestResumeVectors ./netstack/",
+		Comment: "docs/protocol.md §3.15; byte strings in hex; checked by go test -run TestResumeVectors ./netstack/",
 		KC2S:    h(c2s[:]), KS2C: h(s2c[:]), THOld: h(thOld[:]), KR: h(kr[:]),
 		THNew: h(thNew[:]), Proof: h(proof[:]),
 		ResumeRequest:  h(wire.AppendResumeRequest(nil)),

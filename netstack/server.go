@@ -98,6 +98,7 @@ type Server struct {
 	origin   time.Time
 
 	started atomic.Bool // Start ran: the goroutines that end a linger are there
+	drain   drainState  // drain.go: new clients refused while it holds a detail
 
 	closedSessions closedTable // closed.go: late frames are not attacks
 	resume         resumeState // resume_server.go: tickets and held seats

@@ -90,6 +90,9 @@ func (s *Server) sessionFromHalfOpen(ho *halfOpen, id uint32, now time.Time) *pe
 // skip it until then. A refused peer is not inserted; the Disconnect's
 // reason and detail say why.
 func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
+	if detail, draining := s.Draining(); draining {
+		return wire.DisconnectServerDraining, detail, false
+	}
 	addr := p.path.addr.Addr()
 	s.mu.Lock()
 	full := len(s.byID) >= s.cfg.MaxClients

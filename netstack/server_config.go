@@ -157,7 +157,7 @@ type ServerConfig struct {
 	// at once; its slot is freed when the linger ends.
 	CloseLinger time.Duration
 	// ResumeHold is how long after a client's last authenticated datagram
-	// its seat is held for a resumption (docs/protocol.md §3.14), once the
+	// its seat is held for a resumption (docs/protocol.md §3.15), once the
 	// client asked for resume tickets; 0 means 30 s, negative turns
 	// resumption off (ResumeRequests are answered "no seats held").
 	ResumeHold time.Duration

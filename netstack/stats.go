@@ -50,7 +50,7 @@ type Counters struct {
 	// did not check ClientInfo.Speaks.
 	NotInProtocol atomic.Uint64
 
-	// Resumption (server only, docs/protocol.md §3.14).
+	// Resumption (server only, docs/protocol.md §3.15).
 	ResumeTicketsIssued  atomic.Uint64
 	SeatsHeld            atomic.Uint64 // seats held when their path went dark
 	SeatsExpired         atomic.Uint64 // holds that ended without a resumption

@@ -27,6 +27,7 @@ package plugin
 
 import (
 	"errors"
+	"time"
 
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -99,11 +100,20 @@ type PauseHandler interface {
 }
 
 // ResumeHandler is implemented by a module that reacts when a client whose
-// connection dropped comes back to its seat (docs/protocol.md §3.14): the
+// connection dropped comes back to its seat (docs/protocol.md §3.15): the
 // same client, still in its room and team, never reported left. A module
 // without it keeps the player as it was, which is usually right.
 type ResumeHandler interface {
 	OnResumed(c module.ClientInfo)
+}
+
+// DrainHandler is implemented by a module that reacts when the server
+// begins draining (draining true: it admits nobody new, lets running
+// matches end and stops at deadline at the latest) or calls the drain off
+// (false). A module that can move its players to another server does it
+// here; Host.Server().Draining says the same at any time.
+type DrainHandler interface {
+	OnDrain(draining bool, deadline time.Time)
 }
 
 // ErrOutsideCallback is returned by Host methods called from a goroutine

@@ -119,7 +119,7 @@ type NetworkSection struct {
 	// server sends (docs/protocol.md §5.5); 1200..65507.
 	DatagramSize int `toml:"datagram_size"`
 	// ResumeSeconds is how long after a player's last datagram its seat is
-	// held for a resumption (docs/protocol.md §3.14): the longest outage a
+	// held for a resumption (docs/protocol.md §3.15): the longest outage a
 	// player survives with its id, room, team, score and entity. A held
 	// seat keeps its slot. 0 turns resumption off; 0..3600.
 	ResumeSeconds int `toml:"resume_seconds"`

@@ -3,7 +3,7 @@ package reliable
 import "time"
 
 // Resume makes the Endpoint of a session whose path went dark carry on over
-// a new path (a resumed session, docs/protocol.md §3.14): the sequences, the
+// a new path (a resumed session, docs/protocol.md §3.15): the sequences, the
 // messages in flight and queued, the receive window, the ordered channel
 // and the messages in reassembly are kept as they are; what the outage
 // spoiled starts over. A delivery failure (the peer acknowledged nothing

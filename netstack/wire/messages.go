@@ -149,7 +149,7 @@ type ClientFinished struct {
 	Name   string // the player name: valid per ValidName(…, 32)
 	Ticket []byte // admission ticket, ≤ 256 bytes, opaque to the transport (docs/protocol.md §3.13)
 	// Resume, when not nil, is the resume extension (docs/protocol.md
-	// §3.14): sent only by a client resuming a seat of the server that
+	// §3.15): sent only by a client resuming a seat of the server that
 	// issued the ticket.
 	Resume *ResumeExtension
 }
@@ -190,7 +190,7 @@ func scanClientFinished(p []byte) (name, ticket []byte, err error) {
 }
 
 // scanClientFinishedExt is scanClientFinished with the resume extension
-// (§3.14) parsed when present.
+// (§3.15) parsed when present.
 func scanClientFinishedExt(p []byte) (name, ticket []byte, ext *ResumeExtension, err error) {
 	r := NewReader(p)
 	name = r.StrBytes()

@@ -1,6 +1,6 @@
 package wire
 
-// Resumption (docs/protocol.md §3.14): the messages that carry resume
+// Resumption (docs/protocol.md §3.15): the messages that carry resume
 // tickets and the ClientFinished extension that presents one.
 
 // Message types and Disconnect reasons of resumption (protocol v4 only).

@@ -355,6 +355,8 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			ci, _ := m.host.Client(ev.Client)
 			ci.ID, ci.Name = ev.Client, ev.Name
 			pe.Info = clientToPB(ci)
+		case module.EventDrain:
+			pe.Kind, pe.Draining, pe.DrainDeadlineUnixNs = pluginv1.EventKind_EVENT_DRAIN, ev.Draining, unixNano(ev.DrainDeadline)
 		default:
 			pe.Kind = pluginv1.EventKind_EVENT_UNSPECIFIED
 		}

@@ -10,7 +10,7 @@ import (
 func (b *Bot) client() *netstack.Client { return b.conn.Load() }
 
 // resume tries to bring the bot back to its seat after its connection
-// timed out (docs/protocol.md §3.14): it reports whether it did.
+// timed out (docs/protocol.md §3.15): it reports whether it did.
 func (b *Bot) resume(ctx context.Context) bool {
 	old := b.client()
 	if _, ok := old.Resumable(); !ok {

@@ -49,7 +49,7 @@ func (cs *consoleSessions) session() (*Session, error) {
 }
 
 // resumed keeps the session (its login, its character) when the console's
-// connection came back to its seat (docs/protocol.md §3.14): the server
+// connection came back to its seat (docs/protocol.md §3.15): the server
 // never logged it out, so the session goes on over the new connection.
 func (cs *consoleSessions) resumed(old, nc *netstack.Client) {
 	cs.mu.Lock()
