@@ -223,7 +223,9 @@ func TestReasonStrings(t *testing.T) {
 		{DisconnectModuleFailure.String(), "ModuleFailure"},
 		{DisconnectServerFull.String(), "ServerFull"},
 		{DisconnectAddressLimit.String(), "AddressLimit"},
-		{DisconnectReason(16).String(), "DisconnectReason(16)"},
+		{DisconnectResumeExpired.String(), "ResumeExpired"},
+		{DisconnectResumeInvalid.String(), "ResumeInvalid"},
+		{DisconnectReason(17).String(), "DisconnectReason(17)"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
