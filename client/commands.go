@@ -52,6 +52,7 @@ func cmdDisconnect(c *Console, args []string) error {
 // error says so when it had not. It returns after the receive goroutine
 // printed "disconnected: ClientQuit (...)".
 func (c *Console) leave(conn *connection) error {
+	conn.stopResuming()
 	err := conn.client.Close()
 	<-conn.recvDone
 	return err

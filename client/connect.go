@@ -38,7 +38,8 @@ func cmdConnect(c *Console, args []string) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol, DeliverRefusals: true}
+	cfg := netstack.ClientConfig{Server: addr, Name: name, Pin: c.cfg.Pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol, DeliverRefusals: true,
+		Resumable: true, Timeout: c.cfg.Timeout, HeartbeatInterval: c.cfg.Timeout / 5}
 	if cfg.Pin == "" {
 		if c.cfg.DataDir == "" {
 			return errors.New("connect: no pin and no data directory for known_hosts; give the server's pin (--pin ed25519:...) or a data directory")
@@ -91,7 +92,7 @@ func (c *Console) endDial(cl *netstack.Client, gs gamemsg.GameStateSync, err err
 		cl.Close()
 		return ErrConsoleClosed
 	}
-	conn := &connection{client: cl, server: server, name: name, world: NewWorld(), recvDone: make(chan struct{})}
+	conn := &connection{client: cl, server: server, name: name, world: NewWorld(), recvDone: make(chan struct{}), quit: make(chan struct{})}
 	c.conn = conn
 	c.Printf("connected to %s as %s (id %d)", server, name, cl.ID())
 	// Printed here rather than by the receive goroutine, so that a script sees

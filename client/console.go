@@ -59,6 +59,10 @@ type Config struct {
 	// Protocol is the handshake: 0 speaks v4 and falls back to v3 for a v3
 	// server, 4 insists on v4, 3 speaks v3 only (netstack.ClientConfig).
 	Protocol uint16
+	// Timeout is the connection's liveness timeout: nothing heard from the
+	// server for this long and the seat is resumed, or the connection
+	// ends (0 = 10 s; heartbeats go five times as often).
+	Timeout time.Duration
 	// AnswerTimeout bounds a room command's wait for the server's answer
 	// (0 = DefaultAnswerTimeout).
 	AnswerTimeout time.Duration
@@ -74,6 +78,8 @@ type connection struct {
 	name     string
 	world    *World
 	recvDone chan struct{} // closed when the receive goroutine has finished
+	quit     chan struct{} // closed by leave: stop trying to resume (resume.go)
+	quitOnce sync.Once
 }
 
 // Console is the player and test console: a command registry, one connection
@@ -99,11 +105,12 @@ type Console struct {
 	conn      *connection
 	dialing   bool
 	closed    bool
-	known     map[uint32]gamemsg.RoomInfo // rooms last heard of (rooms.go)
-	roomWait  *roomWaiter                 // the room command waiting for its answer
-	runCtx    context.Context             // the running command's context (RunInteractive)
-	interrupt context.CancelFunc          // ends the running command (Interrupt)
-	editor    *lineEditor                 // RunInteractive's terminal while it runs
+	known     map[uint32]gamemsg.RoomInfo      // rooms last heard of (rooms.go)
+	roomWait  *roomWaiter                      // the room command waiting for its answer
+	runCtx    context.Context                  // the running command's context (RunInteractive)
+	interrupt context.CancelFunc               // ends the running command (Interrupt)
+	editor    *lineEditor                      // RunInteractive's terminal while it runs
+	resumed   []func(old, nc *netstack.Client) // resume.go: told when a seat is resumed
 }
 
 // NewConsole returns a console with the built-in commands registered.

@@ -39,12 +39,19 @@ func (c *Console) receive(conn *connection) {
 		}
 		c.printModule(conn.client, m)
 	}
+	resumed, afresh := c.resumeSeat(conn)
+	if resumed {
+		return // the resumed connection's receive goroutine goes on
+	}
 	reason, detail := conn.client.CloseReason()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.Printf("disconnected: %s (%s)", reason, detail)
 	if c.conn == conn {
 		c.conn = nil
+	}
+	c.mu.Unlock()
+	if afresh {
+		c.rejoin(conn)
 	}
 }
 

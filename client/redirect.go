@@ -33,7 +33,8 @@ func (c *Console) Redirect(ctx context.Context, server netip.AddrPort, pin strin
 	c.dialing = true
 	name := old.name
 	c.mu.Unlock()
-	cfg := netstack.ClientConfig{Server: server, Name: name, Pin: pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol, Ticket: ticket, DeliverRefusals: true}
+	cfg := netstack.ClientConfig{Server: server, Name: name, Pin: pin, Registry: c.cfg.Registry, Protocol: c.cfg.Protocol, Ticket: ticket, DeliverRefusals: true,
+		Resumable: true, Timeout: c.cfg.Timeout, HeartbeatInterval: c.cfg.Timeout / 5}
 	cl, gs, err := Dial(ctx, cfg)
 	c.mu.Lock()
 	c.dialing = false
@@ -49,7 +50,7 @@ func (c *Console) Redirect(ctx context.Context, server netip.AddrPort, pin strin
 	if adopt != nil {
 		adopt(cl)
 	}
-	conn := &connection{client: cl, server: server.String(), name: name, world: NewWorld(), recvDone: make(chan struct{})}
+	conn := &connection{client: cl, server: server.String(), name: name, world: NewWorld(), recvDone: make(chan struct{}), quit: make(chan struct{})}
 	c.conn = conn
 	c.Printf("connected to %s as %s (id %d)", conn.server, name, cl.ID())
 	c.Printf("%s", serverLine(gs))

@@ -62,6 +62,9 @@ func (s *Server) cmdPlayers([]string) (string, error) {
 		if st, ok := s.net.ClientStats(id); ok {
 			ping = strconv.FormatInt(st.Ping.Milliseconds(), 10) + "ms"
 		}
+		if s.net.Held(id) {
+			ping = "away (seat held for a resumption)"
+		}
 		fmt.Fprintf(&b, "\n%d %s %s %s", id, p.Name, p.Addr, ping)
 	}
 	return b.String(), nil

@@ -21,6 +21,7 @@ type eventKind uint8
 const (
 	evAdmitted eventKind = iota
 	evLeft
+	evResumed // a held seat came back (docs/protocol.md §3.15)
 )
 
 type event struct {

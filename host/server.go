@@ -174,6 +174,8 @@ func New(opts Options) (*Server, error) {
 		OnDisconnected: func(ci netstack.ClientInfo, r wire.DisconnectReason, d string) {
 			s.events.push(event{kind: evLeft, client: ci, reason: r, detail: d})
 		},
+		OnResumed:  func(ci netstack.ClientInfo) { s.events.push(event{kind: evResumed, client: ci}) },
+		ResumeHold: cfg.ResumeHoldDuration(),
 	}))
 	if err != nil {
 		return nil, err
@@ -488,6 +490,8 @@ func (s *Server) apply(e event, now time.Time) {
 		s.chat.forget(id)
 		s.roomReqs.forget(id)
 		s.mods.ClientLeft(id, e.reason)
+	case evResumed:
+		s.applyResumed(e.client)
 	}
 }
 

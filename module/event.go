@@ -33,6 +33,13 @@ const (
 	EventRoomOpen                        // Room, RoomInfo, EntityIDs: a module that serves many rooms starts serving one
 	EventRoomClose                       // Room: ... and stops (its Host is gone; its entities are destroyed)
 	EventPause                           // Paused: the room's match clock stopped (true) or runs again (false)
+	// EventResumed (Client, Name): a client whose connection dropped came
+	// back to its seat within the server's hold window (docs/protocol.md
+	// §3.15): the same client, still in its room and team with its score
+	// and entity, on a new connection. It was never reported left, and is
+	// not admitted again. A module that froze anything of an absent player
+	// has no other signal; one that did nothing needs none.
+	EventResumed EventKind = 11
 
 	// EventDrain (Draining, DrainDeadline): the server began draining
 	// (true) — it admits nobody new, lets running matches end and stops at
@@ -66,6 +73,8 @@ func (k EventKind) String() string {
 		return "room_close"
 	case EventPause:
 		return "pause"
+	case EventResumed:
+		return "resumed"
 	case EventDrain:
 		return "drain"
 	}

@@ -48,6 +48,8 @@ type Client struct {
 	flushArmed bool // under sess.mu: the timer will flush what Send queued
 	flushReq   chan struct{}
 
+	rt clientTicket // resume_client.go: the newest resume ticket (under sess.mu)
+
 	admitted  chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -64,7 +66,8 @@ func (c *Client) serviceLoop() {
 			return
 		case <-t.C:
 			c.sess.mu.Lock()
-			closed := c.sess.serviceLocked(time.Now(), &c.svcFlush.b) // not the tick's (possibly stale) scheduled time
+			closed := c.sess.serviceLocked(time.Now(), &c.svcFlush.b) || // not the tick's (possibly stale) scheduled time
+				c.sess.life.seat.held // timed out, kept for Resume
 			c.sess.mu.Unlock()
 			c.svcFlush.write()
 			if closed {

@@ -107,6 +107,13 @@ type ClientConfig struct {
 	// admission, and from the answer on its frames carry the id (8 bytes
 	// more each); one over a Transport never does.
 	NoMigration bool
+	// Resumable asks the server for resume tickets after admission
+	// (docs/protocol.md §3.15; v4 servers that hold seats): a session that
+	// then times out keeps its state, and Client.Resume comes back to the
+	// same seat within the server's hold window.
+	Resumable bool
+
+	resuming *resumeFrom // set by Client.Resume for its Dial
 }
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.

@@ -313,7 +313,17 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	}
 	now := time.Now()
 	chcfg := c.cfg.channelConfig(res.Version, c.tr.MaxDatagram())
-	c.sess = newSession(c.tr, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	id := res.ClientID
+	if c.cfg.resuming != nil {
+		if res.Version < handshake.ProtocolVersion4 {
+			return errors.New("netstack: the server answered the resumption in protocol v3; connect afresh")
+		}
+		id = c.cfg.resuming.id // the seat's; this handshake's id is never used
+	}
+	c.sess = newSession(c.tr, c.cfg.Server, id, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	if res.Version >= handshake.ProtocolVersion4 {
+		c.sess.life.seat.key = resumeKey(res.C2S, res.S2C, res.TH)
+	}
 	c.sess.path.mig.wanted = chcfg.idRoom > 0
 	c.rxMsgs = readSlots(1)
 	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.tr), newFlusher(c.tr), newFlusher(c.tr)
@@ -325,6 +335,9 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 		if cf.Ticket = c.cfg.Ticket(res.TH); len(cf.Ticket) > wire.MaxTicketLen {
 			return fmt.Errorf("netstack: admission ticket of %d bytes; at most %d fit ClientFinished", len(cf.Ticket), wire.MaxTicketLen)
 		}
+	}
+	if c.cfg.resuming != nil {
+		c.prepareResume(&cf, res.TH)
 	}
 	payload := wire.AppendClientFinished(nil, &cf)
 	c.sess.mu.Lock()
@@ -340,6 +353,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	go c.writer()
 	select {
 	case <-c.admitted:
+		c.requestTickets(ctx)
 		return nil
 	case <-c.done:
 		c.sess.mu.Lock()

@@ -73,6 +73,10 @@ func (c *Client) flushInbox() {
 
 // deliver collects a message for Receive; it runs under the session lock.
 func (c *Client) deliver(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeResumeTicket {
+		c.takeTicket(payload, time.Now()) // the transport's own: not for Receive
+		return
+	}
 	adopted := h.Type == wire.TypeModuleSchemas && c.adoptSchemas(payload)
 	if h.Type == wire.TypeModuleProtocols {
 		c.adoptProtocols(payload)

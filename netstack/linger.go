@@ -82,7 +82,7 @@ func (s *session) closeReason(reason wire.DisconnectReason, detail string) (wire
 // usable, tells the peer with a Disconnect sealed three times (§8). Those
 // three datagrams are written at once (a rare path: the end of a session).
 func (s *session) closeLocked(reason wire.DisconnectReason, detail string, now time.Time) {
-	if s.life.closed {
+	if s.life.closed || s.seatHoldLocked(reason, detail, now) {
 		return
 	}
 	timedOut := reason == wire.DisconnectTimeout

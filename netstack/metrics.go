@@ -68,12 +68,20 @@ var counterTable = []struct {
 	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "address", func(s *Server) uint64 { return s.ctr.AddressCapRefused.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "prefix", func(s *Server) uint64 { return s.ctr.PrefixCapRefused.Load() }},
+	{"resume_tickets_total", "Resume tickets issued (docs/protocol.md §3.15).", "", "", func(s *Server) uint64 { return s.ctr.ResumeTicketsIssued.Load() }},
+	{"seat_holds_total", "Seats held for a resumption when a client's path went dark (Timeout or failed delivery).", "", "", func(s *Server) uint64 { return s.ctr.SeatsHeld.Load() }},
+	{"seat_holds_expired_total", "Held seats released without a resumption (network.resume_seconds passed): the player left then.", "", "", func(s *Server) uint64 { return s.ctr.SeatsExpired.Load() }},
+	{"resumptions_total", resumeHelp, "result", "resumed", func(s *Server) uint64 { return s.ctr.Resumed.Load() }},
+	{"resumptions_total", resumeHelp, "result", "expired", func(s *Server) uint64 { return s.ctr.ResumeRefusedExpired.Load() }},
+	{"resumptions_total", resumeHelp, "result", "invalid", func(s *Server) uint64 { return s.ctr.ResumeRefusedInvalid.Load() }},
 	{"connection_ids_issued_total", "Connection ids told to clients that asked for one (they can migrate; docs/protocol.md §4.1).", "", "", func(s *Server) uint64 { return s.ctr.ConnectionIDsIssued.Load() }},
 	{"migrations_total", "Sessions moved to a new client address after the client proved it (a path validation that succeeded).", "", "", func(s *Server) uint64 { return s.ctr.Migrations.Load() }},
 	{"path_validations_total", pathHelp, "result", "started", func(s *Server) uint64 { return s.ctr.PathValidationsStarted.Load() }},
 	{"path_validations_total", pathHelp, "result", "failed", func(s *Server) uint64 { return s.ctr.PathValidationsFailed.Load() }},
 	{"path_challenges_held_total", "Path challenges not sent because they would pass three times the bytes received from the unvalidated address.", "", "", func(s *Server) uint64 { return s.ctr.PathChallengesHeld.Load() }},
 }
+
+const resumeHelp = "Handshakes that presented a resume ticket, by result: resumed, refused ResumeExpired (the seat was no longer held), refused ResumeInvalid (ticket, proof, name or server wrong, or the ticket used)."
 
 const pathHelp = "Path validations of a new client address (an authenticated frame came from it), by result: started, and failed (not answered within 3 s, or replaced by a newer address; the session stayed where it was)."
 
@@ -123,6 +131,8 @@ func (s *Server) AppendCounters(dst []CounterSample) []CounterSample {
 	}
 	dst = append(dst, CounterSample{Family: "half_open", Help: "Half-open handshakes now (validated, waiting for ClientFinished).",
 		Value: uint64(max(s.ctr.HalfOpen.Load(), 0)), Gauge: true})
+	dst = append(dst, CounterSample{Family: "seats_held", Help: "Seats held now for a resumption; each keeps its slot (counts toward server.max_clients).",
+		Value: uint64(s.HeldSeats()), Gauge: true})
 	for _, r := range refusalReasons {
 		dst = append(dst, CounterSample{
 			Family: "handshake_refusals_total", Help: "Connect datagrams answered with ConnectRejected, by reason (protocol §5.6).",

@@ -55,6 +55,9 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	}
 	s.keys.open = pkt[:0]
 	s.path.lastAuth = now
+	if s.life.seat.adopt != nil {
+		s.adoptLocked(now) // the server's answer to a resumption (resume_session.go)
+	}
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(datagram)))
 	s.path.q.traffic(now, 0, len(datagram))
@@ -97,6 +100,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 		s.handleLocked(&s.rel.rx, payload)
 	}
 	s.rel.rx0 = rxContext{}
+	s.admitResumedLocked()
 	if !s.life.closed && s.rel.engine.Due(now) {
 		s.out.urgent = true // an Ack due at once (a duplicate, AckEvery arrivals), or a window that opened
 	}
@@ -169,6 +173,9 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
 			s.onRefusedLocked(n)
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
+			if n.Type == wire.TypeResumeRequest && s.life.seat.noTickets != nil {
+				s.life.seat.noTickets() // a server that holds no seats (resume_client.go)
+			}
 			if s.rel.deliverRefusals {
 				s.rel.rx0.deliver(h, payload)
 			}

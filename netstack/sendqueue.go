@@ -65,8 +65,8 @@ func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
 // flushLocked packs and seals everything due into b. A delivery failure or
 // exhausted keys close the session (its Disconnect is written at once).
 func (s *session) flushLocked(now time.Time, b *datagramBatch) {
-	if s.life.closed {
-		return
+	if s.life.closed || s.life.seat.held {
+		return // a held seat's path is dark: nothing leaves until it resumes
 	}
 	pk := &s.out.pk
 	pk.begin(b, s.path.addr, now)

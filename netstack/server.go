@@ -66,7 +66,8 @@ type peer struct {
 	// The module schema table last queued to the client (announce.go).
 	schemaSent bool
 	schemaRev  uint32
-	ticket     []byte // ClientFinished's admission ticket, handed to OnAdmitted
+	ticket     []byte     // ClientFinished's admission ticket, handed to OnAdmitted
+	resume     peerResume // resume_server.go
 }
 
 // Speaks reports whether the client's protocol version defines message
@@ -100,6 +101,7 @@ type Server struct {
 	drain   drainState  // drain.go: new clients refused while it holds a detail
 
 	closedSessions closedTable // closed.go: late frames are not attacks
+	resume         resumeState // resume_server.go: tickets and held seats
 	schemas        schemaTable // announce.go: the module types' table
 
 	// mu guards the admitted clients' maps. It is never held across a
@@ -192,6 +194,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		done:         make(chan struct{}),
 	}
 	s.rxd, s.svcd = newDispatcher(s), newDispatcher(s)
+	s.initResume(s.origin)
 	s.readyFn = s.hasHandler
 	s.halfOpen = newHalfOpenTable(cfg.HalfOpen, cfg.SecuringTimeout, &s.ctr)
 	if s.identity, err = handshake.NewServerIdentity(cfg.Identity); err != nil {
@@ -308,7 +311,7 @@ func (s *Server) Close() error {
 		s.flushMu.Unlock()
 		s.lingerAll()
 		now := time.Now()
-		for _, p := range s.snapshotPeers(nil) {
+		for _, p := range append(s.snapshotPeers(nil), s.heldPeers()...) {
 			p.mu.Lock()
 			if p.state == slotConnected {
 				p.closeLocked(wire.DisconnectServerShutdown, "server shutting down", now)
@@ -457,9 +460,21 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 
 func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	p.mu.Lock()
+	if next := p.resume.successor; next != nil { // resumed meanwhile
+		p.mu.Unlock()
+		return s.sendTo(next, t, ch, payload, now)
+	}
 	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
+	}
+	if p.life.seat.held {
+		end, err := s.sendHeldLocked(p, t, ch, payload, now)
+		p.mu.Unlock()
+		if end {
+			s.remove(p)
+		}
+		return err
 	}
 	if t >= wire.FirstUserDefined {
 		s.announceLocked(p, now) // the table that covers t goes first
@@ -525,6 +540,9 @@ func (s *Server) BroadcastExcept(except uint32, t wire.MessageType, ch wire.Chan
 	now := time.Now()
 	bp := peerLists.Get().(*[]*peer)
 	peers := s.snapshotPeers(*bp)
+	if ch.IsReliable() {
+		peers = s.appendHeld(peers) // queued for a resumption (resume_server.go)
+	}
 	var first error
 	for _, p := range peers {
 		if p.id == except || !wire.InProtocol(p.version, t) { // version: immutable
@@ -558,6 +576,12 @@ func (s *Server) Kick(id uint32, reason wire.DisconnectReason, detail string) er
 	if p.state != slotConnected || p.life.lingering {
 		p.mu.Unlock()
 		return ErrNoSuchClient
+	}
+	if p.life.seat.held { // its path is dark: nothing to deliver first
+		p.endHoldLocked(reason, detail, time.Now())
+		p.mu.Unlock()
+		s.remove(p)
+		return nil
 	}
 	closed := p.beginCloseLocked(reason, detail, s.chcfg.closeLinger, time.Now()) // what is queued leaves at the service loop's next round
 	p.mu.Unlock()
@@ -597,6 +621,7 @@ func (s *Server) remove(p *peer) {
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)
 	}
+	s.unholdLocked(p)
 	if m := &p.path.mig; m.hasID && s.byConnID[m.id] == p {
 		delete(s.byConnID, m.id)
 	}
@@ -673,6 +698,7 @@ func (s *Server) serviceLoop() {
 			// heartbeat stamped with it would inflate the ping.
 			s.halfOpen.expire(time.Now())
 			s.closedSessions.expire(time.Now())
+			s.expireHeld(time.Now())
 			peers = s.snapshotPeers(peers)
 			for _, p := range peers {
 				s.servicePeer(p, time.Now())
@@ -693,12 +719,17 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 			p.rel.rx0 = rxContext{}
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
+		s.resumeServiceLocked(p, now)
 	}
+	held := p.state == slotConnected && p.life.seat.held
 	info := p.info()
 	p.mu.Unlock()
 	s.svcd.dispatch(info)
-	if closed {
+	switch {
+	case closed:
 		s.remove(p)
+	case held:
+		s.holdSeat(p)
 	}
 }
 

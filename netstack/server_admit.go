@@ -30,8 +30,8 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		s.ctr.drop(dropMalformed) // a half-open handshake accepts only ClientFinished
 		return
 	}
-	_, perr := wire.ParseClientFinished(payload)
-	if perr != nil && perr != wire.ErrNameInvalid {
+	cf, perr := wire.ParseClientFinished(payload)
+	if perr != nil && perr != wire.ErrNameInvalid || cf.Resume != nil && ho.version < handshake.ProtocolVersion4 {
 		s.ctr.drop(dropMalformed)
 		return
 	}
@@ -39,12 +39,11 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 		s.ctr.drop(dropSecurity) // expired (or replaced) since the lookup
 		return
 	}
-	p := &peer{state: slotSecuring}
-	p.session = s.newPeerSession(ho.addr, ho.id, ho.version, now, ho.keys)
-	p.path.proof = ho.proof
-	p.keys.opener = ho.opener // its replay window has this frame marked
-	clear(ho.keys.send[:])
-	clear(ho.keys.recv[:])
+	if cf.Resume != nil {
+		s.finishResume(ho, &cf, len(d), now)
+		return
+	}
+	p := s.sessionFromHalfOpen(ho, ho.id, now)
 
 	p.mu.Lock()
 	p.ctr.PacketsReceived.Add(1)
@@ -68,6 +67,21 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 	if s.cfg.OnAdmitted != nil {
 		s.cfg.OnAdmitted(info)
 	}
+}
+
+// sessionFromHalfOpen builds the session of a finished handshake, with
+// id as its client id, and wipes the handshake's keys.
+func (s *Server) sessionFromHalfOpen(ho *halfOpen, id uint32, now time.Time) *peer {
+	p := &peer{state: slotSecuring}
+	p.session = s.newPeerSession(ho.addr, id, ho.version, now, ho.keys)
+	p.path.proof = ho.proof
+	p.keys.opener = ho.opener // its replay window has this frame marked
+	if ho.version >= handshake.ProtocolVersion4 {
+		p.life.seat.key = resumeKey(ho.keys.recv, ho.keys.send, ho.keys.th)
+	}
+	clear(ho.keys.send[:])
+	clear(ho.keys.recv[:])
+	return p
 }
 
 // claimSlot judges capacity and the admission caps for p and inserts it,

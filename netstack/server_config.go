@@ -156,6 +156,21 @@ type ServerConfig struct {
 	// 0 means 1 s, negative closes at once. The game sees the client leave
 	// at once; its slot is freed when the linger ends.
 	CloseLinger time.Duration
+	// ResumeHold is how long after a client's last authenticated datagram
+	// its seat is held for a resumption (docs/protocol.md §3.15), once the
+	// client asked for resume tickets; 0 means 30 s, negative turns
+	// resumption off (ResumeRequests are answered "no seats held").
+	ResumeHold time.Duration
+	// TicketLifetime is how long a resume ticket may be presented (and
+	// how often the key that seals them is replaced); 0 means 1 hour.
+	TicketLifetime time.Duration
+	// OnHeld is called when an admitted client's path went dark and its
+	// seat is held: the client still counts (OnDisconnected follows only
+	// if the hold ends without a resumption).
+	OnHeld func(ClientInfo)
+	// OnResumed is called when a held (or still live) seat was resumed by
+	// a new handshake: same id and name, possibly a new address.
+	OnResumed func(ClientInfo)
 }
 
 // Defaults of ServerConfig not named elsewhere.
@@ -214,6 +229,12 @@ func (c *ServerConfig) populate() {
 	if c.HoldNotLoaded == 0 {
 		c.HoldNotLoaded = DefaultHoldNotLoaded
 	}
+	if c.ResumeHold == 0 {
+		c.ResumeHold = DefaultResumeHold
+	}
+	if c.TicketLifetime <= 0 {
+		c.TicketLifetime = DefaultTicketLifetime
+	}
 	populateBudgets(c)
 	c.HalfOpen.populate()
 }
@@ -230,6 +251,10 @@ func (c *ServerConfig) validate() error {
 		return errors.New("netstack: internet mode always validates addresses; SkipAddressValidation is for private binds only")
 	case len(c.RefuseV3Detail) > maxRefuseV3Detail || !wire.ValidUTF8NoNUL([]byte(c.RefuseV3Detail)):
 		return fmt.Errorf("netstack: RefuseV3Detail %q: at most %d bytes of UTF-8 without NUL", c.RefuseV3Detail, maxRefuseV3Detail)
+	case c.ResumeHold > wire.MaxHoldSeconds*time.Second || c.ResumeHold > 0 && c.ResumeHold%time.Second != 0:
+		return fmt.Errorf("netstack: ResumeHold %v: whole seconds, at most %d", c.ResumeHold, wire.MaxHoldSeconds)
+	case c.TicketLifetime < time.Minute:
+		return fmt.Errorf("netstack: TicketLifetime %v: at least one minute", c.TicketLifetime)
 	case c.Transport != nil && c.Conn != nil:
 		return errors.New("netstack: ServerConfig sets both Transport and Conn; set one")
 	}

@@ -83,6 +83,10 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 			s.finishHalfOpen(ho, d, now)
 			return
 		}
+		if hp := s.heldAt(from); hp != nil { // resume_server.go: a held seat's old address
+			s.receiveOn(hp, d, from, now)
+			return
+		}
 		if s.closedSessions.late(from, d, now) {
 			s.ctr.drop(dropLate) // a Disconnect copy, or a frame sent just before a close
 			return
@@ -105,6 +109,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 	}
 	p.path.mig.rxFrom = from
 	ok := p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
+	woke := ok && p.wakeLocked(now) // a held seat heard from its client (resume_server.go)
 	move, challenged := false, false
 	if ok && from != p.path.addr && p.state == slotConnected && !p.life.closed {
 		spans := len(s.rxFlush.b.spans)
@@ -115,6 +120,9 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 	info := p.info()
 	sends := p.out.sends.Load()
 	p.mu.Unlock()
+	if woke {
+		s.wakeSeat(p)
+	}
 	if move {
 		s.move(p, now)
 	}

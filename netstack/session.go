@@ -196,6 +196,10 @@ type lifecycle struct {
 	closed bool
 	reason wire.DisconnectReason
 	detail string
+
+	// Resumption (resume_session.go): a holdable session that times out is
+	// held, not closed, so that a new handshake can resume it.
+	seat seatHold
 }
 
 type heartbeatProbe struct {
@@ -323,7 +327,7 @@ func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
 // a heartbeat, and queued messages that waited flushDelay. It returns true
 // when the session closed during this call.
 func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
-	if s.life.closed {
+	if s.life.closed || s.life.seat.held {
 		return false
 	}
 	if s.lingerDoneLocked(now) {
@@ -331,7 +335,7 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	}
 	if now.Sub(s.path.lastAuth) >= s.path.timeout {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.path.timeout.String(), now)
-		return true
+		return s.life.closed // a held seat is not closed (resume_session.go)
 	}
 	s.migrateServiceLocked(now, b)
 	due := s.out.urgent

@@ -50,6 +50,15 @@ type Counters struct {
 	// did not check ClientInfo.Speaks.
 	NotInProtocol atomic.Uint64
 
+	// Resumption (server only, docs/protocol.md §3.15).
+	ResumeTicketsIssued  atomic.Uint64
+	SeatsHeld            atomic.Uint64 // seats held when their path went dark
+	SeatsExpired         atomic.Uint64 // holds that ended without a resumption
+	Resumed              atomic.Uint64
+	SeatsWoken           atomic.Uint64 // held seats whose client was heard again on the old session
+	ResumeRefusedExpired atomic.Uint64 // refused ResumeExpired
+	ResumeRefusedInvalid atomic.Uint64 // refused ResumeInvalid
+
 	// Handshake traffic (server only).
 	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy
 	PlainBytesSent     atomic.Uint64 // every plain and legacy datagram sent

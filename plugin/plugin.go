@@ -99,6 +99,14 @@ type PauseHandler interface {
 	OnPause(paused bool)
 }
 
+// ResumeHandler is implemented by a module that reacts when a client whose
+// connection dropped comes back to its seat (docs/protocol.md §3.15): the
+// same client, still in its room and team, never reported left. A module
+// without it keeps the player as it was, which is usually right.
+type ResumeHandler interface {
+	OnResumed(c module.ClientInfo)
+}
+
 // DrainHandler is implemented by a module that reacts when the server
 // begins draining (draining true: it admits nobody new, lets running
 // matches end and stops at deadline at the latest) or calls the drain off

@@ -338,6 +338,17 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		if ph, ok := r.mod.(PauseHandler); ok {
 			ph.OnPause(ev.GetPaused())
 		}
+	case pluginv1.EventKind_EVENT_RESUMED:
+		c := clientFromPB(ev.GetClient(), ev.GetInfo())
+		if known, ok := r.clients[c.ID]; ok {
+			known.Addr = c.Addr // the same client on a new connection
+			c = *known
+		} else {
+			r.clients[c.ID] = &c
+		}
+		if rh, ok := r.mod.(ResumeHandler); ok {
+			rh.OnResumed(c)
+		}
 	case pluginv1.EventKind_EVENT_DRAIN:
 		if dh, ok := r.mod.(DrainHandler); ok {
 			dh.OnDrain(ev.GetDraining(), fromUnixNano(ev.GetDrainDeadlineUnixNs()))

@@ -153,7 +153,9 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1
 	}
-	base := netstack.ClientConfig{Server: o.server, Pin: o.pin}
+	// Bots come back to their seats after an outage (docs/protocol.md §3.15),
+	// as the console does: a rig scenario with bots sees resumptions.
+	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true}
 	if base.Registry, err = netbot.Registry(); err != nil {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1

@@ -118,6 +118,11 @@ type NetworkSection struct {
 	// DatagramSize is the largest UDP payload, in bytes, of a v4 datagram the
 	// server sends (docs/protocol.md §5.5); 1200..65507.
 	DatagramSize int `toml:"datagram_size"`
+	// ResumeSeconds is how long after a player's last datagram its seat is
+	// held for a resumption (docs/protocol.md §3.15): the longest outage a
+	// player survives with its id, room, team, score and entity. A held
+	// seat keeps its slot. 0 turns resumption off; 0..3600.
+	ResumeSeconds int `toml:"resume_seconds"`
 }
 
 // DefaultPluginNice is modules.plugin_nice's default: a plugin busy on a
@@ -290,6 +295,7 @@ func Default() Config {
 			AdmittedPerAddress:          8,
 			AdmittedPerPrefix:           16,
 			DatagramSize:                1200,
+			ResumeSeconds:               30,
 		},
 		Match: MatchSection{
 			GameMode:            "deathmatch",
@@ -387,6 +393,15 @@ func (c *Config) LagWindow() time.Duration {
 
 // EntityRefresh is match.refresh_seconds as a time.Duration (0: never).
 func (c *Config) EntityRefresh() time.Duration { return seconds(c.Match.RefreshSeconds) }
+
+// ResumeHoldDuration is network.resume_seconds as the transport's
+// ResumeHold (negative: resumption off).
+func (c *Config) ResumeHoldDuration() time.Duration {
+	if c.Network.ResumeSeconds == 0 {
+		return -1
+	}
+	return time.Duration(c.Network.ResumeSeconds) * time.Second
+}
 
 // ClientTimeoutDuration is server.client_timeout as a time.Duration.
 func (c *Config) ClientTimeoutDuration() time.Duration { return seconds(c.Server.ClientTimeout) }

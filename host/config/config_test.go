@@ -199,6 +199,8 @@ func TestBadFiles(t *testing.T) {
 			2, "network.bind_address"},
 		{"datagram below 1200", "[network]\ndatagram_size = 576\n",
 			`config.toml:2: network.datagram_size = 576: must be 1200..65507 bytes of UDP payload (1200 crosses every path)`, 2, "network.datagram_size"},
+		{"resume over an hour", "[network]\nresume_seconds = 3601\n",
+			`config.toml:2: network.resume_seconds = 3601: must be 0..3600 seconds (0 = no resumption)`, 2, "network.resume_seconds"},
 		{"no connect burst", "[network]\nconnect_burst = 0\n",
 			`config.toml:2: network.connect_burst = 0: must be 1..1048576 datagrams`, 2, "network.connect_burst"},
 		{"no connect refill", "[network]\nconnect_refill_per_second = 0.0\n",

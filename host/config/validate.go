@@ -153,6 +153,9 @@ func (c *Config) checkNetwork() *Error {
 	if e := c.intIn("network.admitted_per_prefix", n.AdmittedPerPrefix, 0, maxClients, " clients (0 = no cap)"); e != nil {
 		return e
 	}
+	if e := c.intIn("network.resume_seconds", n.ResumeSeconds, 0, 3600, " seconds (0 = no resumption)"); e != nil {
+		return e
+	}
 	for _, cap := range []struct {
 		key string
 		v   int

@@ -103,6 +103,28 @@ func (m *Manager) ClientLeft(id uint32, reason wire.DisconnectReason) {
 	}
 }
 
+// ClientResumed tells the modules of its room and of the whole server that
+// a client came back to its seat on a new connection (game thread): it
+// was never reported left.
+func (m *Manager) ClientResumed(ci module.ClientInfo) {
+	if known, ok := m.clients[ci.ID]; ok {
+		known.Addr = ci.Addr
+		ci = known
+	}
+	m.clients[ci.ID] = ci
+	ev := module.Event{Kind: module.EventResumed, Client: ci.ID, Name: ci.Name}
+	var told *scope
+	if v, ok := m.where.Load(ci.ID); ok {
+		told = v.(*scope)
+		m.Announce(told.ID, ev)
+	}
+	for _, sc := range *m.wide.Load() {
+		if sc != told {
+			m.Announce(sc.ID, ev)
+		}
+	}
+}
+
 // MatchStart, MatchEnd and MapChange forward match events to the modules
 // of the default scope (Announce does it for a room).
 func (m *Manager) MatchStart(ms gamemsg.MatchStart) {

@@ -53,7 +53,7 @@ const (
 var disconnectNames = [...]string{"Unknown", "ClientQuit", "ServerShutdown", "Kicked",
 	"Banned", "Timeout", "ProtocolError", "ReliableDeliveryFailed", "KeyExhausted",
 	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit",
-	16: "ServerDraining"}
+	"ResumeExpired", "ResumeInvalid", "ServerDraining"}
 
 // String returns the spec's name of d, or "DisconnectReason(n)" for other codes.
 func (d DisconnectReason) String() string {

@@ -148,6 +148,10 @@ func ParseAck(p []byte) (Ack, error) {
 type ClientFinished struct {
 	Name   string // the player name: valid per ValidName(…, 32)
 	Ticket []byte // admission ticket, ≤ 256 bytes, opaque to the transport (docs/protocol.md §3.13)
+	// Resume, when not nil, is the resume extension (docs/protocol.md
+	// §3.15): sent only by a client resuming a seat of the server that
+	// issued the ticket.
+	Resume *ResumeExtension
 }
 
 // AppendClientFinished appends the encoding of m (4..324 bytes) to dst.
@@ -156,6 +160,9 @@ func AppendClientFinished(dst []byte, m *ClientFinished) []byte {
 	w.Str(m.Name)
 	w.U16(uint16(len(m.Ticket)))
 	w.Raw(m.Ticket)
+	if m.Resume != nil {
+		w.b = appendResumeExtension(w.b, m.Resume)
+	}
 	return w.b
 }
 
@@ -165,19 +172,26 @@ func AppendClientFinished(dst []byte, m *ClientFinished) []byte {
 // whose name breaks the rule of §5.4 returns exactly ErrNameInvalid: answer
 // Disconnect(NameInvalid).
 func ParseClientFinished(p []byte) (ClientFinished, error) {
-	name, ticket, err := scanClientFinished(p)
+	name, ticket, ext, err := scanClientFinishedExt(p)
 	if err != nil {
 		return ClientFinished{}, err
 	}
 	if !ValidName(name, MaxNameLen) {
 		return ClientFinished{}, ErrNameInvalid
 	}
-	return ClientFinished{Name: string(name), Ticket: cloneBytes(ticket)}, nil
+	return ClientFinished{Name: string(name), Ticket: cloneBytes(ticket), Resume: ext}, nil
 }
 
 // scanClientFinished checks the structure only; the name is screened by the
 // caller because a bad name has its own answer.
 func scanClientFinished(p []byte) (name, ticket []byte, err error) {
+	name, ticket, _, err = scanClientFinishedExt(p)
+	return name, ticket, err
+}
+
+// scanClientFinishedExt is scanClientFinished with the resume extension
+// (§3.15) parsed when present.
+func scanClientFinishedExt(p []byte) (name, ticket []byte, ext *ResumeExtension, err error) {
 	r := NewReader(p)
 	name = r.StrBytes()
 	if len(name) > MaxNameFieldLen {
@@ -188,5 +202,11 @@ func scanClientFinished(p []byte) (name, ticket []byte, err error) {
 		r.Fail(errTicketLong)
 	}
 	ticket = r.Bytes(n)
-	return name, ticket, finish(&r)
+	if r.Remaining() > 0 && !r.HasError() {
+		ext = readResumeExtension(&r)
+	}
+	if err = finish(&r); err != nil {
+		return nil, nil, nil, err
+	}
+	return name, ticket, ext, nil
 }

@@ -177,8 +177,12 @@ func TestParseClientFinished(t *testing.T) {
 		{"257-byte ticket", enc("bob", uint16(257), make([]byte, 257)), errTicketLong},
 		{"ticket runs past end", enc("bob", uint16(4), []byte{1, 2, 3}), ErrOverrun},
 		{"no ticket_len", enc("bob"), ErrOverrun},
-		{"trailing byte", enc("bob", uint16(0), uint8(0)), ErrTrailing},
-		{"bad name and trailing byte", enc("", uint16(0), uint8(0)), ErrTrailing},
+		{"trailing byte (no resume extension)", enc("bob", uint16(0), uint8(0)), errResumeVersion},
+		{"bad name and trailing byte", enc("", uint16(0), uint8(0)), errResumeVersion},
+		{"resume extension without its ticket", enc("bob", uint16(0), uint8(1), uint8(0)), errResumeTicket},
+		{"resume ticket over 200", enc("bob", uint16(0), uint8(1), uint8(201), make([]byte, 201+32)), errResumeTicket},
+		{"resume proof truncated", enc("bob", uint16(0), uint8(1), uint8(1), uint8(9), make([]byte, 31)), ErrOverrun},
+		{"after the resume proof", enc("bob", uint16(0), uint8(1), uint8(1), uint8(9), make([]byte, 33)), ErrTrailing},
 		{"name runs past end", enc(uint16(10), []byte("abc")), ErrOverrun},
 	}
 	runParseCases(t, ParseClientFinished, AppendClientFinished, cases)
@@ -219,7 +223,9 @@ func TestReasonStrings(t *testing.T) {
 		{DisconnectModuleFailure.String(), "ModuleFailure"},
 		{DisconnectServerFull.String(), "ServerFull"},
 		{DisconnectAddressLimit.String(), "AddressLimit"},
-		{DisconnectReason(14).String(), "DisconnectReason(14)"},
+		{DisconnectResumeExpired.String(), "ResumeExpired"},
+		{DisconnectResumeInvalid.String(), "ResumeInvalid"},
+		{DisconnectReason(17).String(), "DisconnectReason(17)"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

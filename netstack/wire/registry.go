@@ -45,7 +45,7 @@ type Schema struct {
 // by the layer above (sim/msg) with DefineBuiltin: the transport knows
 // nothing of games.
 var builtins = [...]Schema{
-	TypeConnect:         {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen, NoStringFields, false, nil},
+	TypeConnect:         {TypeConnect, "ClientFinished", ClientToServer, Reliable, 4, 2 + MaxNameFieldLen + 2 + MaxTicketLen + MaxResumeExtensionLen, NoStringFields, false, nil},
 	TypeConnectAccepted: {TypeConnectAccepted, "ConnectAccepted", ServerToClient, Unreliable, 155, 155, NoStringFields, false, nil},
 	TypeConnectRejected: {TypeConnectRejected, "ConnectRejected", ServerToClient, Unreliable, 5, 5 + MaxDetailLen, 3, false, nil},
 	TypeDisconnect:      {TypeDisconnect, "Disconnect", BothDirections, Unreliable, 3, 3 + MaxDetailLen, 1, true, nil},
@@ -59,6 +59,8 @@ var v4Builtins = [...]Schema{
 	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true, nil},
 	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true, nil},
 	{TypeModuleProtocols, "ModuleProtocols", ServerToClient, Reliable, moduleProtocolsMin, MaxPayload, NoStringFields, true, nil},
+	{TypeResumeTicket, "ResumeTicket", ServerToClient, Reliable, resumeTicketMin, resumeTicketMin + MaxResumeTicketLen, NoStringFields, true, nil},
+	{TypeResumeRequest, "ResumeRequest", ClientToServer, Reliable, ResumeRequestSize, ResumeRequestSize, NoStringFields, true, nil},
 	{TypePathChallenge, "PathChallenge", BothDirections, Unreliable, PathChallengeSize, PathChallengeSize, NoStringFields, true, nil},
 	{TypePathResponse, "PathResponse", BothDirections, Unreliable, PathResponseSize, PathResponseSize, NoStringFields, true, nil},
 }

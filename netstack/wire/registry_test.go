@@ -145,8 +145,8 @@ func TestBuiltinsUntouchable(t *testing.T) {
 			t.Errorf("Lookup(%d) found a type", id)
 		}
 	}
-	if s, _, _ := r.Lookup(TypeConnect); s.Name != "ClientFinished" || s.MaxLen != 324 || s.Channel != Reliable {
-		t.Errorf("sealed type 1 should be ClientFinished 4..324 on Reliable: %+v", s)
+	if s, _, _ := r.Lookup(TypeConnect); s.Name != "ClientFinished" || s.MaxLen != 558 || s.Channel != Reliable {
+		t.Errorf("sealed type 1 should be ClientFinished 4..558 on Reliable: %+v", s)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestBuiltinTableMatchesSpec(t *testing.T) {
 	// §4's table, column by column, for sealed packets (the transport's
 	// own types; sim/gamemsg checks the game types').
 	want := map[MessageType][4]uint32{ // dir, chan, min, max
-		1: {1, 1, 4, 324}, 2: {2, 0, 155, 155}, 3: {2, 0, 5, 261}, 4: {3, 0, 3, 259},
+		1: {1, 1, 4, 558}, 2: {2, 0, 155, 155}, 3: {2, 0, 5, 261}, 4: {3, 0, 3, 259},
 		5: {3, 0, 8, 8}, 6: {3, 0, 10, 10},
 	}
 	for id, w := range want {

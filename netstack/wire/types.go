@@ -38,6 +38,10 @@ func (t MessageType) String() string {
 		return "ModuleSchemas"
 	case TypeModuleProtocols:
 		return "ModuleProtocols"
+	case TypeResumeTicket:
+		return "ResumeTicket"
+	case TypeResumeRequest:
+		return "ResumeRequest"
 	case TypePathChallenge:
 		return "PathChallenge"
 	case TypePathResponse:

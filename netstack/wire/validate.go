@@ -82,6 +82,10 @@ func validateBuiltin(t MessageType, p []byte) error {
 		err = CheckModuleSchemas(p)
 	case TypeModuleProtocols:
 		_, err = ParseModuleProtocols(p)
+	case TypeResumeTicket:
+		_, err = ParseResumeTicket(p)
+	case TypeResumeRequest:
+		err = CheckResumeRequest(p)
 	case TypePathChallenge:
 		_, err = ParsePathChallenge(p)
 	case TypePathResponse:

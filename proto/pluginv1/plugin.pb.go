@@ -105,7 +105,10 @@ const (
 	EventKind_EVENT_ROOM_OPEN   EventKind = 8  // room, room_info, entity_id_first/last: start serving a room (manifest.rooms)
 	EventKind_EVENT_ROOM_CLOSE  EventKind = 9  // room: stop serving it; its entities are gone
 	EventKind_EVENT_PAUSE       EventKind = 10 // room, paused: the room's match clock stopped or runs again
-	EventKind_EVENT_DRAIN       EventKind = 13 // draining, drain_deadline_unix_ns: the server began draining (or called it off)
+	EventKind_EVENT_RESUMED     EventKind = 11 // client, info: a client whose connection dropped came back to its seat
+	// (docs/protocol.md §3.15) — same id, room, team, score, entity; never
+	// preceded by EVENT_LEFT. info.addr may be new.
+	EventKind_EVENT_DRAIN EventKind = 13 // draining, drain_deadline_unix_ns: the server began draining (or called it off)
 )
 
 // Enum value maps for EventKind.
@@ -122,6 +125,7 @@ var (
 		8:  "EVENT_ROOM_OPEN",
 		9:  "EVENT_ROOM_CLOSE",
 		10: "EVENT_PAUSE",
+		11: "EVENT_RESUMED",
 		13: "EVENT_DRAIN",
 	}
 	EventKind_value = map[string]int32{
@@ -136,6 +140,7 @@ var (
 		"EVENT_ROOM_OPEN":   8,
 		"EVENT_ROOM_CLOSE":  9,
 		"EVENT_PAUSE":       10,
+		"EVENT_RESUMED":     11,
 		"EVENT_DRAIN":       13,
 	}
 )
@@ -2399,7 +2404,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"MetricKind\x12\x16\n" +
 	"\x12METRIC_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fMETRIC_GAUGE\x10\x01\x12\x12\n" +
-	"\x0eMETRIC_COUNTER\x10\x02*\xf9\x01\n" +
+	"\x0eMETRIC_COUNTER\x10\x02*\x8c\x02\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -2413,7 +2418,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x0fEVENT_ROOM_OPEN\x10\b\x12\x14\n" +
 	"\x10EVENT_ROOM_CLOSE\x10\t\x12\x0f\n" +
 	"\vEVENT_PAUSE\x10\n" +
-	"\x12\x0f\n" +
+	"\x12\x11\n" +
+	"\rEVENT_RESUMED\x10\v\x12\x0f\n" +
 	"\vEVENT_DRAIN\x10\r*\xad\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +

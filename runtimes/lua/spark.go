@@ -24,11 +24,12 @@ const (
 	hookMatchEnd
 	hookMapChange
 	hookPause
+	hookResumed
 	hookDrain
 	numHooks
 )
 
-var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change", "on_pause", "on_drain"}
+var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change", "on_pause", "on_resumed", "on_drain"}
 
 // Limits of what a module declares.
 const (
@@ -569,6 +570,10 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 	case module.EventPause:
 		if fn := m.hooks[hookPause]; fn != nil {
 			return m.run(site{what: "on_pause"}, fn, lua.LBool(ev.Paused))
+		}
+	case module.EventResumed:
+		if fn := m.hooks[hookResumed]; fn != nil {
+			return m.run(site{what: "on_resumed"}, fn, lua.LNumber(ev.Client), lua.LString(ev.Name))
 		}
 	case module.EventDrain:
 		if fn := m.hooks[hookDrain]; fn != nil {

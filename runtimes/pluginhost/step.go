@@ -350,6 +350,11 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			m.closeRoom(ev.Room)
 		case module.EventPause:
 			pe.Kind, pe.Paused = pluginv1.EventKind_EVENT_PAUSE, ev.Paused
+		case module.EventResumed:
+			pe.Kind = pluginv1.EventKind_EVENT_RESUMED
+			ci, _ := m.host.Client(ev.Client)
+			ci.ID, ci.Name = ev.Client, ev.Name
+			pe.Info = clientToPB(ci)
 		case module.EventDrain:
 			pe.Kind, pe.Draining, pe.DrainDeadlineUnixNs = pluginv1.EventKind_EVENT_DRAIN, ev.Draining, unixNano(ev.DrainDeadline)
 		default:

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sparkhost/sparkhost/client"
@@ -68,6 +69,11 @@ type Config struct {
 	// AimError in degrees, 0..45 (bot.Config.AimError); 0 means
 	// DefaultAimError.
 	AimError float32
+	// Resume, when set, brings a connection whose path went dark back to
+	// its seat (netstack.Client.Resume, or a wrapper that runs it where
+	// the new socket must be opened); nil uses Client.Resume. It is tried
+	// only with Client.Resumable set.
+	Resume func(ctx context.Context, c *netstack.Client) (*netstack.Client, error)
 	// Observe, when set, is called with every message the bot receives,
 	// after the bot handled it, on the bot's goroutine.
 	Observe func(netstack.Message)
@@ -99,6 +105,9 @@ type Stats struct {
 	// Body is the entity id of the bot's body as its last PlayerRespawn
 	// said (0 before the first).
 	Body uint32
+	// Resumed counts the times the bot came back to its seat after its
+	// connection timed out.
+	Resumed uint64
 }
 
 // Registry returns a registry with the deathmatch module's message types,
@@ -116,7 +125,7 @@ func Registry() (*wire.Registry, error) {
 // Bot is one network bot. Create it with Dial; run it with Run.
 type Bot struct {
 	cfg    Config
-	c      *netstack.Client
+	conn   atomic.Pointer[netstack.Client] // replaced by a resumption (resume.go)
 	world  *client.World
 	period time.Duration
 
@@ -175,7 +184,8 @@ func Dial(ctx context.Context, cfg Config) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bot{cfg: cfg, c: c, world: client.NewWorld()}
+	b := &Bot{cfg: cfg, world: client.NewWorld()}
+	b.conn.Store(c)
 	b.tickRate = max(int(gss.TickRate), 1)
 	rate := cfg.Rate
 	if rate == 0 {
@@ -199,11 +209,11 @@ var ErrRoomRefused = errors.New("netbot: room request refused")
 // the room's id. Call it after Dial and before Run. The room's
 // GameStateSync, which follows the answer, tells the bot the room's map.
 func (b *Bot) EnterRoom(ctx context.Context, t wire.MessageType, payload []byte) (uint32, error) {
-	if err := b.c.Send(t, wire.ReliableOrdered, payload); err != nil {
+	if err := b.client().Send(t, wire.ReliableOrdered, payload); err != nil {
 		return 0, err
 	}
 	for {
-		m, err := b.c.Receive(ctx)
+		m, err := b.client().Receive(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -223,7 +233,7 @@ func (b *Bot) EnterRoom(ctx context.Context, t wire.MessageType, payload []byte)
 }
 
 // ID is the bot's client id.
-func (b *Bot) ID() uint32 { return b.c.ID() }
+func (b *Bot) ID() uint32 { return b.client().ID() }
 
 // Name is the bot's player name.
 func (b *Bot) Name() string { return b.cfg.Name }
@@ -260,7 +270,7 @@ func (b *Bot) teleported() {
 func (b *Bot) dropPendingLocked() { b.pending, b.pendingAt = 0, time.Time{} }
 
 // Close leaves the server (ClientQuit); Run returns nil after it.
-func (b *Bot) Close() error { return b.c.Close() }
+func (b *Bot) Close() error { return b.client().Close() }
 
 // Run plays until ctx ends, then leaves with ClientQuit and returns nil; if
 // the server ends the connection first it returns an error matching
@@ -273,10 +283,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			b.c.Close()
+			b.client().Close()
 			return nil
-		case <-b.c.Done():
-			reason, detail := b.c.CloseReason()
+		case <-b.client().Done():
+			if b.resume(ctx) {
+				continue // the same seat on a new connection
+			}
+			reason, detail := b.client().CloseReason()
 			if reason == wire.DisconnectClientQuit { // Close from another goroutine
 				return nil
 			}
@@ -284,7 +297,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		case <-ticker.C:
 		}
 		for {
-			msg, err := b.c.Receive(poll)
+			msg, err := b.client().Receive(poll)
 			if err != nil {
 				break
 			}
@@ -334,17 +347,17 @@ func openField(name string) *maps.Map {
 
 // step sends the next input: the brain's, given the enemies in the World.
 func (b *Bot) step() {
-	b.findEnemies(b.c.ID())
+	b.findEnemies(b.client().ID())
 	in, err := b.pred.Predict(b.brain.Think(b.pred.State(), b.enemies))
 	if err != nil {
 		return // cannot happen: the brain's inputs are valid
 	}
 	b.seq = in.InputSeq
 	b.buf = gamemsg.AppendClientInput(b.buf[:0], &in)
-	if b.c.Send(gamemsg.TypeClientInput, wire.Unreliable, b.buf) != nil {
+	if b.client().Send(gamemsg.TypeClientInput, wire.Unreliable, b.buf) != nil {
 		return
 	}
-	b.c.Flush() // this frame's input leaves now, with the acks the bot owes
+	b.client().Flush() // this frame's input leaves now, with the acks the bot owes
 	b.mu.Lock()
 	b.st.Inputs++
 	if in.Buttons&gamemsg.ButtonFire != 0 {
@@ -417,7 +430,7 @@ func (b *Bot) handle(m netstack.Message) {
 		}
 	case gamemsg.TypePlayerRespawn:
 		r, err := gamemsg.ParsePlayerRespawn(p)
-		if err == nil && r.Client == b.c.ID() {
+		if err == nil && r.Client == b.client().ID() {
 			_ = b.pred.Reset(movement.State{Position: r.Position, Yaw: r.Yaw}) // finite: the parser checked
 			b.alive = true
 			b.teleported()
@@ -446,11 +459,11 @@ func (b *Bot) handle(m netstack.Message) {
 			_ = b.setMap(name)
 		}
 	case deathmatch.TypeTeam:
-		if c, team, err := deathmatch.ParseTeam(p); err == nil && c == b.c.ID() {
+		if c, team, err := deathmatch.ParseTeam(p); err == nil && c == b.client().ID() {
 			b.team = uint32(team)
 		}
 	case deathmatch.TypeHit:
-		if h, err := deathmatch.ParseHit(p); err == nil && h.Attacker == b.c.ID() && h.Victim != h.Attacker {
+		if h, err := deathmatch.ParseHit(p); err == nil && h.Attacker == b.client().ID() && h.Victim != h.Attacker {
 			b.mu.Lock()
 			b.st.Hits++
 			b.mu.Unlock()
@@ -460,11 +473,11 @@ func (b *Bot) handle(m netstack.Message) {
 		b.mu.Lock()
 		switch {
 		case err != nil:
-		case f.Victim == b.c.ID():
+		case f.Victim == b.client().ID():
 			b.st.Deaths++
 			b.alive = false
 			b.dropPendingLocked() // held still from its death on
-		case f.Killer == b.c.ID() && f.Flags == 0:
+		case f.Killer == b.client().ID() && f.Flags == 0:
 			b.st.Kills++
 		}
 		b.mu.Unlock()

@@ -48,6 +48,18 @@ func (cs *consoleSessions) session() (*Session, error) {
 	return cs.s, nil
 }
 
+// resumed keeps the session (its login, its character) when the console's
+// connection came back to its seat (docs/protocol.md §3.15): the server
+// never logged it out, so the session goes on over the new connection.
+func (cs *consoleSessions) resumed(old, nc *netstack.Client) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.cur == old && cs.s != nil {
+		cs.cur = nc
+		cs.s.Adopt(nc)
+	}
+}
+
 // follow moves the console to the neighbour's server of a handoff, keeping
 // the session (the console's next commands go there, without the player
 // typing anything).
@@ -78,6 +90,7 @@ type Options struct {
 // console. The console's Registry must hold the mmo types (RegisterTypes).
 func Register(con *client.Console, opts Options) error {
 	cs := &consoleSessions{con: con, iterations: opts.Iterations}
+	con.OnResumed(cs.resumed)
 	ask := opts.Password
 	if ask == nil {
 		ask = con.ReadSecret
