@@ -260,6 +260,9 @@ func (e *Estimator) starved(now time.Time) bool {
 	return !since.IsZero() && e.lastProbe.After(since) && now.Sub(since) > max(2*e.srtt, time.Second)
 }
 
+// Latest is the latest round-trip sample.
+func (e *Estimator) Latest() time.Duration { return e.latest }
+
 // Bandwidth is the estimate in bytes/s: the largest delivery rate sampled
 // within the window, or the last estimate when the window holds no sample
 // (0 before the first sample).

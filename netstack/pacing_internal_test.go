@@ -1,0 +1,187 @@
+package netstack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/congestion"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// stateUpdate is an EntityStateUpdate of entity id whose one vec3 field is
+// (x, 0, 0): structurally valid for the transport.
+func stateUpdate(id uint32, x byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, id)
+	b = binary.LittleEndian.AppendUint64(b, 1)
+	return append(b, 0, 0, x, 0x3F, 0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+// delivery records what a client session received, by type.
+type delivery struct{ msgs map[wire.MessageType][][]byte }
+
+func (d *delivery) fn(h *wire.Header, p []byte) {
+	d.msgs[h.Type] = append(d.msgs[h.Type], bytes.Clone(p))
+}
+
+// exchange flushes srv at now and hands the datagrams to cli.
+func exchange(t *testing.T, srv, cli *session, now time.Time, d *delivery) int {
+	t.Helper()
+	var b datagramBatch
+	srv.flushLocked(now, &b)
+	for _, sp := range b.spans {
+		cli.receiveLocked(gamemsg.NewRegistry(), b.buf[sp.start:sp.end], now, d.fn, nil)
+	}
+	return len(b.spans)
+}
+
+// TestStateWaitsForThePacer: with the pacer in debt, a flush still sends
+// what must flow — a reliable message and an unreliable one sent with
+// Send (an InputAck) — and holds the state; a newer state of an entity
+// that covers the queued one's fields replaces it in the queue, one that
+// does not is queued beside it; once the pacer allows, the client gets the
+// newest state of each once, in queue order.
+func TestStateWaitsForThePacer(t *testing.T) {
+	srv, cli := sessionPair(t)
+	now := time.Now()
+	srv.path.cc.pacer.Refill(now, congestion.DefaultInitialRate, 1200)
+	srv.path.cc.pacer.Spend(1 << 20) // a debt of 16 s at the initial rate
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, 5, 0b11, stateUpdate(5, 1), now))
+	must(srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, 6, 0b01, stateUpdate(6, 1), now))
+	must(srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, 5, 0b11, stateUpdate(5, 2), now)) // replaces 5's
+	must(srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, 6, 0b10, stateUpdate(6, 2), now)) // does not cover 6's
+	must(srv.sendLocked(gamemsg.TypeInputAck, wire.Unreliable, make([]byte, 37), now))
+	must(srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, []byte{9, 0, 0, 0}, now))
+
+	d := &delivery{msgs: map[wire.MessageType][][]byte{}}
+	exchange(t, srv, cli, now, d)
+	if len(d.msgs[gamemsg.TypeInputAck]) != 1 || len(d.msgs[gamemsg.TypeEntityDestroy]) != 1 {
+		t.Fatalf("in debt, the client got %d InputAcks and %d EntityDestroys; want both to flow", len(d.msgs[gamemsg.TypeInputAck]), len(d.msgs[gamemsg.TypeEntityDestroy]))
+	}
+	if n := len(d.msgs[gamemsg.TypeEntityStateUpdate]); n != 0 {
+		t.Fatalf("in debt, %d state updates left; want them held", n)
+	}
+	st := srv.statsLocked()
+	if !st.Backlogged || st.StateSuperseded != 1 || len(srv.path.cc.kq) != 3 {
+		t.Fatalf("backlogged %v, superseded %d, queued %d; want true, 1, 3", st.Backlogged, st.StateSuperseded, len(srv.path.cc.kq))
+	}
+	if srv.out.queuedAt.IsZero() {
+		t.Fatal("held state leaves no flush due: the service loop would never send it")
+	}
+
+	srv.path.cc.pacer = congestion.Pacer{} // the debt is paid
+	later := now.Add(100 * time.Millisecond)
+	exchange(t, srv, cli, later, d)
+	got := d.msgs[gamemsg.TypeEntityStateUpdate]
+	want := [][]byte{stateUpdate(5, 2), stateUpdate(6, 1), stateUpdate(6, 2)}
+	if len(got) != len(want) {
+		t.Fatalf("got %d state updates; want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("update %d: % x; want % x", i, got[i], want[i])
+		}
+	}
+	if st := srv.statsLocked(); st.Backlogged || st.SendQueueDelay != 100*time.Millisecond {
+		t.Errorf("after sending: backlogged %v, send-queue delay %v; want false, 100ms", st.Backlogged, st.SendQueueDelay)
+	}
+	if len(srv.path.cc.kbuf) != 0 {
+		t.Errorf("%d bytes of sent state kept", len(srv.path.cc.kbuf))
+	}
+}
+
+// TestStaleStateIsDropped: state that waited for the pacer past a second
+// is dropped and counted, not sent late.
+func TestStaleStateIsDropped(t *testing.T) {
+	srv, cli := sessionPair(t)
+	now := time.Now()
+	srv.path.cc.pacer.Refill(now, congestion.DefaultInitialRate, 1200)
+	srv.path.cc.pacer.Spend(1 << 20)
+	for id := range uint32(4) {
+		if err := srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, uint64(id), 1, stateUpdate(id, 1), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &delivery{msgs: map[wire.MessageType][][]byte{}}
+	exchange(t, srv, cli, now.Add(500*time.Millisecond), d)
+	srv.path.cc.pacer = congestion.Pacer{}
+	exchange(t, srv, cli, now.Add(1500*time.Millisecond), d)
+	if n := len(d.msgs[gamemsg.TypeEntityStateUpdate]); n != 0 {
+		t.Errorf("%d stale updates sent", n)
+	}
+	if st := srv.statsLocked(); st.StateDropped != 4 || st.Backlogged {
+		t.Errorf("dropped %d, backlogged %v; want 4, false", st.StateDropped, st.Backlogged)
+	}
+}
+
+// TestClientSessionsDoNotPace: a client's session sends state as plain
+// unreliable messages (no pacer, no markers).
+func TestClientSessionsDoNotPace(t *testing.T) {
+	srv, cli := sessionPair(t)
+	now := time.Now()
+	if cli.path.cc.on || !srv.path.cc.on {
+		t.Fatalf("paced: client %v, server %v; want only the server's v4 session", cli.path.cc.on, srv.path.cc.on)
+	}
+	if err := cli.sendStateLocked(gamemsg.TypeEntityStateUpdate, 1, 1, stateUpdate(1, 1), now); err != nil {
+		t.Fatal(err)
+	}
+	if len(cli.path.cc.kq) != 0 || len(cli.out.uq) == 0 {
+		t.Fatal("a client's state went to the paced queue")
+	}
+}
+
+// TestStatePathAllocatesNothing: a tick of state for 20 entities, an
+// InputAck and a reliable message, paced, packed, received and acked,
+// allocates nothing in steady state.
+func TestStatePathAllocatesNothing(t *testing.T) {
+	if RaceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	srv, cli := sessionPair(t)
+	reg := gamemsg.NewRegistry()
+	updates := make([][]byte, 20)
+	for i := range updates {
+		updates[i] = stateUpdate(uint32(i+1), byte(i))
+	}
+	ack := make([]byte, 37)
+	var sb, cb datagramBatch
+	deliver := func(*wire.Header, []byte) {}
+	now := time.Now()
+	step := func() {
+		now = now.Add(50 * time.Millisecond)
+		for i, u := range updates {
+			if err := srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, uint64(i+1), 1, u, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = srv.sendLocked(gamemsg.TypeInputAck, wire.Unreliable, ack, now)
+		_ = srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, []byte{9, 0, 0, 0}, now)
+		srv.flushLocked(now, &sb)
+		for _, sp := range sb.spans {
+			cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
+		}
+		sb.reset()
+		cli.flushLocked(now.Add(20*time.Millisecond), &cb)
+		for _, sp := range cb.spans {
+			srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(20*time.Millisecond), deliver, nil)
+		}
+		cb.reset()
+	}
+	for range 100 {
+		step()
+	}
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Fatalf("%.1f allocations per tick", n)
+	}
+	if st := srv.ctr.snapshot(); st.StateDropped != 0 {
+		t.Fatalf("%d states dropped on an unloaded path", st.StateDropped)
+	}
+}
