@@ -339,11 +339,11 @@ func scrapeServer(t *testing.T, rig *netrig.Rig) serverView {
 		t.Logf("server /metrics: %v", err)
 		return v
 	}
-	if q, ok := histogramQuantile(string(body), "sparkhost_session_send_queue_delay_seconds", 0.99); ok {
+	if q, ok := histogramQuantile(string(body), "sparkhost_net_session_send_queue_delay_seconds", 0.99); ok {
 		v.queueP99 = time.Duration(q * float64(time.Second))
 	}
 	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "sparkhost_session_") || strings.HasPrefix(l, "sparkhost_congestion_") {
+		if strings.HasPrefix(l, "sparkhost_net_session_") || strings.HasPrefix(l, "sparkhost_net_state_") {
 			t.Log(l)
 		}
 	}
