@@ -94,15 +94,15 @@ func (s *session) sendStateLocked(typ wire.MessageType, key, covers uint64, payl
 // so an idle session sends only its liveness heartbeat).
 func (s *session) ccBeginLocked(now time.Time) {
 	cc := &s.path.cc
+	cc.queueDelay = 0
+	if !s.out.queuedAt.IsZero() {
+		cc.queueDelay = now.Sub(s.out.queuedAt)
+	}
 	if !cc.on {
 		return
 	}
 	cc.lastRate = cc.est.Rate(now)
 	cc.pacer.Refill(now, cc.lastRate, s.out.pk.size)
-	cc.queueDelay = 0
-	if !s.out.queuedAt.IsZero() {
-		cc.queueDelay = now.Sub(s.out.queuedAt)
-	}
 	if (len(s.out.uq) > 0 || len(cc.kq) > 0) && cc.est.ProbeDue(now) {
 		cc.probe = rand.Uint32() | 1
 		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(cc.hb[:0], &wire.Heartbeat{Token: cc.probe}))
@@ -216,12 +216,12 @@ func stateSuperseded(c *Counters) *atomicU64 { return &c.StateSuperseded }
 func (s *session) ccStatsLocked(st *Stats, now time.Time) {
 	cc := &s.path.cc
 	snap := cc.est.Snapshot(now)
-	st.SRTT, st.RTTVariance, st.MinRTT = snap.SRTT, snap.RTTVar, snap.MinRTT
+	st.SRTT, st.RTTVariance, st.MinRTT, st.SendQueueDelay = snap.SRTT, snap.RTTVar, snap.MinRTT, cc.queueDelay
 	if !cc.on {
 		return
 	}
 	st.ProbeLoss, st.Bandwidth, st.SendRate = snap.ProbeLoss, snap.Bandwidth, cc.lastRate
-	st.SendQueueDelay, st.Backlogged, st.PathState = cc.queueDelay, cc.backlogged, snap.State.String()
+	st.Backlogged, st.PathState = cc.backlogged, snap.State.String()
 }
 
 // Congestion is what congestion control says of one client's path: whether

@@ -75,6 +75,21 @@ func rigBadRate(t *testing.T) int64 {
 	return n
 }
 
+// rigRefresh is the server's full-refresh period in seconds:
+// SPARK_RIG_REFRESH or 1.0 (the default). A refresh at every replication
+// frame (0.01) makes each frame carry every field of every body: the game
+// then wants more than a bad link carries.
+func rigRefresh(t *testing.T) string {
+	v := os.Getenv("SPARK_RIG_REFRESH")
+	if v == "" {
+		return "1.0"
+	}
+	if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0.01 || f > 60 {
+		t.Fatalf("SPARK_RIG_REFRESH=%q: want 0.01..60 seconds", v)
+	}
+	return v
+}
+
 // TestRigMobileLinks: 16 bots, every one on the mobile profile, for two
 // minutes: no disconnects (so every reliable message was acknowledged: an
 // unacknowledged one ends the session), the server's send-queue delay p99
@@ -211,10 +226,13 @@ func runRigScenario(t *testing.T, profiles []netrig.Profile, d time.Duration) *r
 			t.Fatal(err)
 		}
 	}
-	bin := buildBinary(t)
+	bin := os.Getenv("SPARK_RIG_BIN") // another build's server, to compare
+	if bin == "" {
+		bin = buildBinary(t)
+	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "rig.toml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[network]\nexposure = \"internet\"\nadmitted_per_address = 0\nadmitted_per_prefix = 0\n[ops]\nlisten = \"%s:9150\"\n[match]\nreplication_rate = %d\n", rig.Server.Addr, rigReplication(t))), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[network]\nexposure = \"internet\"\nadmitted_per_address = 0\nadmitted_per_prefix = 0\n[ops]\nlisten = \"%s:9150\"\n[match]\nreplication_rate = %d\nrefresh_seconds = %s\n", rig.Server.Addr, rigReplication(t), rigRefresh(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
