@@ -112,8 +112,9 @@ func TestRigMobileLinks(t *testing.T) {
 
 // TestRigBadLinks: 15 bots on the bad profile (256 kbit/s) beside one on a
 // healthy (home) link: every session stays, entity state at the clients no
-// older than 500 ms p99, input → InputAck p99 within RTT + 100 ms, and the
-// healthy bot gets its full tick and replication rate.
+// older than 500 ms p99, input → InputAck p99 within the link's RTT (the
+// profile's 300 ms + 80 ms jitter) + 100 ms, and the healthy bot gets its
+// full tick rate of InputAcks.
 func TestRigBadLinks(t *testing.T) {
 	profiles := make([]netrig.Profile, rigBots)
 	bad := netrig.Bad
@@ -133,8 +134,11 @@ func TestRigBadLinks(t *testing.T) {
 			age, ack, rtt = append(age, b.age...), append(ack, b.ack...), append(rtt, b.rtt...)
 		}
 	}
-	a, k, r := pct(age, 99), pct(ack, 99), pct(rtt, 99)
-	t.Logf("bad links: state age p99 %v, input→ack p99 %v, heartbeat RTT p99 %v", a, k, r)
+	// The link's RTT is the profile's, at its worst (delay + jitter): the
+	// heartbeat RTT measured includes the queue the server builds, which
+	// is what the goal is about.
+	a, k, r := pct(age, 99), pct(ack, 99), bad.Delay+bad.Jitter
+	t.Logf("bad links: state age p99 %v, input→ack p99 %v, heartbeat RTT p99 %v (the link's: %v)", a, k, pct(rtt, 99), r)
 	if a > 500*time.Millisecond {
 		t.Errorf("entity state age p99 %v on the bad links; want ≤ 500ms", a)
 	}
