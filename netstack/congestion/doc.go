@@ -22,7 +22,7 @@
 // pacer then holds to the estimate and, past twice that, sends less than
 // it by what drains the excess within a round trip. After a queue, a free
 // path is probed gently (a tenth over the estimate). Markers that go
-// unanswered for two round trips are the strongest sign (a full bottleneck
+// unanswered for two round trips (at least two seconds) are the strongest sign (a full bottleneck
 // drops them too): the rate halves each round trip until one comes back.
 // A marker interval gives a rate sample only when no marker between was
 // lost and the marker did not wait in a long queue, since a bottleneck

@@ -250,14 +250,15 @@ func (e *Estimator) RTT(rtt time.Duration, now time.Time) {
 }
 
 // starved reports whether markers go unanswered: none echoed for two round
-// trips (at least a second) while they were sent. A bottleneck that drops
-// everything answers nothing, and that is the strongest sign of all.
+// trips (at least two seconds: a peer starved of CPU answers late too)
+// while they were sent. A bottleneck that drops everything answers
+// nothing, and that is the strongest sign of all.
 func (e *Estimator) starved(now time.Time) bool {
 	since := e.lastEcho
 	if since.IsZero() {
 		since = e.firstProbe
 	}
-	return !since.IsZero() && e.lastProbe.After(since) && now.Sub(since) > max(2*e.srtt, time.Second)
+	return !since.IsZero() && e.lastProbe.After(since) && now.Sub(since) > max(2*e.srtt, 2*time.Second)
 }
 
 // Latest is the latest round-trip sample.
