@@ -20,8 +20,12 @@ import (
 // every entity). A session whose state waits is backlogged: the host tells
 // its modules so that they send less to that client.
 
-// staleAfter is how long queued state may wait before it is dropped.
-const staleAfter = time.Second
+// staleAfter is how long queued state may wait before it is dropped;
+// backlogAfter how long before the session counts as backlogged.
+const (
+	staleAfter   = time.Second
+	backlogAfter = 50 * time.Millisecond
+)
 
 // pathCongestion is a path's congestion-control state (peerPath.cc).
 type pathCongestion struct {
@@ -143,7 +147,9 @@ func (s *session) ccStateLocked(now time.Time) {
 		cc.queueDelay = max(cc.queueDelay, wait)
 	}
 	cc.kq = keep
-	cc.backlogged = len(keep) > 0
+	// Backlogged once state has waited a while, not at every brief hold:
+	// the signal makes modules and replication change what they send.
+	cc.backlogged = len(keep) > 0 && now.Sub(keep[0].at) >= backlogAfter
 	s.compactStateLocked()
 }
 

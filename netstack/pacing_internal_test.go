@@ -62,6 +62,7 @@ func TestStateWaitsForThePacer(t *testing.T) {
 	must(srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, []byte{9, 0, 0, 0}, now))
 
 	d := &delivery{msgs: map[wire.MessageType][][]byte{}}
+	now = now.Add(backlogAfter) // the state has waited long enough to count as a backlog
 	exchange(t, srv, cli, now, d)
 	if len(d.msgs[gamemsg.TypeInputAck]) != 1 || len(d.msgs[gamemsg.TypeEntityDestroy]) != 1 {
 		t.Fatalf("in debt, the client got %d InputAcks and %d EntityDestroys; want both to flow", len(d.msgs[gamemsg.TypeInputAck]), len(d.msgs[gamemsg.TypeEntityDestroy]))
@@ -90,8 +91,8 @@ func TestStateWaitsForThePacer(t *testing.T) {
 			t.Errorf("update %d: % x; want % x", i, got[i], want[i])
 		}
 	}
-	if st := srv.statsLocked(); st.Backlogged || st.SendQueueDelay != 100*time.Millisecond {
-		t.Errorf("after sending: backlogged %v, send-queue delay %v; want false, 100ms", st.Backlogged, st.SendQueueDelay)
+	if st := srv.statsLocked(); st.Backlogged || st.SendQueueDelay != 100*time.Millisecond+backlogAfter {
+		t.Errorf("after sending: backlogged %v, send-queue delay %v; want false, %v", st.Backlogged, st.SendQueueDelay, 100*time.Millisecond+backlogAfter)
 	}
 	if len(srv.path.cc.kbuf) != 0 {
 		t.Errorf("%d bytes of sent state kept", len(srv.path.cc.kbuf))

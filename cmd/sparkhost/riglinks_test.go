@@ -363,6 +363,8 @@ func scrapeServer(t *testing.T, rig *netrig.Rig) serverView {
 	}
 	if q, ok := histogramQuantile(string(body), "sparkhost_net_session_send_queue_delay_seconds", 0.99); ok {
 		v.queueP99 = time.Duration(q * float64(time.Second))
+	} else {
+		t.Logf("server /metrics (%d bytes) has no send-queue delay histogram", len(body))
 	}
 	for _, l := range strings.Split(string(body), "\n") {
 		if strings.HasPrefix(l, "sparkhost_net_session_") || strings.HasPrefix(l, "sparkhost_net_state_") {

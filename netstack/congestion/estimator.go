@@ -297,7 +297,7 @@ func (e *Estimator) QueueDelay() time.Duration {
 // queueTarget is the queue delay taken for congestion: more than the
 // path's own variation (jitter only adds), at least 25 ms, at most 100 ms.
 func (e *Estimator) queueTarget() time.Duration {
-	return min(max(e.jitter, 25*time.Millisecond), 100*time.Millisecond)
+	return min(max(2*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
 }
 
 // State says how the pacer treats the path.
@@ -359,7 +359,8 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		}
 	default:
 		// Hold and drain: the estimate, less what drains the queue beyond
-		// the target within a round trip (at most half).
+		// the target within a round trip (at most half; in hold at most a
+		// tenth).
 		e.congestedAt = now
 		if bw == 0 {
 			bw = max(r, e.cfg.InitialRate)

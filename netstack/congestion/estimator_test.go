@@ -158,8 +158,10 @@ func TestPacingFitsANarrowLink(t *testing.T) {
 	if got < 0.75*12_000 || got > 1.1*12_000 {
 		t.Errorf("sent %.0f B/s into a 12000 B/s link; want about the link's rate", got)
 	}
-	if q := l.meanQueue(); q > 150*time.Millisecond {
-		t.Errorf("bottleneck queue %v on average (at most %v); want ≤ 150ms once paced", q, l.maxQ)
+	// One 1200-byte datagram is 100 ms of this link: the queue is never
+	// much below that while the sender has more to send.
+	if q := l.meanQueue(); q > 200*time.Millisecond {
+		t.Errorf("bottleneck queue %v on average (at most %v); want ≤ 200ms once paced", q, l.maxQ)
 	}
 	if d := l.dropped / l.sent; d > 0.05 {
 		t.Errorf("the bottleneck dropped %.1f%% of what was sent; want ≤ 5%% once paced", 100*d)
