@@ -21,7 +21,9 @@
 // consecutive samples, which a queue's slow growth hardly adds to): the
 // pacer then holds to the estimate and, past twice that, sends less than
 // it by what drains the excess within a round trip. After a queue, a free
-// path is probed gently (a tenth over the estimate). Markers that go
+// path is probed gently (a tenth over the estimate) while the pacer is
+// what limits the sender; a sender that sends all it has (application-
+// limited) gets twice the estimate again. Markers that go
 // unanswered for two round trips (at least two seconds) are the strongest sign (a full bottleneck
 // drops them too): the rate halves each round trip until one comes back.
 // A marker interval gives a rate sample only when no marker between was

@@ -95,8 +95,12 @@ type Estimator struct {
 
 	rate   float64   // the pacing rate, bytes/s (0: not yet set)
 	rateAt time.Time // when it was last adjusted
+	// appLimited: the sender's last flush left nothing waiting for the
+	// pacer (SetAppLimited).
+	appLimited bool
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
-	// then on a free path is probed gently, not given twice the estimate.
+	// then on a free path the pacer limits is probed gently, not given
+	// twice the estimate.
 	congestedAt time.Time
 }
 
@@ -261,6 +265,12 @@ func (e *Estimator) starved(now time.Time) bool {
 	return !since.IsZero() && e.lastProbe.After(since) && now.Sub(since) > max(2*e.srtt, 2*time.Second)
 }
 
+// SetAppLimited tells whether the sender's last flush sent everything it
+// had (true) or left some waiting for the pacer (false). A free path whose
+// sender is application-limited gets room to grow even after a queue: its
+// estimate measures the game, not the link.
+func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
+
 // Latest is the latest round-trip sample.
 func (e *Estimator) Latest() time.Duration { return e.latest }
 
@@ -352,8 +362,10 @@ func (e *Estimator) Rate(now time.Time) float64 {
 	}
 	switch state {
 	case Free:
-		if e.congestedAt.IsZero() {
-			r = max(2*bw, e.cfg.InitialRate) // no queue ever seen: room to grow
+		if e.congestedAt.IsZero() || e.appLimited {
+			// No queue ever seen, or the sender sends all it has: room to
+			// grow (the estimate is the game's own rate, not the link's).
+			r = max(2*bw, e.cfg.InitialRate)
 		} else {
 			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
 		}

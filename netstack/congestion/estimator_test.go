@@ -100,6 +100,7 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 			*backlog -= float64(n)
 			sent += float64(n)
 		}
+		e.SetAppLimited(*backlog < 1)
 		if e.ProbeDue(now) {
 			*id++
 			e.Mark(*id, now)
@@ -249,5 +250,34 @@ func TestPacer(t *testing.T) {
 	p.Refill(t0.Add(time.Second), 100_000, 1200)
 	if p.Tokens() != 2400 {
 		t.Errorf("after a second %v; want the burst 2400", p.Tokens())
+	}
+}
+
+// TestAnApplicationLimitedSenderIsNotHeldAfterAQueue: once a queue was
+// seen, a free path is probed gently while the pacer limits the sender,
+// but a sender that sends all it has gets room again (its estimate is its
+// own rate, not the link's).
+func TestAnApplicationLimitedSenderIsNotHeldAfterAQueue(t *testing.T) {
+	e := New(Config{})
+	now := t0
+	for i := range 40 { // a queue builds: 300 ms, then 300 + 10 ms per sample
+		e.RTT(300*time.Millisecond+time.Duration(max(0, i-10))*10*time.Millisecond, now)
+		e.Rate(now)
+		now = now.Add(100 * time.Millisecond)
+	}
+	if e.congestedAt.IsZero() {
+		t.Fatalf("no queue seen (queue %v, target %v)", e.QueueDelay(), e.queueTarget())
+	}
+	for range 20 { // the queue is gone
+		e.RTT(300*time.Millisecond, now)
+		now = now.Add(100 * time.Millisecond)
+	}
+	e.SetAppLimited(false)
+	now = now.Add(time.Second)
+	held := e.Rate(now)
+	e.SetAppLimited(true)
+	now = now.Add(time.Second)
+	if free := e.Rate(now); free < DefaultInitialRate || free <= held {
+		t.Errorf("rate %.0f application-limited, %.0f pacer-limited; want the first at least the initial rate", free, held)
 	}
 }
