@@ -12,7 +12,8 @@
 // module reports each kill with Host.AddScore and follows OnMatchStart,
 // OnMatchEnd and OnMapChange, so nothing is announced twice. It sends
 // PlayerRespawn (built in) on every spawn, InputAck (built in) to every
-// client whose inputs it applied in a tick, and its own Frag, Hit, Team and
+// client whose inputs it applied in a tick (every third tick to a client
+// whose link is backlogged: module.Link), and its own Frag, Hit, Team and
 // Map messages (messages.go).
 //
 // The players' bodies are replicated entities of type PlayerEntityType
