@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -346,17 +347,18 @@ func startRigServer(t *testing.T, cmd *exec.Cmd) string {
 // scrapeServer reads the server's /metrics inside its namespace.
 func scrapeServer(t *testing.T, rig *netrig.Rig) serverView {
 	v := serverView{queueP99: -1}
-	var body []byte
+	// The connection is made on Do's thread, inside the namespace (an
+	// http.Client would dial from another goroutine, outside it).
+	var conn net.Conn
 	err := rig.Server.Do(func() error {
-		c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		resp, err := c.Get("http://" + rig.Server.Addr.String() + ":9150/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		var err error
+		conn, err = net.DialTimeout("tcp", rig.Server.Addr.String()+":9150", 10*time.Second)
 		return err
 	})
+	var body []byte
+	if err == nil {
+		body, err = getOver(conn, "/metrics")
+	}
 	if err != nil {
 		t.Logf("server /metrics: %v", err)
 		return v
@@ -448,4 +450,22 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// getOver sends one HTTP GET of path over conn and returns the body.
+func getOver(conn net.Conn, path string) ([]byte, error) {
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: rig\r\nConnection: close\r\n\r\n", path); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 }
