@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -363,6 +364,7 @@ func scrapeServer(t *testing.T, rig *netrig.Rig) serverView {
 		t.Logf("server /metrics: %v", err)
 		return v
 	}
+	logPlayers(t, rig)
 	if q, ok := histogramQuantile(string(body), "sparkhost_net_session_send_queue_delay_seconds", 0.99); ok {
 		v.queueP99 = time.Duration(q * float64(time.Second))
 	} else {
@@ -468,4 +470,34 @@ func getOver(conn net.Conn, path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+}
+
+// logPlayers logs the status API's per-player link figures (the server's
+// congestion control) at the end of a scenario.
+func logPlayers(t *testing.T, rig *netrig.Rig) {
+	var conn net.Conn
+	if err := rig.Server.Do(func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", rig.Server.Addr.String()+":9150", 10*time.Second)
+		return err
+	}); err != nil {
+		t.Logf("server /api/status: %v", err)
+		return
+	}
+	body, err := getOver(conn, "/api/status")
+	if err != nil {
+		t.Logf("server /api/status: %v", err)
+		return
+	}
+	var st struct {
+		Players []map[string]any `json:"player_list"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Logf("server /api/status: %v", err)
+		return
+	}
+	for _, p := range st.Players {
+		t.Logf("server's view of %v: ping %v ms, rtt var %v ms, bandwidth %.0f B/s, send rate %.0f B/s, send queue %v ms, backlogged %v",
+			p["name"], p["ping_ms"], p["rtt_var_ms"], p["bandwidth"], p["send_rate"], p["queue_delay_ms"], p["backlogged"])
+	}
 }

@@ -5,10 +5,11 @@ import "time"
 // Defaults of Config.
 const (
 	// DefaultInitialRate is the pacing rate before the first sample, and
-	// the least the pacer allows while the path shows no queue: 64 KiB/s
-	// (512 kbit/s), a burst that a 256 kbit/s link's bottleneck queue
-	// absorbs while the first samples arrive.
-	DefaultInitialRate = 64 << 10
+	// the least the pacer allows while the path shows no queue: 32 KiB/s
+	// (256 kbit/s), three times what a 16-player deathmatch sends a client,
+	// and no more than a poor link takes while the first samples arrive
+	// (512 kbit/s filled a 256 kbit/s link's queue in the first seconds).
+	DefaultInitialRate = 32 << 10
 	// DefaultMinRate is the floor of the pacing rate: 4 KiB/s (32 kbit/s).
 	DefaultMinRate = 4 << 10
 	// DefaultMaxRate is the ceiling: 12.5 MB/s (100 Mbit/s).
@@ -93,8 +94,9 @@ type Estimator struct {
 	bwSample float64 // the latest sample
 	lastBW   float64 // the last non-zero estimate
 
-	rate   float64   // the pacing rate, bytes/s (0: not yet set)
-	rateAt time.Time // when it was last adjusted
+	rate       float64   // the pacing rate, bytes/s (0: not yet set)
+	sentAtRate uint64    // sent when the rate was last adjusted
+	rateAt     time.Time // when it was last adjusted
 	// appLimited: the sender's last flush left nothing waiting for the
 	// pacer (SetAppLimited).
 	appLimited bool
@@ -356,18 +358,25 @@ func (e *Estimator) Rate(now time.Time) float64 {
 	}
 	bw := e.Bandwidth(now)
 	r := e.rate
+	var sending float64 // what the sender sent per second since the last adjustment
+	if !e.rateAt.IsZero() && now.After(e.rateAt) {
+		sending = float64(e.sent-e.sentAtRate) / now.Sub(e.rateAt).Seconds()
+	}
+	e.sentAtRate = e.sent
 	state, starved := e.State(), e.starved(now)
 	if starved {
 		state = Drain
 	}
 	switch state {
 	case Free:
-		if e.congestedAt.IsZero() || e.appLimited {
-			// No queue ever seen, or the sender sends all it has: room to
-			// grow (the estimate is the game's own rate, not the link's).
+		if e.congestedAt.IsZero() || e.appLimited && sending <= bw/2 {
+			// No queue ever seen, or the sender sends all it has and far
+			// less than the estimate: room to grow.
 			r = max(2*bw, e.cfg.InitialRate)
 		} else {
-			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
+			if bw > 0 {
+				r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
+			}
 		}
 	default:
 		// Hold and drain: the estimate, less what drains the queue beyond
