@@ -254,7 +254,7 @@ func (s *Server) Congestion(id uint32) (c Congestion, ok bool) {
 	cc := &p.path.cc
 	if cc.on {
 		c = Congestion{Backlogged: cc.backlogged, SendRate: cc.lastRate, Bandwidth: cc.est.Bandwidth(time.Now()),
-			SRTT: cc.est.Snapshot(time.Time{}).SRTT, QueueDelay: cc.queueDelay}
+			SRTT: cc.est.SRTT(), QueueDelay: cc.queueDelay}
 	}
 	return c, true
 }

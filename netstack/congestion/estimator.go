@@ -346,11 +346,14 @@ func (e *Estimator) State() State {
 	return Drain
 }
 
-// Rate is the pacing rate in bytes/s at now. It is adjusted once a round
-// trip: free, twice the estimate (at least the initial rate), or a tenth
-// more each round trip within a bandwidth window of a queue; hold, the
-// estimate; drain, a fifth less than the last rate or the estimate,
-// whichever is lower, every round trip until the queue is short again.
+// Rate is the pacing rate in bytes/s at now, adjusted at most once a
+// round trip. Free: twice the estimate (at least the initial rate) until a
+// queue was first seen, and afterwards while the sender sends all it has
+// and under half the estimate; otherwise five percent more a round trip,
+// at most a tenth over the estimate. Hold: the estimate (at least nine
+// tenths of it). Drain: the lower of the last rate and the estimate, less
+// the share that drains the queue beyond the target within a round trip
+// (at most half). Markers unanswered (starved): half, every round trip.
 func (e *Estimator) Rate(now time.Time) float64 {
 	round := max(e.srtt, 50*time.Millisecond)
 	if e.rate > 0 && now.Sub(e.rateAt) < round {
@@ -373,10 +376,8 @@ func (e *Estimator) Rate(now time.Time) float64 {
 			// No queue ever seen, or the sender sends all it has and far
 			// less than the estimate: room to grow.
 			r = max(2*bw, e.cfg.InitialRate)
-		} else {
-			if bw > 0 {
-				r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
-			}
+		} else if bw > 0 {
+			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
 		}
 	default:
 		// Hold and drain: the estimate, less what drains the queue beyond
@@ -410,9 +411,13 @@ type Snapshot struct {
 	Probes, ProbesLost   uint64
 }
 
-// Snapshot returns the estimates at now.
+// Snapshot returns the estimates at now; Rate is the rate as last
+// adjusted (taking a snapshot adjusts nothing).
 func (e *Estimator) Snapshot(now time.Time) Snapshot {
 	return Snapshot{SRTT: e.srtt, RTTVar: e.rttvar, MinRTT: e.minRTT, QueueDelay: e.QueueDelay(),
-		ProbeLoss: e.loss, Bandwidth: e.Bandwidth(now), Rate: e.Rate(now), State: e.State(),
+		ProbeLoss: e.loss, Bandwidth: e.Bandwidth(now), Rate: e.rate, State: e.State(),
 		Probes: e.probes, ProbesLost: e.lost}
 }
+
+// SRTT is the smoothed round trip (0 before a sample).
+func (e *Estimator) SRTT() time.Duration { return e.srtt }
