@@ -35,14 +35,23 @@ type pathCongestion struct {
 	probe uint32  // a marker's token queued for the next flush (0: none)
 	hb    [8]byte // scratch of heartbeat payloads (a local one escapes)
 
-	// Queued state (SendState), oldest first: kq indexes payloads in kbuf.
-	kq   []stateMsg
-	kbuf []byte
+	// Queued state (SendState), oldest first: kq indexes payloads in kbuf;
+	// kidx finds the newest queued state of a type and key.
+	kq    []stateMsg
+	kbuf  []byte
+	kbuf2 []byte // the other buffer, which compaction copies into
+	kidx  map[stateKey]int
 	// What the last flush did with state, for statistics and back-pressure.
 	backlogged bool          // state was left waiting
 	queueDelay time.Duration // the longest wait of what the last flush sent
 	sampledAt  time.Time     // when the histograms last took this session
 	lastRate   float64       // the pacing rate of the last flush
+}
+
+// stateKey names the state a message is about.
+type stateKey struct {
+	typ wire.MessageType
+	key uint64
 }
 
 // stateMsg is one queued state message.
@@ -77,14 +86,19 @@ func (s *session) sendStateLocked(typ wire.MessageType, key, covers uint64, payl
 	}
 	off := len(cc.kbuf)
 	cc.kbuf = append(cc.kbuf, payload...)
-	for i := range cc.kq {
-		if m := &cc.kq[i]; m.typ == typ && m.key == key && covers&m.covers == m.covers {
+	k := stateKey{typ, key}
+	if i, ok := cc.kidx[k]; ok {
+		if m := &cc.kq[i]; covers&m.covers == m.covers {
 			m.covers, m.off, m.len = covers, off, len(payload)
 			s.add(stateSuperseded, 1)
 			s.out.sends.Add(1)
 			return nil
 		}
 	}
+	if cc.kidx == nil {
+		cc.kidx = make(map[stateKey]int)
+	}
+	cc.kidx[k] = len(cc.kq)
 	cc.kq = append(cc.kq, stateMsg{typ: typ, key: key, covers: covers, at: now, off: off, len: len(payload)})
 	s.out.sends.Add(1)
 	if s.out.queuedAt.IsZero() {
@@ -155,21 +169,26 @@ func (s *session) ccStateLocked(now time.Time) {
 	s.compactStateLocked()
 }
 
-// compactStateLocked moves the payloads still queued to the front of kbuf.
+// compactStateLocked moves the payloads still queued to the front of kbuf
+// and indexes them again.
 func (s *session) compactStateLocked() {
 	cc := &s.path.cc
+	clear(cc.kidx)
 	if len(cc.kq) == 0 {
 		cc.kbuf = cc.kbuf[:0]
 		return
 	}
-	n := 0
+	// A replaced state's payload sits after later ones: copy into the
+	// other buffer rather than move in place.
+	out := cc.kbuf2[:0]
 	for i := range cc.kq {
 		m := &cc.kq[i]
-		copy(cc.kbuf[n:], cc.kbuf[m.off:m.off+m.len]) // n ≤ m.off: payloads only move forward
-		m.off = n
-		n += m.len
+		off := len(out)
+		out = append(out, cc.kbuf[m.off:m.off+m.len]...)
+		m.off = off
+		cc.kidx[stateKey{m.typ, m.key}] = i // the newest of a key last
 	}
-	cc.kbuf = cc.kbuf[:n]
+	cc.kbuf, cc.kbuf2 = out, cc.kbuf[:0]
 	s.out.queuedAt = cc.kq[0].at // the service loop flushes it again
 }
 

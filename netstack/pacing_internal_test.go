@@ -186,3 +186,42 @@ func TestStatePathAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d states dropped on an unloaded path", st.StateDropped)
 	}
 }
+
+// TestHeldStateSurvivesCompaction: state held over several flushes, some
+// of it replaced by longer payloads (which sit after later ones in the
+// queue's buffer), reaches the client intact once the pacer allows.
+func TestHeldStateSurvivesCompaction(t *testing.T) {
+	srv, cli := sessionPair(t)
+	now := time.Now()
+	srv.path.cc.pacer.Refill(now, congestion.DefaultInitialRate, 1200)
+	srv.path.cc.pacer.Spend(1 << 20)
+	long := func(id uint32, x byte) []byte { // the update with a second field: 12 bytes longer
+		b := stateUpdate(id, x)
+		binary.LittleEndian.PutUint64(b[4:], 3)
+		return append(b, 0, 0, x, 0x40, 0, 0, 0, 0, 0, 0, 0, 0)
+	}
+	d := &delivery{msgs: map[wire.MessageType][][]byte{}}
+	var want [][]byte
+	for id := uint32(1); id <= 3; id++ {
+		if err := srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, uint64(id), 1, stateUpdate(id, 1), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exchange(t, srv, cli, now.Add(10*time.Millisecond), d) // held: compacted once
+	if err := srv.sendStateLocked(gamemsg.TypeEntityStateUpdate, 1, 3, long(1, 2), now); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, srv, cli, now.Add(20*time.Millisecond), d) // held again: compacted with 1's newer, longer payload
+	want = append(want, long(1, 2), stateUpdate(2, 1), stateUpdate(3, 1))
+	srv.path.cc.pacer = congestion.Pacer{}
+	exchange(t, srv, cli, now.Add(30*time.Millisecond), d)
+	got := d.msgs[gamemsg.TypeEntityStateUpdate]
+	if len(got) != len(want) {
+		t.Fatalf("got %d updates; want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("update %d: % x; want % x", i, got[i], want[i])
+		}
+	}
+}
