@@ -38,7 +38,11 @@ func (s *Server) registerBuiltins() {
 }
 
 func (s *Server) cmdStatus([]string) (string, error) {
-	return fmt.Sprintf("%s on %s, pin %s\n%s\n%s", s.cfg.Server.Name, s.Addr(), s.Pin(), s.Exposure(), s.Stats()), nil
+	out := fmt.Sprintf("%s on %s, pin %s\n%s\n%s", s.cfg.Server.Name, s.Addr(), s.Pin(), s.Exposure(), s.Stats())
+	if line := s.drainLine(s.now); line != "" {
+		out += "\n" + line
+	}
+	return out, nil
 }
 
 func (s *Server) cmdPlayers([]string) (string, error) {

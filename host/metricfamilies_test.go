@@ -104,6 +104,7 @@ func TestMetricFamilies(t *testing.T) {
 		{"rooms", metricsOfRooms},
 		{"transport", metricsOfTheTransport},
 		{"handshakes", metricsOfHandshakes},
+		{"migration", metricsOfMigration},
 		{"congestion", metricsOfCongestion},
 	}
 	all := true

@@ -99,8 +99,12 @@ type Server struct {
 	peakPlayers int
 	served      atomic.Uint64
 
-	ops  opsState // metrics, probes, status page, Agones (snapshot.go)
-	opts Options
+	ops opsState // metrics, probes, status page, Agones (snapshot.go)
+	// drain is the drain (drain.go; game thread); drainView what other
+	// goroutines read of it (nil: not draining).
+	drain     drainState
+	drainView atomic.Pointer[drainView]
+	opts      Options
 }
 
 type adminRequest struct {
@@ -187,6 +191,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
 	s.registerBuiltins()
+	s.registerDrain()
 	s.mods = supervisor.NewManager(supervisor.Config{
 		Transport: s.net, Commands: s.cmds, Log: log, DataDir: cfg.Server.DataDir,
 		InboxCapacity: cfg.Modules.InboxCapacity, RoomInboxCapacity: cfg.Rooms.InboxCapacity,
@@ -261,6 +266,7 @@ func (s *Server) moduleBudget() time.Duration {
 func (s *Server) moduleServerInfo() module.ServerInfo {
 	v := s.view.Load()
 	return module.ServerInfo{
+		Draining: s.drain.on, DrainDeadline: s.drain.deadline,
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: v.status.Mode, MatchState: v.status.State,
 		TickRate: s.cfg.Server.TickRate, Tick: s.loop.Stats().Ticks, Players: len(s.players), MaxPlayers: s.cfg.Server.MaxClients,
 		ReplicationRate: s.cfg.Match.ReplicationRate, LagWindow: s.cfg.LagWindow(),
@@ -346,6 +352,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("server started", "addr", s.Addr().String(), "pin", s.Pin(), "tick_rate", s.cfg.Server.TickRate,
 		"map", s.view.Load().status.Map, "rooms", s.cfg.Rooms.Enabled, "admin_socket", sockPath)
 
+	ctx, s.drain.stop = context.WithCancel(ctx) // a finished drain ends the loop
 	runErr := s.loop.Run(ctx, s.step)
 	stopConsole()
 	s.shutdown()
@@ -399,6 +406,7 @@ func (s *Server) step(t tick.Tick) {
 	s.mods.Step(module.Tick{Number: t.Number, DT: t.DT, Now: t.Now}, s.moduleBudget())
 	s.rooms.TickWorlds(at)
 	s.rooms.EndTick(t.Now)
+	s.drainStep(t.Now)
 	s.net.AnnounceSchemas() // a changed table of module types (netstack sends it first to whoever gets a module message)
 	// Everything this tick sent to each client leaves now, packed into as
 	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
@@ -522,6 +530,15 @@ func (s *Server) gameStateSync(client uint32, dst []byte, types []gamemsg.Entity
 
 func (s *Server) discoveryInfo() discovery.Info {
 	v := s.view.Load()
+	if s.drainView.Load() != nil {
+		// A draining server wants no players: LAN browsers list it full,
+		// under a name that says why (the v4 answer has no draining flag).
+		return discovery.Info{
+			Name: drainingName(s.cfg.Server.Name), Map: v.status.Map, Mode: uint8(v.status.Mode),
+			Players: uint16(v.maxPlayers), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),
+			ProtocolVersion: s.net.Protocol(),
+		}
+	}
 	return discovery.Info{
 		Name: s.cfg.Server.Name, Map: v.status.Map, Mode: uint8(v.status.Mode),
 		Players: uint16(v.players), MaxPlayers: uint16(v.maxPlayers), GamePort: s.Addr().Port(),

@@ -249,6 +249,9 @@ func (s *Server) Snapshot() ops.Snapshot {
 		ChatRelayed:       s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatRateLimited: s.chat.kicked.Load(),
 		Net: s.net.AppendCounters(nil), NetHistograms: s.net.AppendHistograms(nil),
 	}
+	if d := s.drainView.Load(); d != nil {
+		snap.Draining, snap.DrainDeadline = true, d.deadline
+	}
 	if r := s.ops.roster.Load(); r != nil {
 		snap.PlayerList = make([]ops.Player, 0, len(*r))
 		for _, p := range *r {

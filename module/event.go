@@ -33,6 +33,14 @@ const (
 	EventRoomOpen                        // Room, RoomInfo, EntityIDs: a module that serves many rooms starts serving one
 	EventRoomClose                       // Room: ... and stops (its Host is gone; its entities are destroyed)
 	EventPause                           // Paused: the room's match clock stopped (true) or runs again (false)
+
+	// EventDrain (Draining, DrainDeadline): the server began draining
+	// (true) — it admits nobody new, lets running matches end and stops at
+	// the deadline at the latest — or the drain was called off (false).
+	// A module that can move its players elsewhere (the mmo hands its
+	// characters to a neighbour area) does it now; the server waits for a
+	// room without a match until its players have left.
+	EventDrain EventKind = 13
 )
 
 // String names the kind.
@@ -58,6 +66,8 @@ func (k EventKind) String() string {
 		return "room_close"
 	case EventPause:
 		return "pause"
+	case EventDrain:
+		return "drain"
 	}
 	return "unknown"
 }
@@ -86,4 +96,8 @@ type Event struct {
 	RoomInfo  RoomInfo
 	EntityIDs IDRange
 	Paused    bool // EventPause
+	// Draining and DrainDeadline (EventDrain): whether the server drains,
+	// and when it stops at the latest.
+	Draining      bool
+	DrainDeadline time.Time
 }

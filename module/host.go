@@ -176,6 +176,10 @@ type ServerInfo struct {
 	// server); Map, MatchState, Players and MaxPlayers above are the
 	// room's.
 	Room RoomInfo
+	// Draining says the server drains (EventDrain): it admits nobody and
+	// stops at DrainDeadline at the latest.
+	Draining      bool
+	DrainDeadline time.Time
 }
 
 // Errors a Host returns that a module may match with errors.Is.

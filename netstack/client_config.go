@@ -100,6 +100,13 @@ type ClientConfig struct {
 	// means 1 s (DefaultCloseLinger), negative closes at once. Unconfirmed
 	// tells, after the close, how many messages were given up.
 	CloseLinger time.Duration
+	// NoMigration: the client does not ask the server for a connection id
+	// (docs/protocol.md §4.1), so its session ends when its address
+	// changes (a NAT rebinding, Rebind) instead of following it. By default
+	// a v4 client over a socket (its own, or Conn) asks, right after
+	// admission, and from the answer on its frames carry the id (8 bytes
+	// more each); one over a Transport never does.
+	NoMigration bool
 }
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.
@@ -173,6 +180,9 @@ func (c *ClientConfig) channelConfig(version uint16, maxDatagram int) channelCon
 		// A module message may overtake the announcement of its type
 		// (both Reliable, which does not order): hold it for the table.
 		cc.holdFor = DefaultHoldUnannounced
+		if !c.NoMigration && c.Transport == nil {
+			cc.idRoom = seal.IDSize // its frames will carry a connection id
+		}
 	}
 	cc.fit(maxDatagram)
 	return cc

@@ -98,17 +98,17 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	c.deliverFn = c.deliver
 	c.check.own = cfg.Registry
 	if c.tr = givenTransport(cfg.Transport, cfg.Conn); c.tr == nil {
-		network := "udp4"
-		if cfg.Server.Addr().Is6() && !cfg.Server.Addr().Is4In6() {
-			network = "udp6"
-		}
 		// As on the server: the default buffer holds only a few hundred
 		// datagrams, less than one window of replies.
-		u, err := transport.ListenUDP(network, netip.AddrPort{}, clientSocketBuffer)
+		u, err := transport.ListenUDP(clientNetwork(cfg.Server), netip.AddrPort{}, clientSocketBuffer)
 		if err != nil {
 			return nil, fmt.Errorf("netstack: open client socket: %w", err)
 		}
 		c.tr, c.ownsConn = u, true
+	}
+	if cfg.Transport == nil {
+		// A socket (its own or cfg.Conn) can be replaced by Rebind.
+		c.tr = newSwapTransport(c.tr, c.ownsConn)
 	}
 	res, origin, err := c.handshake(ctx, pin)
 	if err != nil {
@@ -123,8 +123,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 }
 
 func (c *Client) closeConn() {
-	if c.ownsConn {
-		_ = c.tr.Close()
+	if _, ok := c.tr.(*swapTransport); ok || c.ownsConn {
+		_ = c.tr.Close() // a swapTransport closes only the sockets the client owns
 	}
 }
 
@@ -314,6 +314,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	now := time.Now()
 	chcfg := c.cfg.channelConfig(res.Version, c.tr.MaxDatagram())
 	c.sess = newSession(c.tr, c.cfg.Server, res.ClientID, false, res.Version, origin, now, sessionKeys{send: res.C2S, recv: res.S2C, th: res.TH}, &chcfg)
+	c.sess.path.mig.wanted = chcfg.idRoom > 0
 	c.rxMsgs = readSlots(1)
 	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.tr), newFlusher(c.tr), newFlusher(c.tr)
 	c.flushTimer = time.AfterFunc(time.Hour, c.timerFlush)

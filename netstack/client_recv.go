@@ -97,6 +97,7 @@ func (c *Client) admit() {
 	case <-c.admitted:
 	default:
 		close(c.admitted)
+		c.sess.requestIDLocked(time.Now()) // a connection id, to follow address changes
 	}
 }
 

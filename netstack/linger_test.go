@@ -59,7 +59,7 @@ func newLingerRig(t *testing.T, linger time.Duration, srvConn, cliConn net.Packe
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	r := &lingerRig{events: newEvents()}
 	cfg := netstack.ServerConfig{Bind: "127.0.0.1", Conn: srvConn, Identity: priv, Registry: soakRegistry(t),
-		Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute}
+		Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute, CloseLinger: linger}
 	withGame(&cfg)
 	r.events.hook(&cfg)
 	srv, err := netstack.NewServer(cfg)
@@ -77,7 +77,7 @@ func newLingerRig(t *testing.T, linger time.Duration, srvConn, cliConn net.Packe
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cli, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srvAddr, Name: "lingerer", Pin: srv.Pin(),
-		Conn: cliConn, Registry: soakRegistry(t), Timeout: time.Minute}))
+		Conn: cliConn, Registry: soakRegistry(t), Timeout: time.Minute, CloseLinger: linger}))
 	if err != nil {
 		t.Fatal(err)
 	}

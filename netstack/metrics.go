@@ -70,7 +70,14 @@ var counterTable = []struct {
 	{"half_open_evicted_total", "Half-open handshakes evicted from a full table for a validated newcomer.", "", "", func(s *Server) uint64 { return s.ctr.HalfOpenEvicted.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "address", func(s *Server) uint64 { return s.ctr.AddressCapRefused.Load() }},
 	{"admission_cap_refusals_total", capHelp, "cap", "prefix", func(s *Server) uint64 { return s.ctr.PrefixCapRefused.Load() }},
+	{"connection_ids_issued_total", "Connection ids told to clients that asked for one (they can migrate; docs/protocol.md §4.1).", "", "", func(s *Server) uint64 { return s.ctr.ConnectionIDsIssued.Load() }},
+	{"migrations_total", "Sessions moved to a new client address after the client proved it (a path validation that succeeded).", "", "", func(s *Server) uint64 { return s.ctr.Migrations.Load() }},
+	{"path_validations_total", pathHelp, "result", "started", func(s *Server) uint64 { return s.ctr.PathValidationsStarted.Load() }},
+	{"path_validations_total", pathHelp, "result", "failed", func(s *Server) uint64 { return s.ctr.PathValidationsFailed.Load() }},
+	{"path_challenges_held_total", "Path challenges not sent because they would pass three times the bytes received from the unvalidated address.", "", "", func(s *Server) uint64 { return s.ctr.PathChallengesHeld.Load() }},
 }
+
+const pathHelp = "Path validations of a new client address (an authenticated frame came from it), by result: started, and failed (not answered within 3 s, or replaced by a newer address; the session stayed where it was)."
 
 const capHelp = "Clients refused AddressLimit because their address, or their /24 or /64, had as many admitted clients as the admission caps allow (at the hello and at admission)."
 
@@ -107,7 +114,7 @@ func (h *handshakeCounters) refuse(r wire.RejectReason) { h.refused[r].Add(1) }
 var refusalReasons = []wire.RejectReason{
 	wire.RejectProtocolMissing, wire.RejectProtocolTooOld, wire.RejectProtocolTooNew,
 	wire.RejectMalformedHandshake, wire.RejectUnsupportedSuite, wire.RejectServerFull, wire.RejectBanned,
-	wire.RejectAddressLimit,
+	wire.RejectAddressLimit, wire.RejectServerDraining,
 }
 
 // AppendCounters appends every server-wide counter to dst; safe from any
@@ -146,6 +153,8 @@ func refusalLabel(r wire.RejectReason) string {
 		return "banned"
 	case wire.RejectAddressLimit:
 		return "address_limit"
+	case wire.RejectServerDraining:
+		return "server_draining"
 	}
 	return "other"
 }

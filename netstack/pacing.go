@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/congestion"
@@ -105,6 +106,19 @@ func (s *session) sendStateLocked(typ wire.MessageType, key, covers uint64, payl
 		s.out.queuedAt = now
 	}
 	return nil
+}
+
+// ccMovedLocked starts the estimates afresh when the session moved to
+// another address (a new path: Wi-Fi → cellular), and keeps them when only
+// the port changed (a NAT rebinding, the same path), as QUIC does (RFC
+// 9000 §9.4). Queued state stays queued.
+func (s *session) ccMovedLocked(old netip.AddrPort) {
+	cc := &s.path.cc
+	if !cc.on || old.Addr() == s.path.addr.Addr() {
+		return
+	}
+	cc.est.Init(congestion.Config{})
+	cc.pacer = congestion.Pacer{}
 }
 
 // ccBeginLocked starts a flush: the pacer earns its budget, and a marker

@@ -3,6 +3,7 @@ package netstack
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -223,5 +224,26 @@ func TestHeldStateSurvivesCompaction(t *testing.T) {
 		if !bytes.Equal(got[i], want[i]) {
 			t.Errorf("update %d: % x; want % x", i, got[i], want[i])
 		}
+	}
+}
+
+// TestMovedSessionsEstimate: a move to another address starts the
+// estimates afresh (a new path); a NAT rebinding — the same address, a
+// new port — keeps them (the same path).
+func TestMovedSessionsEstimate(t *testing.T) {
+	srv, _ := sessionPair(t)
+	now := time.Now()
+	srv.path.cc.est.RTT(80*time.Millisecond, now)
+	old := srv.path.addr
+	srv.path.addr = netip.AddrPortFrom(old.Addr(), old.Port()+1)
+	srv.ccMovedLocked(old)
+	if srv.path.cc.est.SRTT() != 80*time.Millisecond {
+		t.Fatalf("a new port reset the estimate (srtt %v)", srv.path.cc.est.SRTT())
+	}
+	old = srv.path.addr
+	srv.path.addr = netip.MustParseAddrPort("127.0.0.9:5000")
+	srv.ccMovedLocked(old)
+	if srv.path.cc.est.SRTT() != 0 {
+		t.Fatalf("a new address kept the old path's estimate (srtt %v)", srv.path.cc.est.SRTT())
 	}
 }

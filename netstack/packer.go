@@ -120,9 +120,9 @@ func (p *packer) add(h *wire.Header, payload []byte) {
 		p.seal()
 	}
 	if !p.open {
-		p.b.reserve(max(p.size, seal.Overhead+wire.MaxBodyHeader+need) + 16)
+		p.b.reserve(max(p.size, seal.Overhead+seal.IDSize+wire.MaxBodyHeader+need) + 16)
 		p.start, p.open, p.msgs = len(p.b.buf), true, 0
-		p.b.buf = wire.AppendDatagramBase(p.b.buf[:p.start+seal.HeaderSize], p.unrel)
+		p.b.buf = wire.AppendDatagramBase(p.b.buf[:p.start+p.sealer.HeaderSize()], p.unrel)
 	}
 	if h.Channel == wire.Unreliable {
 		seq, ok := p.nextUnreliable()
@@ -166,11 +166,12 @@ func (p *packer) seal() {
 	p.sealInPlace(p.start, p.msgs)
 }
 
-// sealInPlace seals the plaintext written at b.buf[start+HeaderSize:] into
+// sealInPlace seals the plaintext written at b.buf[start+h:] (h the
+// sealer's header size: a migrating client's frames carry its id) into
 // a frame starting at start, and records it for the write.
 func (p *packer) sealInPlace(start, msgs int) {
 	b := p.b
-	out, err := p.sealer.Seal(b.buf[:start], b.buf[start+seal.HeaderSize:], p.now)
+	out, err := p.sealer.Seal(b.buf[:start], b.buf[start+p.sealer.HeaderSize():], p.now)
 	if err != nil {
 		p.res.err = err
 		b.buf = b.buf[:start]
@@ -192,8 +193,8 @@ func (p *packer) addPacketV3(h *wire.Header, payload []byte) {
 	h.Timestamp = float32(p.now.Sub(p.origin).Seconds())
 	b := p.b
 	start := len(b.buf)
-	b.reserve(seal.Overhead + h.Size() + len(payload) + 16)
-	b.buf = wire.AppendPacket(b.buf[:start+seal.HeaderSize], h, payload)
+	b.reserve(seal.Overhead + seal.IDSize + h.Size() + len(payload) + 16)
+	b.buf = wire.AppendPacket(b.buf[:start+p.sealer.HeaderSize()], h, payload)
 	p.sealInPlace(start, 1)
 }
 

@@ -26,6 +26,9 @@ const (
 	// proofTransport: the transport's own handshake proved it (a
 	// WebTransport or WebSocket session; transport.Message.Validated).
 	proofTransport
+	// proofChallenge: the session moved here after the client answered a
+	// PathChallenge sent to this address (migrate.go).
+	proofChallenge
 )
 
 func (p addrProof) String() string {
@@ -34,6 +37,8 @@ func (p addrProof) String() string {
 		return "cookie"
 	case proofTransport:
 		return "transport"
+	case proofChallenge:
+		return "challenge"
 	}
 	return "none"
 }

@@ -157,8 +157,17 @@ func (s *session) handleLocked(h *wire.Header, payload []byte) {
 			return
 		}
 		s.peerClosedLocked(wire.DisconnectReason(d.Reason), d.Detail)
+	case wire.TypePathChallenge:
+		if c, err := wire.ParsePathChallenge(payload); err == nil {
+			s.onPathChallengeLocked(c)
+		}
+	case wire.TypePathResponse:
+		if r, err := wire.ParsePathResponse(payload); err == nil {
+			s.onPathResponseLocked(r)
+		}
 	case wire.TypeMessageRefused:
 		if n, err := wire.ParseMessageRefused(payload); err == nil {
+			s.onRefusedLocked(n)
 			s.add(peerRefusals, 1+uint64(n.Suppressed))
 			if s.rel.deliverRefusals {
 				s.rel.rx0.deliver(h, payload)

@@ -13,6 +13,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack/cookie"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/policy"
+	"github.com/sparkhost/sparkhost/netstack/seal"
 	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -96,6 +97,7 @@ type Server struct {
 	origin   time.Time
 
 	started atomic.Bool // Start ran: the goroutines that end a linger are there
+	drain   drainState  // drain.go: new clients refused while it holds a detail
 
 	closedSessions closedTable // closed.go: late frames are not attacks
 	schemas        schemaTable // announce.go: the module types' table
@@ -106,6 +108,9 @@ type Server struct {
 	mu     sync.RWMutex
 	byAddr map[netip.AddrPort]*peer
 	byID   map[uint32]*peer
+	// byConnID finds a v4 session by the connection id of its class-0x03
+	// frames, whatever their source (migrate.go).
+	byConnID map[[seal.IDSize]byte]*peer
 	// admittedBy counts byAddr's entries per address and prefix (admitcaps.go).
 	admittedBy admittedCount
 
@@ -183,6 +188,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		origin:       time.Now(),
 		byAddr:       make(map[netip.AddrPort]*peer),
 		byID:         make(map[uint32]*peer),
+		byConnID:     make(map[[seal.IDSize]byte]*peer),
 		nextID:       1,
 		handlers:     make(map[wire.MessageType]Handler),
 		done:         make(chan struct{}),
@@ -354,7 +360,7 @@ func (s *Server) lingerAll() {
 	for deadline := now.Add(s.chcfg.closeLinger + 50*time.Millisecond); waiting && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		s.mu.RLock()
-		waiting = len(s.byAddr) > 0
+		waiting = len(s.byID) > 0
 		s.mu.RUnlock()
 	}
 }
@@ -363,7 +369,7 @@ func (s *Server) snapshotPeers(buf []*peer) []*peer {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	buf = buf[:0]
-	for _, p := range s.byAddr {
+	for _, p := range s.byID { // not byAddr: a migrated session may have no entry there (migrate.go)
 		buf = append(buf, p)
 	}
 	return buf
@@ -386,7 +392,7 @@ func (s *Server) Clients() []ClientInfo {
 // Only the admitted ones count toward MaxClients.
 func (s *Server) SlotCount() int {
 	s.mu.RLock()
-	n := len(s.byAddr)
+	n := len(s.byID)
 	s.mu.RUnlock()
 	return n + s.halfOpen.len()
 }
@@ -592,6 +598,9 @@ func (s *Server) remove(p *peer) {
 	}
 	if s.byID[p.id] == p {
 		delete(s.byID, p.id)
+	}
+	if m := &p.path.mig; m.hasID && s.byConnID[m.id] == p {
+		delete(s.byConnID, m.id)
 	}
 	s.mu.Unlock()
 

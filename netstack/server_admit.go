@@ -76,6 +76,9 @@ func (s *Server) finishHalfOpen(ho *halfOpen, d []byte, now time.Time) {
 // skip it until then. A refused peer is not inserted; the Disconnect's
 // reason and detail say why.
 func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
+	if detail, draining := s.Draining(); draining {
+		return wire.DisconnectServerDraining, detail, false
+	}
 	addr := p.path.addr.Addr()
 	s.mu.Lock()
 	full := len(s.byID) >= s.cfg.MaxClients
@@ -89,6 +92,7 @@ func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
 		}
 		s.byAddr[p.path.addr] = p
 		s.byID[p.id] = p
+		s.registerIDLocked(p)
 	}
 	s.mu.Unlock()
 	switch {

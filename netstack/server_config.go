@@ -126,6 +126,10 @@ type ServerConfig struct {
 	// OnDisconnected is called once when an admitted client leaves, with the
 	// first recorded reason.
 	OnDisconnected func(ClientInfo, wire.DisconnectReason, string)
+	// OnMigrated, when set, is told every completed migration: a client's
+	// session moved to a new address it proved (docs/protocol.md §4.1). It
+	// runs on the receive goroutine and must be quick.
+	OnMigrated func(Migration)
 	// SocketBuffer is the socket read/write buffer size in bytes; 0 means 4 MiB.
 	SocketBuffer int
 	// DatagramSize is the largest UDP payload the server sends in a v4

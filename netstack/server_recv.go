@@ -11,7 +11,10 @@ import (
 const (
 	classPlain  = 0x01
 	classSealed = 0x02
-	classLegacy = 0x4B // followed by 52 50 53: a bare v1 packet
+	// classSealedID is a sealed frame with a connection id (§4.1): found by
+	// its id, not its source.
+	classSealedID = 0x03
+	classLegacy   = 0x4B // followed by 52 50 53: a bare v1 packet
 )
 
 // handleDatagram is the whole receive path for one datagram (§2): endpoint
@@ -35,6 +38,8 @@ func (s *Server) handleDatagram(d []byte, from netip.AddrPort, vouched bool, now
 	switch d[0] {
 	case classSealed:
 		s.handleSealed(d, from, now)
+	case classSealedID:
+		s.handleSealedID(d, from, now)
 	case classPlain:
 		s.ctr.PlainBytesReceived.Add(uint64(len(d)))
 		if kind, ok := s.budgets.chargeDatagram(addr, now); !ok {
@@ -85,17 +90,34 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		s.ctr.drop(dropSecurity) // no channel for that endpoint
 		return
 	}
+	s.receiveOn(p, d, from, now)
+}
+
+// receiveOn hands a sealed frame from from to its session p (found by its
+// source, or by its connection id), dispatches what it delivered, and
+// moves the session when the frame completed a path validation.
+func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time) {
 	p.mu.Lock()
 	if p.state == slotClosed {
 		p.mu.Unlock()
 		s.ctr.drop(dropSecurity)
 		return
 	}
-	p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
+	p.path.mig.rxFrom = from
+	ok := p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
+	move, challenged := false, false
+	if ok && from != p.path.addr && p.state == slotConnected && !p.life.closed {
+		spans := len(s.rxFlush.b.spans)
+		move = p.fromOtherAddressLocked(from, len(d), now, &s.rxFlush.b)
+		challenged = len(s.rxFlush.b.spans) > spans // written at the end of this pass
+	}
 	closed := p.lingerDoneLocked(now) // the Acks that end a linger end it now
 	info := p.info()
 	sends := p.out.sends.Load()
 	p.mu.Unlock()
+	if move {
+		s.move(p, now)
+	}
 
 	s.rxd.dispatchEach(info, answerEvery, func() {
 		// A long burst of requests is answered in a pipeline: what the
@@ -112,7 +134,7 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 		return
 	}
 	p.mu.Lock()
-	if (p.out.urgent || p.out.sends.Load() != sends) && !p.rxMarked {
+	if (p.out.urgent || challenged || p.out.sends.Load() != sends) && !p.rxMarked {
 		p.rxMarked = true
 		s.rxTouched = append(s.rxTouched, p)
 	}

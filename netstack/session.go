@@ -158,8 +158,9 @@ type sendQueue struct {
 // peerPath is the network path to the peer: its address and how it was
 // proved, liveness and heartbeats, and the estimates of RTT, loss and
 // bandwidth (path.go). Migration and congestion control extend it. Owner:
-// the session; guarded by its mu. addr and proof never change after
-// newSession: the server's maps read addr under their own lock.
+// the session; guarded by its mu. addr and proof change only when a
+// server's session migrates (migrate.go), under both the server's mu and
+// the session's: the server's maps read addr under their own lock.
 type peerPath struct {
 	addr  netip.AddrPort
 	proof addrProof // how the peer proved addr (the server's sessions)
@@ -172,6 +173,11 @@ type peerPath struct {
 	hbNext        int
 
 	q linkQuality
+
+	// Connection migration (migrate.go): the connection id, the address
+	// being validated and the one left. Kept apart from the fields above so
+	// that congestion control's can be added beside them.
+	mig migration
 
 	// Congestion control (pacing.go): the estimator, the pacer and the
 	// queued state. Only a server's v4 session paces; every session's
@@ -213,7 +219,8 @@ type sessionKeys struct {
 func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
 	rc := cfg.reliable
 	if version >= handshake.ProtocolVersion4 {
-		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize)
+		// A migrating client's frames carry a connection id: room for it.
+		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize - cfg.idRoom)
 	} else {
 		rc.MaxFragmentPayload = 0
 	}
@@ -256,6 +263,7 @@ type channelConfig struct {
 	holdFor             time.Duration // held.go: the server's not-loaded hold, a v4 client's unannounced one
 	closeLinger         time.Duration // linger.go: the graceful close's wait (0: none)
 	deliverRefusals     bool          // a client's MessageRefused notices also go to Receive
+	idRoom              int           // header bytes a connection id may add (a client that migrates)
 }
 
 // fit completes a channelConfig taken from a populated ServerConfig or
@@ -336,6 +344,7 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.path.timeout.String(), now)
 		return true
 	}
+	s.migrateServiceLocked(now, b)
 	due := s.out.urgent
 	if !now.Before(s.path.nextHeartbeat) && !s.life.finishing {
 		s.queueHeartbeatLocked(now)

@@ -80,6 +80,13 @@ type Counters struct {
 	// at admission; these are answered, not dropped.
 	AddressCapRefused atomic.Uint64 // the source address had PerAddress admitted clients
 	PrefixCapRefused  atomic.Uint64 // its /24 or /64 had PerPrefix
+
+	// Connection migration (migrate.go, server only).
+	ConnectionIDsIssued    atomic.Uint64 // connection ids told to clients that asked
+	PathValidationsStarted atomic.Uint64 // an authenticated frame came from a new address
+	PathValidationsFailed  atomic.Uint64 // abandoned: not answered in time, or replaced by a newer address
+	PathChallengesHeld     atomic.Uint64 // a challenge not sent: it would pass 3× the bytes received from the address
+	Migrations             atomic.Uint64 // sessions moved to a validated new address
 }
 
 // Stats is a snapshot of one peer's statistics (§13), or of a whole server
@@ -153,6 +160,13 @@ type Stats struct {
 	UnvalidatedRefusalRefused uint64
 	AddressCapRefused         uint64 // admission caps: per address
 	PrefixCapRefused          uint64 // admission caps: per /24 or /64
+
+	// Connection migration (the server's, totals and per client).
+	ConnectionIDsIssued    uint64
+	PathValidationsStarted uint64
+	PathValidationsFailed  uint64
+	PathChallengesHeld     uint64
+	Migrations             uint64
 }
 
 func (c *Counters) snapshot() Stats {
@@ -201,6 +215,12 @@ func (c *Counters) snapshot() Stats {
 		UnvalidatedRefusalRefused: c.UnvalidatedRefusalRefused.Load(),
 		AddressCapRefused:         c.AddressCapRefused.Load(),
 		PrefixCapRefused:          c.PrefixCapRefused.Load(),
+
+		ConnectionIDsIssued:    c.ConnectionIDsIssued.Load(),
+		PathValidationsStarted: c.PathValidationsStarted.Load(),
+		PathValidationsFailed:  c.PathValidationsFailed.Load(),
+		PathChallengesHeld:     c.PathChallengesHeld.Load(),
+		Migrations:             c.Migrations.Load(),
 	}
 }
 

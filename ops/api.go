@@ -30,6 +30,8 @@ type statusJSON struct {
 	Healthy           bool         `json:"healthy"`
 	Health            string       `json:"health"`
 	Ready             bool         `json:"ready"`
+	Draining          bool         `json:"draining"`                 // admitting nobody, stopping once matches end
+	DrainDeadline     *time.Time   `json:"drain_deadline,omitempty"` // while draining: when it stops at the latest
 	Readiness         string       `json:"readiness"`
 	Modules           []moduleJSON `json:"modules"`
 	PlayerList        []playerJSON `json:"player_list"`
@@ -94,7 +96,11 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
 		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
 		Modules: []moduleJSON{}, PlayerList: []playerJSON{}, Rooms: []roomJSON{},
-		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers,
+		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers, Draining: snap.Draining,
+	}
+	if snap.Draining {
+		d := snap.DrainDeadline.UTC()
+		out.DrainDeadline = &d
 	}
 	for _, r := range snap.Rooms {
 		out.Rooms = append(out.Rooms, roomJSON{ID: r.ID, Name: r.Name, Mode: r.Mode, Map: r.Map, State: r.State,

@@ -40,6 +40,9 @@ func (s *Server) ready(now time.Time) (bool, string) {
 	if s.cfg.Tick.LastTick().IsZero() {
 		return false, "not ready: no tick yet"
 	}
+	if snap.Draining {
+		return false, fmt.Sprintf("not ready: draining (admitting nobody; stopping by %s at the latest)", snap.DrainDeadline.UTC().Format(time.RFC3339))
+	}
 	var down []string
 	for _, m := range snap.Modules {
 		if m.State != StateRunning {

@@ -28,6 +28,10 @@ type Snapshot struct {
 	SkippedTicks uint64 // slots dropped because the loop fell too far behind
 	// Serving is true while the game port is open and the tick loop runs.
 	Serving bool
+	// Draining is true while the server drains (it admits nobody and stops
+	// by DrainDeadline at the latest): not ready.
+	Draining      bool
+	DrainDeadline time.Time
 
 	Players, PeakPlayers, MaxPlayers int
 	ConnectionsServed                uint64 // clients admitted since start

@@ -27,6 +27,7 @@ package plugin
 
 import (
 	"errors"
+	"time"
 
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -96,6 +97,15 @@ type InputHandler interface {
 // itself; a module with a world of its own freezes it here).
 type PauseHandler interface {
 	OnPause(paused bool)
+}
+
+// DrainHandler is implemented by a module that reacts when the server
+// begins draining (draining true: it admits nobody new, lets running
+// matches end and stops at deadline at the latest) or calls the drain off
+// (false). A module that can move its players to another server does it
+// here; Host.Server().Draining says the same at any time.
+type DrainHandler interface {
+	OnDrain(draining bool, deadline time.Time)
 }
 
 // ErrOutsideCallback is returned by Host methods called from a goroutine

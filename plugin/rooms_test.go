@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/sparkhost/sparkhost/module"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -18,6 +19,7 @@ type roomModule struct {
 	room     module.RoomID
 	admitted []uint32
 	paused   bool
+	drainBy  time.Time // OnDrain's deadline while draining
 	unloaded *[]module.RoomID
 }
 
@@ -34,7 +36,12 @@ func (m *roomModule) OnMessage(c module.ClientInfo, t wire.MessageType, _ []byte
 	m.h.Broadcast(t, []byte{byte(m.room)})
 }
 func (m *roomModule) OnPause(paused bool) { m.paused = paused }
-func (m *roomModule) Unload()             { *m.unloaded = append(*m.unloaded, m.room) }
+func (m *roomModule) OnDrain(draining bool, deadline time.Time) {
+	if draining {
+		m.drainBy = deadline
+	}
+}
+func (m *roomModule) Unload() { *m.unloaded = append(*m.unloaded, m.room) }
 func (m *roomModule) Command(string, []string) (string, error) {
 	return fmt.Sprintf("room %d players %d", m.room, len(m.h.Clients())), nil
 }
@@ -80,6 +87,7 @@ func TestServeRoomsDispatchesByRoom(t *testing.T) {
 		&pluginv1.Event{Kind: pluginv1.EventKind_EVENT_ADMITTED, Room: 6, Client: 2, Info: &pluginv1.ClientInfo{Name: "b"}},
 		&pluginv1.Event{Kind: pluginv1.EventKind_EVENT_MESSAGE, Room: 6, Client: 2, Type: 1000},
 		&pluginv1.Event{Kind: pluginv1.EventKind_EVENT_PAUSE, Room: 5, Paused: true},
+		&pluginv1.Event{Kind: pluginv1.EventKind_EVENT_DRAIN, Room: 6, Draining: true, DrainDeadlineUnixNs: 1_700_000_000e9},
 	)
 	for id, r := range sh.rooms {
 		mods[module.RoomID(id)] = r.mod.(*roomModule)
@@ -89,6 +97,9 @@ func TestServeRoomsDispatchesByRoom(t *testing.T) {
 	}
 	if fmt.Sprint(mods[5].admitted) != "[1]" || fmt.Sprint(mods[6].admitted) != "[2]" || !mods[5].paused || mods[6].paused {
 		t.Fatalf("room 5 %+v, room 6 %+v", mods[5], mods[6])
+	}
+	if !mods[6].drainBy.Equal(time.Unix(1_700_000_000, 0)) || !mods[5].drainBy.IsZero() {
+		t.Fatalf("OnDrain: room 5 %v, room 6 %v", mods[5].drainBy, mods[6].drainBy)
 	}
 	if len(acts) != 1 || acts[0].GetRoom() != 6 || acts[0].GetKind() != pluginv1.ActionKind_ACTION_BROADCAST || acts[0].GetPayload()[0] != 6 {
 		t.Fatalf("actions %v", acts)

@@ -341,7 +341,19 @@ func (r *runtime) dispatch(ev *pluginv1.Event) {
 		if ph, ok := r.mod.(PauseHandler); ok {
 			ph.OnPause(ev.GetPaused())
 		}
+	case pluginv1.EventKind_EVENT_DRAIN:
+		if dh, ok := r.mod.(DrainHandler); ok {
+			dh.OnDrain(ev.GetDraining(), fromUnixNano(ev.GetDrainDeadlineUnixNs()))
+		}
 	}
+}
+
+// fromUnixNano is the time ns nanoseconds after 1970; 0 is the zero time.
+func fromUnixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // Command runs a console command: in Serve's module, or in the module of
@@ -411,6 +423,7 @@ func (r *runtime) setServer(p *pluginv1.ServerInfo) {
 		Name: p.GetName(), Map: p.GetMap(), Mode: gamemsg.GameMode(p.GetMode()), MatchState: gamemsg.MatchState(p.GetMatchState()),
 		TickRate: int(p.GetTickRate()), Tick: p.GetTick(), Players: int(p.GetPlayers()), MaxPlayers: int(p.GetMaxPlayers()),
 		DataDir: p.GetDataDir(), ReplicationRate: int(p.GetReplicationRate()), LagWindow: time.Duration(p.GetLagWindowNs()),
+		Draining: p.GetDraining(), DrainDeadline: fromUnixNano(p.GetDrainDeadlineUnixNs()),
 	}
 	if r.server.DataDir == "" && p.GetModulesDir() != "" {
 		r.server.DataDir = filepath.Join(p.GetModulesDir(), r.manifest.Name)

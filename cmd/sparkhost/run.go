@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
@@ -26,6 +27,13 @@ SPARK_NETWORK_BIND_ADDRESS overrides the file's bind address, --bind overrides
 both. Admin commands are read from stdin (at a terminal: a prompt with line
 editing and history; Ctrl-D ends it, Ctrl-C stops the server) and from
 DATA_DIR/admin.sock (sparkhost admin COMMAND).
+
+SIGINT and SIGTERM stop the server at once (players are told ServerShutdown).
+'sparkhost admin drain [DEADLINE]' stops it gracefully: nobody new is
+admitted, matches in progress run to their end (the mmo hands its characters
+to a neighbour area server), then it exits 0. Under Agones (agones.enabled)
+the first SIGTERM drains for at most agones.drain_seconds; a second one stops
+at once.
 
 By default the server serves loopback or one LAN only. --internet (or
 network.exposure = "internet") opts into facing the internet: it allows a
@@ -150,13 +158,47 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	go watchSignals(ctx, stop, srv, cfg.Agones.Enabled, cfg.AgonesDrain(), stderr)
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
 	}
 	return 0
+}
+
+// watchSignals stops the server on SIGINT and SIGTERM. Under Agones
+// (agones.enabled) the first SIGTERM — what Kubernetes sends a pod it
+// deletes, a rolling update included — starts a drain of at most
+// agones.drain_seconds instead (docs/operations.md, "Draining"); a second
+// SIGTERM, or SIGINT, stops at once.
+func watchSignals(ctx context.Context, stop context.CancelFunc, srv *host.Server, agones bool, drain time.Duration, stderr io.Writer) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	draining := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			if sig != syscall.SIGTERM || !agones || draining {
+				stop()
+				return
+			}
+			draining = true
+			go func() {
+				out, err := srv.Exec(fmt.Sprintf("drain %s", drain))
+				if err != nil {
+					fmt.Fprintln(stderr, "sparkhost: SIGTERM: the drain did not start, stopping:", err)
+					stop()
+					return
+				}
+				fmt.Fprintln(stderr, "sparkhost: SIGTERM under Agones:", out)
+			}()
+		}
+	}
 }
 
 // stdinIsUsable reports whether stdin can carry admin commands: a terminal or

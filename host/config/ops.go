@@ -35,6 +35,10 @@ type AgonesSection struct {
 	// ShutdownOnMatchEnd asks Agones to shut the GameServer down when a
 	// match ends (match-based modes: one match per GameServer).
 	ShutdownOnMatchEnd bool `toml:"shutdown_on_match_end"`
+	// DrainSeconds bounds the drain a SIGTERM starts under Agones (running
+	// matches end, the mmo hands its characters over, then the server
+	// exits); below the pod's terminationGracePeriodSeconds. 1..3600.
+	DrainSeconds float64 `toml:"drain_seconds"`
 }
 
 func defaultOps() OpsSection {
@@ -42,11 +46,14 @@ func defaultOps() OpsSection {
 }
 
 func defaultAgones() AgonesSection {
-	return AgonesSection{Enabled: false, SDKPort: 0, HealthSeconds: 2, ShutdownOnMatchEnd: false}
+	return AgonesSection{Enabled: false, SDKPort: 0, HealthSeconds: 2, ShutdownOnMatchEnd: false, DrainSeconds: 25}
 }
 
 // OpsStall is ops.stall_seconds as a time.Duration.
 func (c *Config) OpsStall() time.Duration { return seconds(c.Ops.StallSeconds) }
+
+// AgonesDrain is agones.drain_seconds as a time.Duration.
+func (c *Config) AgonesDrain() time.Duration { return seconds(c.Agones.DrainSeconds) }
 
 // AgonesHealthInterval is agones.health_seconds as a time.Duration.
 func (c *Config) AgonesHealthInterval() time.Duration { return seconds(c.Agones.HealthSeconds) }
@@ -83,6 +90,9 @@ func (c *Config) checkOps() *Error {
 func (c *Config) checkAgones() *Error {
 	a := &c.Agones
 	if e := c.intIn("agones.sdk_port", a.SDKPort, 0, 65535, ""); e != nil {
+		return e
+	}
+	if e := c.floatIn("agones.drain_seconds", a.DrainSeconds, 1, 3600, " seconds"); e != nil {
 		return e
 	}
 	return c.floatIn("agones.health_seconds", a.HealthSeconds, 0.1, 300, " seconds")

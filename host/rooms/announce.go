@@ -23,6 +23,7 @@ func (a announcer) MatchEnd(m gamemsg.MatchEnd) {
 	r.set.cfg.Log.Info("match end", "room", r.entry.ID, "reason", m.Reason.String(), "winner", m.Winner, "score", m.WinnerScore)
 	r.broadcast(0, gamemsg.TypeMatchEnd, wire.ReliableOrdered, gamemsg.AppendMatchEnd(nil, &m))
 	r.set.lobby.MatchEnded(r.entry)
+	r.ended++
 	r.event(0, gamemsg.RoomEvent{Kind: gamemsg.RoomMatchEnded, Value: m.Winner})
 	r.changed = true
 	if r.entry.Fixed && r.set.cfg.MatchEnded != nil {

@@ -31,6 +31,9 @@ type Room struct {
 	// kept so that Phase, called every tick, allocates nothing.
 	noMatch, area, worldMap string
 	buf                     []byte
+	// ended counts the room's matches that ended (a drain waits for the
+	// one in progress, not for the next).
+	ended uint64
 }
 
 // clock is a room's match time: the tick's time less the time the room
@@ -170,4 +173,19 @@ func (r *Room) appendGameStateSync(client uint32, dst []byte) []byte {
 		Mode: st.Mode, MatchState: st.State, TimeRemaining: float32(st.TimeRemaining.Seconds()),
 		Types: types,
 	})
+}
+
+// MatchesEnded counts the room's matches that ended.
+func (r *Room) MatchesEnded() uint64 { return r.ended }
+
+// DrainWaits reports whether a drain waits for the room: its match is in
+// progress (the room plays, or is paused, and the match is past its
+// warmup), or, for a room whose module is not a match (the mmo, whose
+// players are moved elsewhere by the module), it still has players.
+func (r *Room) DrainWaits() bool {
+	if r.noMatch != "" {
+		return len(r.entry.Members) > 0
+	}
+	st := r.entry.Status
+	return (st == gamemsg.RoomPlaying || st == gamemsg.RoomPaused) && r.Phase().State == gamemsg.MatchInProgress
 }

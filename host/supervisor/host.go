@@ -223,6 +223,7 @@ func (h *moduleHost) Server() module.ServerInfo {
 	} else {
 		si = h.inst.m.cfg.Server()
 	}
+	si = h.inst.m.withDrain(si)
 	si.ModulesDir = h.inst.m.moduleDir("")
 	if h.inst.manifest.Name != "" {
 		si.DataDir = h.inst.m.moduleDir(h.inst.manifest.Name)

@@ -26,6 +26,7 @@ type Manager struct {
 	server *scope // the whole server (room 0)
 	def    *scope // where Load runs modules: server, or a server's one room
 	rooms  map[module.RoomID]*scope
+	drain  drainState // drain.go
 	// where maps a client to its room (a scope that is not Everyone), for
 	// the network goroutines; wide lists the scopes that hold every client.
 	where  sync.Map

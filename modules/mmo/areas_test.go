@@ -59,7 +59,15 @@ type testArea struct {
 // and a world key (the test's, in a temporary file).
 func newAreaWorld(t testing.TB, extra string, areas ...testArea) *areaWorld {
 	t.Helper()
-	w := &areaWorld{url: sharedDB(t), keyFile: filepath.Join(t.TempDir(), "world.key")}
+	return newAreaWorldOn(t, sharedDB(t), netip.MustParseAddr("127.0.0.1"), extra, areas...)
+}
+
+// newAreaWorldOn is newAreaWorld on database url, with the servers on host
+// (a free port each on 127.0.0.1; 27100 and up elsewhere: a namespace of
+// their own).
+func newAreaWorldOn(t testing.TB, url string, host netip.Addr, extra string, areas ...testArea) *areaWorld {
+	t.Helper()
+	w := &areaWorld{url: url, keyFile: filepath.Join(t.TempDir(), "world.key")}
 	var err error
 	w.key, err = gateway.CreateWorldKey(w.keyFile)
 	must(t, err)
@@ -71,8 +79,11 @@ func newAreaWorld(t testing.TB, extra string, areas ...testArea) *areaWorld {
 		must(t, os.WriteFile(filepath.Join(a.dir, trust.IdentityFile), priv, 0o600))
 		a.pin = trust.Pin(pub)
 		copy(a.pinKey[:], pub)
-		a.port = freeUDPPort(t)
-		a.addr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(a.port))
+		a.port = 27100 + i
+		if host.IsLoopback() {
+			a.port = freeUDPPort(t)
+		}
+		a.addr = netip.AddrPortFrom(host, uint16(a.port))
 	}
 	var list strings.Builder
 	for _, a := range areas {

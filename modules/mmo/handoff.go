@@ -37,6 +37,9 @@ import (
 // in and the character entered; any refusal is a TicketResult with its
 // code, and the session stays anonymous.
 
+// errNotLooked: the covers were not looked at.
+var errNotLooked = errors.New("not looked at")
+
 // handoffRetry spaces the handoff attempts of a character that could not
 // be handed over.
 const handoffRetry = time.Second
@@ -71,7 +74,7 @@ func (m *Module) crossBorders(now time.Time) {
 	own := m.areas.own
 	for _, s := range m.players {
 		sn, ok := m.w.Get(s.wid)
-		if !ok || own.contains(sn.X, sn.Y) || s.handing {
+		if !ok || own.contains(sn.X, sn.Y) || m.covering(sn.X, sn.Y) || s.handing {
 			continue
 		}
 		dest := m.areas.areaAt(sn.X, sn.Y)
@@ -151,9 +154,22 @@ func (m *Module) admitTicket(s *session, raw []byte) {
 	}
 	th, self, server := s.client.ChannelBinding, m.areas.own.key, m.pres.id
 	maxLife := seconds(maxTicketLifetime)
+	own, look := m.areas.own, m.nextCoverLook()
 	m.async(s, func(ctx context.Context) func() {
 		code, detail, ch, l := m.checkTicket(ctx, &pt, th, self, server, maxLife)
+		// A character standing outside this server's area was handed over
+		// by a draining neighbour whose area this server covers now: learn
+		// it before the character enters, or it would be pushed back to
+		// the border.
+		var covers []string
+		coversErr := errNotLooked
+		if code == mmoproto.OK && !own.contains(ch.X, ch.Y) {
+			covers, coversErr = m.db.Covers(ctx, server)
+		}
 		return func() {
+			if coversErr == nil {
+				m.applyCovers(look, covers)
+			}
 			if !m.alive(s) || s.state != anonymous {
 				if code == mmoproto.OK {
 					m.releaseCharacter(store.Position{Name: ch.Name, X: ch.X, Y: ch.Y}, false)
@@ -240,5 +256,5 @@ func (m *Module) areaLine() string {
 	}
 	a := m.areas.own
 	return fmt.Sprintf("\n  area %s [%g,%g]-[%g,%g] of %d, handoffs out %d, in %d, tickets refused %d",
-		a.name, a.x0, a.y0, a.x1, a.y1, len(m.areas.all), m.handoffsOut, m.handoffsIn, m.ticketsRefused)
+		a.name, a.x0, a.y0, a.x1, a.y1, len(m.areas.all), m.handoffsOut, m.handoffsIn, m.ticketsRefused) + m.drainLine()
 }

@@ -122,6 +122,8 @@ func (m *Module) OnTick(t module.Tick) {
 	m.w.Step()
 	if m.areas != nil {
 		m.crossBorders(start)
+		m.drainTick(start)
+		m.coverTick(start)
 	}
 	// Every character is replicated at the replication rate, a share of
 	// them each tick (by id), so that no tick carries everyone's updates.

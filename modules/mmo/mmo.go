@@ -92,7 +92,9 @@ type Module struct {
 	regs   *throttle.Rate // registrations per address; nil: no limit
 	secret []byte
 
-	areas          *areaMap // nil: the whole world is this server's
+	areas          *areaMap   // nil: the whole world is this server's
+	dr             drainState // drain.go
+	cov            coverState // drain.go: the areas covered for drained neighbours
 	worldKey       ed25519.PrivateKey
 	worldPub       ed25519.PublicKey
 	handoffsOut    uint64

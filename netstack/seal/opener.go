@@ -35,19 +35,24 @@ func NewOpener(k0 [32]byte) *Opener {
 // Open authenticates a sealed datagram and appends its packet to dst. Checks
 // run in the order of §6, cheapest and forgery-proof first:
 //
-//  1. length ≥ Overhead and class 0x02 (ErrMalformed), secure version 1 (ErrVersion);
+//  1. class 0x02, or 0x03 (a connection id after s), and length ≥ its
+//     header + tag (ErrMalformed); secure version 1 (ErrVersion);
 //  2. epoch ∈ {current, current+1, current−1 for 5 s after the switch} (ErrEpoch);
 //  3. replay window (ErrReplay);
-//  4. AEAD open with nonce e ‖ 000000 ‖ s and AD = bytes 0..10 (ErrAuth);
+//  4. AEAD open with nonce e ‖ 000000 ‖ s and AD = the header, bytes
+//     0..10 (0..18 with a connection id) (ErrAuth);
 //
 // and only then is s marked in the window. A frame of epoch current+1 that
 // authenticated makes that epoch current; the old key is kept for 5 s, then
 // zeroed. A forged frame never changes the window or the epoch. dst must not
-// overlap datagram, except exactly in place: pass datagram[HeaderSize:HeaderSize]
-// to decrypt where the ciphertext lies. With enough capacity in dst, Open does
+// overlap datagram, except exactly in place: pass datagram[h:h] (h the
+// frame's header size, HeaderSize or HeaderSizeID) to decrypt where the
+// ciphertext lies. Which connection id a class-0x03 frame carries is the
+// caller's to check (it routed the frame by it); the id is authenticated. With enough capacity in dst, Open does
 // not allocate. On error it returns nil.
 func (o *Opener) Open(dst, datagram []byte, now time.Time) ([]byte, error) {
-	if len(datagram) < Overhead || datagram[0] != FrameClass {
+	hs := headerSize(datagram)
+	if hs == 0 || len(datagram) < hs+TagSize {
 		return nil, ErrMalformed
 	}
 	if datagram[1] != SecureVersion {
@@ -67,7 +72,7 @@ func (o *Opener) Open(dst, datagram []byte, now time.Time) ([]byte, error) {
 		return nil, ErrReplay
 	}
 	putNonce(&o.nonce, e, s)
-	out, err := k.aead.Open(dst, o.nonce[:], datagram[HeaderSize:], datagram[:HeaderSize])
+	out, err := k.aead.Open(dst, o.nonce[:], datagram[hs:], datagram[:hs])
 	if err != nil {
 		return nil, ErrAuth
 	}
@@ -113,3 +118,29 @@ func (o *Opener) promote(now time.Time) {
 
 // Epoch returns the current receive epoch.
 func (o *Opener) Epoch() uint8 { return o.epoch }
+
+// headerSize is the header size of a sealed frame by its class byte: 0 for
+// a datagram that is not a sealed frame.
+func headerSize(d []byte) int {
+	if len(d) == 0 {
+		return 0
+	}
+	switch d[0] {
+	case FrameClass:
+		return HeaderSize
+	case FrameClassID:
+		return HeaderSizeID
+	}
+	return 0
+}
+
+// FrameID returns the connection id of a class-0x03 frame, and false for
+// any other datagram or one too short to hold its header and tag. It only
+// reads: nothing is authenticated.
+func FrameID(d []byte) (id [IDSize]byte, ok bool) {
+	if len(d) < HeaderSizeID+TagSize || d[0] != FrameClassID {
+		return id, false
+	}
+	copy(id[:], d[HeaderSize:HeaderSizeID])
+	return id, true
+}

@@ -21,8 +21,17 @@ import (
 
 // Frame layout of §6.
 const (
-	// FrameClass is the first byte of every sealed datagram.
+	// FrameClass is the first byte of a sealed datagram.
 	FrameClass byte = 0x02
+	// FrameClassID is the first byte of a sealed datagram that carries a
+	// connection id (docs/protocol.md §4.1): the header is the class-0x02
+	// header followed by the id, all of it the additional data.
+	FrameClassID byte = 0x03
+	// IDSize is the size of a connection id.
+	IDSize = 8
+	// HeaderSizeID is the header of a class-0x03 frame: class, version,
+	// epoch, s, connection id.
+	HeaderSizeID = HeaderSize + IDSize
 	// SecureVersion is the only secure header version.
 	SecureVersion byte = 1
 	// HeaderSize is the secure header: class, version, epoch, s (u64 LE). It is
@@ -49,7 +58,8 @@ const (
 // Errors of Seal and Open. Every Open error means "drop"; all but ErrMalformed
 // are counted as securityDrops (§6).
 var (
-	// ErrMalformed: shorter than Overhead or not a sealed-class datagram.
+	// ErrMalformed: shorter than its header and tag, or not a sealed-class
+	// datagram (0x02, or 0x03 with a connection id).
 	ErrMalformed = errors.New("seal: not a sealed frame (class byte or length)")
 	// ErrVersion: unknown secure version.
 	ErrVersion = errors.New("seal: unknown secure version")

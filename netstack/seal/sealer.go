@@ -19,6 +19,23 @@ type Sealer struct {
 	inEpoch    uint64    // frames sealed in the current epoch
 	epochStart time.Time // zero until the first frame: the clock starts at first use
 	nonce      [12]byte  // scratch; a field, so passing it to the AEAD does not allocate
+	// id, when hasID, is the connection id every frame carries (class 0x03).
+	id    [IDSize]byte
+	hasID bool
+}
+
+// SetID makes every later frame a class-0x03 frame carrying the connection
+// id (docs/protocol.md §4.1). The frame sequence s goes on: the two classes
+// share one sequence space, so no nonce repeats.
+func (s *Sealer) SetID(id [IDSize]byte) { s.id, s.hasID = id, true }
+
+// HeaderSize returns the header size of the frames it seals now: HeaderSize,
+// or HeaderSizeID once SetID was called.
+func (s *Sealer) HeaderSize() int {
+	if s.hasID {
+		return HeaderSizeID
+	}
+	return HeaderSize
 }
 
 // NewSealer returns a Sealer starting in epoch 0 with key k0 (K_c2s[0] for a
@@ -30,13 +47,13 @@ func NewSealer(k0 [32]byte, cfg RotationConfig) *Sealer {
 	return s
 }
 
-// Seal appends the sealed frame of packet to dst: 0x02, 1, e, s (u64 LE), the
+// Seal appends the sealed frame of packet to dst: 0x02, 1, e, s (u64 LE) (0x03 and the connection id after s once SetID was called), the
 // ciphertext and the tag. It first rotates to epoch e+1 when the epoch has
 // lasted MaxAge or sealed MaxFrames frames; past epoch 255 it returns
 // ErrKeyExhausted and seals nothing (seal the Disconnect with SealFinal).
 //
 // packet must not overlap dst's spare capacity, except exactly in place: a
-// packet stored at dst[len(dst)+HeaderSize:] is encrypted where it lies. With
+// packet stored at dst[len(dst)+s.HeaderSize():] is encrypted where it lies. With
 // enough capacity in dst, Seal does not allocate.
 func (s *Sealer) Seal(dst, packet []byte, now time.Time) ([]byte, error) {
 	if s.epochStart.IsZero() {
@@ -68,9 +85,16 @@ func (s *Sealer) seal(dst, packet []byte) ([]byte, error) {
 	seq := s.next
 	s.next++
 	s.inEpoch++
-	dst = append(dst, FrameClass, SecureVersion, s.epoch)
+	class := FrameClass
+	if s.hasID {
+		class = FrameClassID
+	}
+	dst = append(dst, class, SecureVersion, s.epoch)
 	dst = binary.LittleEndian.AppendUint64(dst, seq)
-	ad := dst[len(dst)-HeaderSize:]
+	if s.hasID {
+		dst = append(dst, s.id[:]...)
+	}
+	ad := dst[len(dst)-s.HeaderSize():]
 	putNonce(&s.nonce, s.epoch, seq)
 	return s.cur.aead.Seal(dst, s.nonce[:], packet, ad), nil
 }

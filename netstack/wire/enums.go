@@ -18,10 +18,15 @@ const (
 	// source's address, or its IPv4 /24 or IPv6 /64 (docs/protocol.md §3.5
 	// step 13). Clients that predate it accept it as any unknown reason.
 	RejectAddressLimit RejectReason = 8
+	// RejectServerDraining (v4 servers): the server is draining — finishing
+	// its matches before it stops — and admits nobody (docs/protocol.md
+	// §3.14). The client gives up with it and tries another server.
+	RejectServerDraining RejectReason = 11
 )
 
 var rejectNames = [...]string{"", "ProtocolMissing", "ProtocolTooOld", "ProtocolTooNew",
-	"MalformedHandshake", "UnsupportedSuite", "ServerFull", "Banned", "AddressLimit"}
+	"MalformedHandshake", "UnsupportedSuite", "ServerFull", "Banned", "AddressLimit",
+	11: "ServerDraining"}
 
 // String returns the spec's name of r, or "RejectReason(n)" for other codes.
 func (r RejectReason) String() string { return enumName(rejectNames[:], uint8(r), "RejectReason") }
@@ -47,7 +52,8 @@ const (
 
 var disconnectNames = [...]string{"Unknown", "ClientQuit", "ServerShutdown", "Kicked",
 	"Banned", "Timeout", "ProtocolError", "ReliableDeliveryFailed", "KeyExhausted",
-	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit"}
+	"NameInvalid", "RateLimited", "ModuleFailure", "ServerFull", "AddressLimit",
+	16: "ServerDraining"}
 
 // String returns the spec's name of d, or "DisconnectReason(n)" for other codes.
 func (d DisconnectReason) String() string {

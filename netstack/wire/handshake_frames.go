@@ -22,4 +22,10 @@ const (
 	// (docs/protocol.md §3.7): several half-open handshakes of one address
 	// may all have passed the caps at the hello.
 	DisconnectAddressLimit DisconnectReason = 13
+
+	// DisconnectServerDraining closes a session because the server is
+	// draining (docs/protocol.md §3.14): a handshake whose ClientFinished
+	// arrived after the drain began, or a player whose match ended (or
+	// whose drain deadline passed) while the server drains.
+	DisconnectServerDraining DisconnectReason = 16
 )

@@ -54,11 +54,13 @@ var builtins = [...]Schema{
 }
 
 // v4Builtins are the transport's own types of protocol v4's data plane
-// (§5.6, §10.2); a v3 peer is never sent them.
+// (§4.1, §5.6, §10.2); a v3 peer is never sent them.
 var v4Builtins = [...]Schema{
 	{TypeMessageRefused, "MessageRefused", BothDirections, Unreliable, MessageRefusedSize, MessageRefusedSize, NoStringFields, true, nil},
 	{TypeModuleSchemas, "ModuleSchemas", ServerToClient, Reliable, 6, MaxPayload, NoStringFields, true, nil},
 	{TypeModuleProtocols, "ModuleProtocols", ServerToClient, Reliable, moduleProtocolsMin, MaxPayload, NoStringFields, true, nil},
+	{TypePathChallenge, "PathChallenge", BothDirections, Unreliable, PathChallengeSize, PathChallengeSize, NoStringFields, true, nil},
+	{TypePathResponse, "PathResponse", BothDirections, Unreliable, PathResponseSize, PathResponseSize, NoStringFields, true, nil},
 }
 
 // transportSchema returns the rule of one of the transport's own sealed
@@ -84,7 +86,8 @@ func isTransportType(t MessageType) bool {
 
 // IsTransportType reports whether t is one of the transport's own message
 // types (the handshake, Disconnect, Heartbeat, Ack, CookieReply,
-// MessageRefused, ModuleSchemas, ModuleProtocols): the transport alone
+// MessageRefused, ModuleSchemas, ModuleProtocols, PathChallenge,
+// PathResponse): the transport alone
 // sends them; a game or a module never may.
 func IsTransportType(t MessageType) bool { return isTransportType(t) }
 

@@ -38,6 +38,10 @@ func (t MessageType) String() string {
 		return "ModuleSchemas"
 	case TypeModuleProtocols:
 		return "ModuleProtocols"
+	case TypePathChallenge:
+		return "PathChallenge"
+	case TypePathResponse:
+		return "PathResponse"
 	}
 	if n, ok := registeredName(t); ok {
 		return n

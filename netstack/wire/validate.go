@@ -82,6 +82,10 @@ func validateBuiltin(t MessageType, p []byte) error {
 		err = CheckModuleSchemas(p)
 	case TypeModuleProtocols:
 		_, err = ParseModuleProtocols(p)
+	case TypePathChallenge:
+		_, err = ParsePathChallenge(p)
+	case TypePathResponse:
+		_, err = ParsePathResponse(p)
 	default:
 		err = ErrUnknownType
 	}

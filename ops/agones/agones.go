@@ -54,6 +54,7 @@ type Adapter struct {
 	health   chan struct{} // one pending ping at most
 	shutdown chan struct{}
 	shutOne  sync.Once
+	shutSent chan struct{} // closed once the Shutdown call was made (or given up)
 	labels   chan struct{}
 
 	mu      sync.Mutex
@@ -87,7 +88,7 @@ func Start(cfg Config) *Adapter {
 	a := &Adapter{
 		cfg: cfg, base: fmt.Sprintf("http://127.0.0.1:%d", cfg.Port), log: cfg.Log.With("component", "agones"),
 		client: &http.Client{Timeout: 2 * time.Second},
-		ready:  make(chan struct{}), health: make(chan struct{}, 1), shutdown: make(chan struct{}), labels: make(chan struct{}, 1),
+		ready:  make(chan struct{}), health: make(chan struct{}, 1), shutdown: make(chan struct{}), shutSent: make(chan struct{}), labels: make(chan struct{}, 1),
 		pending: make(map[metaKey]string), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
 	}
 	a.wg.Add(1)
@@ -149,8 +150,26 @@ func (a *Adapter) setMeta(k metaKey, value string) {
 // Shutdown asks Agones to shut the GameServer down (once).
 func (a *Adapter) Shutdown() { a.shutOne.Do(func() { close(a.shutdown) }) }
 
-// Close stops the adapter; calls in flight are abandoned.
+// closeGrace bounds how long Close waits for a Shutdown asked for just
+// before (a drain that ends asks, then the server stops at once).
+const closeGrace = 3 * time.Second
+
+// Close stops the adapter; calls in flight are abandoned, except a
+// Shutdown asked for after Ready, which Close waits for (closeGrace at
+// most): the last thing a server that drained tells Agones.
 func (a *Adapter) Close() {
+	select {
+	case <-a.shutdown:
+		select {
+		case <-a.ready:
+			select {
+			case <-a.shutSent:
+			case <-time.After(closeGrace):
+			}
+		default:
+		}
+	default:
+	}
 	close(a.stop)
 	a.cancel()
 	a.wg.Wait()
@@ -185,6 +204,7 @@ func (a *Adapter) run() {
 			if a.retry("shutdown", func() error { return a.post("/shutdown", struct{}{}) }) {
 				a.log.Info("asked Agones to shut the GameServer down")
 			}
+			close(a.shutSent)
 		}
 	}
 }

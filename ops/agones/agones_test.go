@@ -147,3 +147,17 @@ func TestLabelValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseSendsAPendingShutdown: a Shutdown asked for just before Close
+// (a drain that ended, then the server stops) still reaches the sidecar.
+func TestCloseSendsAPendingShutdown(t *testing.T) {
+	sc := newSidecar(t, 0)
+	a := agones.Start(agones.Config{Port: sc.port(t), Log: slog.New(slog.DiscardHandler)})
+	a.Ready()
+	eventually(t, "Ready", func() bool { return count(sc.Calls(), "POST /ready") == 1 })
+	a.Shutdown()
+	a.Close()
+	if n := count(sc.Calls(), "POST /shutdown"); n != 1 {
+		t.Fatalf("%d Shutdown calls after Shutdown then Close, want 1: %q", n, sc.Calls())
+	}
+}

@@ -36,7 +36,8 @@ function renderStatus(s) {
   $("max-players").textContent = s.max_players;
   $("map").textContent = s.map;
   $("mode").textContent = s.mode;
-  $("match-state").textContent = s.match_state + (s.round ? " (round " + s.round + ")" : "");
+  $("match-state").textContent = s.match_state + (s.round ? " (round " + s.round + ")" : "") +
+    (s.draining ? " — draining: admitting nobody, stopping by " + s.drain_deadline : "");
   $("tick-rate").textContent = s.tick_rate;
   $("ticks").textContent = s.ticks;
   $("overruns").textContent = s.tick_overruns;

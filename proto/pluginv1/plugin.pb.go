@@ -105,6 +105,7 @@ const (
 	EventKind_EVENT_ROOM_OPEN   EventKind = 8  // room, room_info, entity_id_first/last: start serving a room (manifest.rooms)
 	EventKind_EVENT_ROOM_CLOSE  EventKind = 9  // room: stop serving it; its entities are gone
 	EventKind_EVENT_PAUSE       EventKind = 10 // room, paused: the room's match clock stopped or runs again
+	EventKind_EVENT_DRAIN       EventKind = 13 // draining, drain_deadline_unix_ns: the server began draining (or called it off)
 )
 
 // Enum value maps for EventKind.
@@ -121,6 +122,7 @@ var (
 		8:  "EVENT_ROOM_OPEN",
 		9:  "EVENT_ROOM_CLOSE",
 		10: "EVENT_PAUSE",
+		13: "EVENT_DRAIN",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_UNSPECIFIED": 0,
@@ -134,6 +136,7 @@ var (
 		"EVENT_ROOM_OPEN":   8,
 		"EVENT_ROOM_CLOSE":  9,
 		"EVENT_PAUSE":       10,
+		"EVENT_DRAIN":       13,
 	}
 )
 
@@ -962,22 +965,24 @@ func (x *MetricValue) GetValue() float64 {
 }
 
 type ServerInfo struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Map             string                 `protobuf:"bytes,2,opt,name=map,proto3" json:"map,omitempty"`
-	Mode            uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	MatchState      uint32                 `protobuf:"varint,4,opt,name=match_state,json=matchState,proto3" json:"match_state,omitempty"`
-	TickRate        int32                  `protobuf:"varint,5,opt,name=tick_rate,json=tickRate,proto3" json:"tick_rate,omitempty"`
-	Tick            uint64                 `protobuf:"varint,6,opt,name=tick,proto3" json:"tick,omitempty"`
-	Players         int32                  `protobuf:"varint,7,opt,name=players,proto3" json:"players,omitempty"`
-	MaxPlayers      int32                  `protobuf:"varint,8,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
-	DataDir         string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`                           // the module's own directory (empty before Init returns)
-	ModulesDir      string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"`                 // the directory of every module's own directory
-	ReplicationRate int32                  `protobuf:"varint,11,opt,name=replication_rate,json=replicationRate,proto3" json:"replication_rate,omitempty"` // replication frames per second (Hz)
-	LagWindowNs     int64                  `protobuf:"varint,12,opt,name=lag_window_ns,json=lagWindowNs,proto3" json:"lag_window_ns,omitempty"`           // how far back lag compensation rewinds
-	Room            *RoomInfo              `protobuf:"bytes,13,opt,name=room,proto3" json:"room,omitempty"`                                               // the room these facts are of (absent: the whole server)
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Name                string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Map                 string                 `protobuf:"bytes,2,opt,name=map,proto3" json:"map,omitempty"`
+	Mode                uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	MatchState          uint32                 `protobuf:"varint,4,opt,name=match_state,json=matchState,proto3" json:"match_state,omitempty"`
+	TickRate            int32                  `protobuf:"varint,5,opt,name=tick_rate,json=tickRate,proto3" json:"tick_rate,omitempty"`
+	Tick                uint64                 `protobuf:"varint,6,opt,name=tick,proto3" json:"tick,omitempty"`
+	Players             int32                  `protobuf:"varint,7,opt,name=players,proto3" json:"players,omitempty"`
+	MaxPlayers          int32                  `protobuf:"varint,8,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
+	DataDir             string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`                                           // the module's own directory (empty before Init returns)
+	ModulesDir          string                 `protobuf:"bytes,10,opt,name=modules_dir,json=modulesDir,proto3" json:"modules_dir,omitempty"`                                 // the directory of every module's own directory
+	ReplicationRate     int32                  `protobuf:"varint,11,opt,name=replication_rate,json=replicationRate,proto3" json:"replication_rate,omitempty"`                 // replication frames per second (Hz)
+	LagWindowNs         int64                  `protobuf:"varint,12,opt,name=lag_window_ns,json=lagWindowNs,proto3" json:"lag_window_ns,omitempty"`                           // how far back lag compensation rewinds
+	Room                *RoomInfo              `protobuf:"bytes,13,opt,name=room,proto3" json:"room,omitempty"`                                                               // the room these facts are of (absent: the whole server)
+	Draining            bool                   `protobuf:"varint,30,opt,name=draining,proto3" json:"draining,omitempty"`                                                      // the server drains: it admits nobody and stops at the deadline at the latest
+	DrainDeadlineUnixNs int64                  `protobuf:"varint,31,opt,name=drain_deadline_unix_ns,json=drainDeadlineUnixNs,proto3" json:"drain_deadline_unix_ns,omitempty"` // while draining: when the server stops at the latest
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ServerInfo) Reset() {
@@ -1099,6 +1104,20 @@ func (x *ServerInfo) GetRoom() *RoomInfo {
 		return x.Room
 	}
 	return nil
+}
+
+func (x *ServerInfo) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *ServerInfo) GetDrainDeadlineUnixNs() int64 {
+	if x != nil {
+		return x.DrainDeadlineUnixNs
+	}
+	return 0
 }
 
 // RoomInfo describes a room (docs/protocol.md §13).
@@ -1409,23 +1428,25 @@ func (x *InitResponse) GetError() string {
 }
 
 type Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          EventKind              `protobuf:"varint,1,opt,name=kind,proto3,enum=sparkhost.plugin.v1.EventKind" json:"kind,omitempty"`
-	Client        uint32                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
-	Type          uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
-	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	Info          *ClientInfo            `protobuf:"bytes,5,opt,name=info,proto3" json:"info,omitempty"`
-	Reason        uint32                 `protobuf:"varint,6,opt,name=reason,proto3" json:"reason,omitempty"`
-	Map           string                 `protobuf:"bytes,7,opt,name=map,proto3" json:"map,omitempty"`
-	MapIndex      int32                  `protobuf:"varint,8,opt,name=map_index,json=mapIndex,proto3" json:"map_index,omitempty"`
-	Room          uint32                 `protobuf:"varint,9,opt,name=room,proto3" json:"room,omitempty"`                                           // the room of the event (0: the module's one room, or the whole server)
-	RoomInfo      *RoomInfo              `protobuf:"bytes,10,opt,name=room_info,json=roomInfo,proto3" json:"room_info,omitempty"`                   // EVENT_ROOM_OPEN
-	EntityIdFirst uint32                 `protobuf:"varint,11,opt,name=entity_id_first,json=entityIdFirst,proto3" json:"entity_id_first,omitempty"` // EVENT_ROOM_OPEN: the module's entity ids in the room's world, inclusive
-	EntityIdLast  uint32                 `protobuf:"varint,12,opt,name=entity_id_last,json=entityIdLast,proto3" json:"entity_id_last,omitempty"`
-	Paused        bool                   `protobuf:"varint,13,opt,name=paused,proto3" json:"paused,omitempty"` // EVENT_PAUSE
-	Leave         uint32                 `protobuf:"varint,14,opt,name=leave,proto3" json:"leave,omitempty"`   // EVENT_LEFT: why it left the room (0 left, 1 kicked, 2 quit, 3 timed out, 4 disconnected, 5 room closed)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Kind                EventKind              `protobuf:"varint,1,opt,name=kind,proto3,enum=sparkhost.plugin.v1.EventKind" json:"kind,omitempty"`
+	Client              uint32                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Type                uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
+	Payload             []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	Info                *ClientInfo            `protobuf:"bytes,5,opt,name=info,proto3" json:"info,omitempty"`
+	Reason              uint32                 `protobuf:"varint,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Map                 string                 `protobuf:"bytes,7,opt,name=map,proto3" json:"map,omitempty"`
+	MapIndex            int32                  `protobuf:"varint,8,opt,name=map_index,json=mapIndex,proto3" json:"map_index,omitempty"`
+	Room                uint32                 `protobuf:"varint,9,opt,name=room,proto3" json:"room,omitempty"`                                           // the room of the event (0: the module's one room, or the whole server)
+	RoomInfo            *RoomInfo              `protobuf:"bytes,10,opt,name=room_info,json=roomInfo,proto3" json:"room_info,omitempty"`                   // EVENT_ROOM_OPEN
+	EntityIdFirst       uint32                 `protobuf:"varint,11,opt,name=entity_id_first,json=entityIdFirst,proto3" json:"entity_id_first,omitempty"` // EVENT_ROOM_OPEN: the module's entity ids in the room's world, inclusive
+	EntityIdLast        uint32                 `protobuf:"varint,12,opt,name=entity_id_last,json=entityIdLast,proto3" json:"entity_id_last,omitempty"`
+	Paused              bool                   `protobuf:"varint,13,opt,name=paused,proto3" json:"paused,omitempty"`                                                          // EVENT_PAUSE
+	Leave               uint32                 `protobuf:"varint,14,opt,name=leave,proto3" json:"leave,omitempty"`                                                            // EVENT_LEFT: why it left the room (0 left, 1 kicked, 2 quit, 3 timed out, 4 disconnected, 5 room closed)
+	Draining            bool                   `protobuf:"varint,25,opt,name=draining,proto3" json:"draining,omitempty"`                                                      // EVENT_DRAIN: true when the drain begins, false when it is called off
+	DrainDeadlineUnixNs int64                  `protobuf:"varint,26,opt,name=drain_deadline_unix_ns,json=drainDeadlineUnixNs,proto3" json:"drain_deadline_unix_ns,omitempty"` // EVENT_DRAIN: when the server stops at the latest
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -1552,6 +1573,20 @@ func (x *Event) GetPaused() bool {
 func (x *Event) GetLeave() uint32 {
 	if x != nil {
 		return x.Leave
+	}
+	return 0
+}
+
+func (x *Event) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *Event) GetDrainDeadlineUnixNs() int64 {
+	if x != nil {
+		return x.DrainDeadlineUnixNs
 	}
 	return 0
 }
@@ -2296,7 +2331,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.sparkhost.plugin.v1.MetricKindR\x04kind\"9\n" +
 	"\vMetricValue\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value\"\x91\x03\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\xe2\x03\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -2315,7 +2350,9 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"modulesDir\x12)\n" +
 	"\x10replication_rate\x18\v \x01(\x05R\x0freplicationRate\x12\"\n" +
 	"\rlag_window_ns\x18\f \x01(\x03R\vlagWindowNs\x121\n" +
-	"\x04room\x18\r \x01(\v2\x1d.sparkhost.plugin.v1.RoomInfoR\x04room\"\x8a\x01\n" +
+	"\x04room\x18\r \x01(\v2\x1d.sparkhost.plugin.v1.RoomInfoR\x04room\x12\x1a\n" +
+	"\bdraining\x18\x1e \x01(\bR\bdraining\x123\n" +
+	"\x16drain_deadline_unix_ns\x18\x1f \x01(\x03R\x13drainDeadlineUnixNs\"\x8a\x01\n" +
 	"\bRoomInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -2340,7 +2377,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\fInitResponse\x129\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x1d.sparkhost.plugin.v1.ManifestR\bmanifest\x125\n" +
 	"\aactions\x18\x02 \x03(\v2\x1b.sparkhost.plugin.v1.ActionR\aactions\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xc9\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\x9a\x04\n" +
 	"\x05Event\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.sparkhost.plugin.v1.EventKindR\x04kind\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\rR\x06client\x12\x12\n" +
@@ -2356,7 +2393,9 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x0fentity_id_first\x18\v \x01(\rR\rentityIdFirst\x12$\n" +
 	"\x0eentity_id_last\x18\f \x01(\rR\fentityIdLast\x12\x16\n" +
 	"\x06paused\x18\r \x01(\bR\x06paused\x12\x14\n" +
-	"\x05leave\x18\x0e \x01(\rR\x05leave\"\xf0\x01\n" +
+	"\x05leave\x18\x0e \x01(\rR\x05leave\x12\x1a\n" +
+	"\bdraining\x18\x19 \x01(\bR\bdraining\x123\n" +
+	"\x16drain_deadline_unix_ns\x18\x1a \x01(\x03R\x13drainDeadlineUnixNs\"\xf0\x01\n" +
 	"\n" +
 	"ClientPing\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\rR\x06client\x12\x17\n" +
@@ -2419,7 +2458,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"MetricKind\x12\x16\n" +
 	"\x12METRIC_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fMETRIC_GAUGE\x10\x01\x12\x12\n" +
-	"\x0eMETRIC_COUNTER\x10\x02*\xe8\x01\n" +
+	"\x0eMETRIC_COUNTER\x10\x02*\xf9\x01\n" +
 	"\tEventKind\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_ADMITTED\x10\x01\x12\x0e\n" +
@@ -2433,7 +2472,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x0fEVENT_ROOM_OPEN\x10\b\x12\x14\n" +
 	"\x10EVENT_ROOM_CLOSE\x10\t\x12\x0f\n" +
 	"\vEVENT_PAUSE\x10\n" +
-	"*\xad\x02\n" +
+	"\x12\x0f\n" +
+	"\vEVENT_DRAIN\x10\r*\xad\x02\n" +
 	"\n" +
 	"ActionKind\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -23,10 +24,11 @@ const (
 	hookMatchEnd
 	hookMapChange
 	hookPause
+	hookDrain
 	numHooks
 )
 
-var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change", "on_pause"}
+var hookNames = [numHooks]string{"on_admitted", "on_left", "on_tick", "on_match_start", "on_match_end", "on_map_change", "on_pause", "on_drain"}
 
 // Limits of what a module declares.
 const (
@@ -364,6 +366,10 @@ func (m *Module) luaServer(L *lua.LState) int {
 	t.RawSetString("tick", lua.LNumber(info.Tick))
 	t.RawSetString("players", lua.LNumber(info.Players))
 	t.RawSetString("max_players", lua.LNumber(info.MaxPlayers))
+	t.RawSetString("draining", lua.LBool(info.Draining))
+	if info.Draining {
+		t.RawSetString("drain_seconds", lua.LNumber(secondsUntil(info.DrainDeadline, m.host.Now())))
+	}
 	if r := info.Room; r.ID != 0 {
 		room := L.CreateTable(0, 6)
 		room.RawSetString("id", lua.LNumber(r.ID))
@@ -376,6 +382,15 @@ func (m *Module) luaServer(L *lua.LState) int {
 	}
 	L.Push(t)
 	return 1
+}
+
+// secondsUntil is how many seconds lie between now and t (0 when t has
+// passed or is unset).
+func secondsUntil(t, now time.Time) float64 {
+	if t.IsZero() || !t.After(now) {
+		return 0
+	}
+	return t.Sub(now).Seconds()
 }
 
 func clientTable(L *lua.LState, c module.ClientInfo) *lua.LTable {
@@ -562,6 +577,10 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 	case module.EventPause:
 		if fn := m.hooks[hookPause]; fn != nil {
 			return m.run(site{what: "on_pause"}, fn, lua.LBool(ev.Paused))
+		}
+	case module.EventDrain:
+		if fn := m.hooks[hookDrain]; fn != nil {
+			return m.run(site{what: "on_drain"}, fn, lua.LBool(ev.Draining), lua.LNumber(secondsUntil(ev.DrainDeadline, m.host.Now())))
 		}
 	}
 	return false

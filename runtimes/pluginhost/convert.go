@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sparkhost/sparkhost/internal/pluginwire"
 	"github.com/sparkhost/sparkhost/module"
@@ -21,6 +22,7 @@ func fillServer(p *pluginv1.ServerInfo, s module.ServerInfo) {
 	p.TickRate, p.Tick, p.Players, p.MaxPlayers = int32(s.TickRate), s.Tick, int32(s.Players), int32(s.MaxPlayers)
 	p.DataDir, p.ModulesDir = s.DataDir, s.ModulesDir
 	p.ReplicationRate, p.LagWindowNs = int32(s.ReplicationRate), int64(s.LagWindow)
+	p.Draining, p.DrainDeadlineUnixNs = s.Draining, unixNano(s.DrainDeadline)
 	if s.Room.ID == 0 {
 		p.Room = nil
 		return
@@ -29,6 +31,14 @@ func fillServer(p *pluginv1.ServerInfo, s module.ServerInfo) {
 		p.Room = &pluginv1.RoomInfo{}
 	}
 	roomToPB(p.Room, s.Room)
+}
+
+// unixNano is t in nanoseconds since 1970, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // roomToPB writes a room's facts into p.

@@ -352,6 +352,8 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 			m.closeRoom(ev.Room)
 		case module.EventPause:
 			pe.Kind, pe.Paused = pluginv1.EventKind_EVENT_PAUSE, ev.Paused
+		case module.EventDrain:
+			pe.Kind, pe.Draining, pe.DrainDeadlineUnixNs = pluginv1.EventKind_EVENT_DRAIN, ev.Draining, unixNano(ev.DrainDeadline)
 		default:
 			pe.Kind = pluginv1.EventKind_EVENT_UNSPECIFIED
 		}

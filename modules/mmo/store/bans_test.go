@@ -108,8 +108,8 @@ func TestSetVerifier(t *testing.T) {
 	})
 }
 
-// TestMigrateToBans: a database at schema version 3 (before bans) is
-// migrated forward on open, keeping its accounts.
+// TestMigrateToBans: a database at schema version 3 (before bans and
+// drains) is migrated forward on open, keeping its accounts.
 func TestMigrateToBans(t *testing.T) {
 	both(t, func(t *testing.T, where string) {
 		s := open(t, where)
@@ -117,14 +117,14 @@ func TestMigrateToBans(t *testing.T) {
 		s.Close()
 		if strings.HasPrefix(where, "postgres://") {
 			conn := pgConn(t, where)
-			for _, q := range []string{`DROP TABLE bans`, `UPDATE schema_version SET version = 3`} {
+			for _, q := range []string{`DROP TABLE bans`, `DROP TABLE area_covers`, `UPDATE schema_version SET version = 3`} {
 				if _, err := conn.Exec(ctx, q); err != nil {
 					t.Fatal(err)
 				}
 			}
 		} else {
 			db := rawDB(t, filepath.Join(where, store.FileName))
-			for _, q := range []string{`DROP TABLE bans`, fmt.Sprintf("PRAGMA user_version = %d", 3)} {
+			for _, q := range []string{`DROP TABLE bans`, `DROP TABLE area_covers`, fmt.Sprintf("PRAGMA user_version = %d", 3)} {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
@@ -137,6 +137,9 @@ func TestMigrateToBans(t *testing.T) {
 		}
 		if err := s.Check(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := s.Covers(ctx, "srv-a"); err != nil {
+			t.Fatalf("area_covers after the migration: %v", err)
 		}
 	})
 }

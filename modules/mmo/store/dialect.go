@@ -32,7 +32,7 @@ type dialect struct {
 
 // SchemaVersion is the schema version this build writes: the number of
 // migrations (the same for both backends).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // danglingQueries find rows that refer to missing rows; the schema's foreign
 // keys forbid them, so any row found is damage.

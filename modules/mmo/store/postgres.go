@@ -206,6 +206,15 @@ var postgresDialect = &dialect{
 				since      bigint NOT NULL -- Unix milliseconds
 			)`,
 		},
+		// 5: drains: the live server that covers the area of a server that
+		// drained, until that area's server starts again.
+		{
+			`CREATE TABLE area_covers (
+				area   text   PRIMARY KEY,
+				server text   NOT NULL,
+				since  bigint NOT NULL -- Unix milliseconds
+			)`,
+		},
 	},
 	lockSchema: func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLockKey))

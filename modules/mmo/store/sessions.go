@@ -90,7 +90,7 @@ func checkServer(server string, lease time.Duration) error {
 // upsertLease is the same statement on both backends.
 func (s *Store) upsertLease(ctx context.Context, tx *sql.Tx, server string, lease time.Duration) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO servers (id, lease_until, area) VALUES ($1, `+s.d.nowMS+` + $2, $3)
-		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, area = excluded.area`, server, lease.Milliseconds(), s.opt.Area)
+		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, area = excluded.area`, server, lease.Milliseconds(), s.leaseArea())
 	return err
 }
 
@@ -106,6 +106,9 @@ func (s *Store) StartServer(ctx context.Context, server string, lease time.Durat
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM logins WHERE server = $1`, server); err != nil {
+			return err
+		}
+		if err := s.uncover(ctx, tx); err != nil {
 			return err
 		}
 		return s.upsertLease(ctx, tx, server, lease)

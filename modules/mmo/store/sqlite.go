@@ -165,6 +165,15 @@ var sqliteDialect = &dialect{
 				since      INTEGER NOT NULL -- Unix milliseconds
 			) STRICT`,
 		},
+		// 5: drains: the live server that covers the area of a server that
+		// drained, until that area's server starts again.
+		{
+			`CREATE TABLE area_covers (
+				area   TEXT    PRIMARY KEY,
+				server TEXT    NOT NULL,
+				since  INTEGER NOT NULL -- Unix milliseconds
+			) STRICT`,
+		},
 	},
 	lockSchema: func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE holds the write lock
 	readVersion: func(ctx context.Context, tx *sql.Tx) (int, error) {

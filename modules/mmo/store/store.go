@@ -90,6 +90,8 @@ type Store struct {
 	pg   *pgx.ConnConfig // PostgreSQL: for the notification listener's connection
 
 	retried atomic.Int64
+	// draining: this server drains (drain.go); its lease names no area.
+	draining atomic.Bool
 }
 
 // Backend returns "sqlite" or "postgres".
