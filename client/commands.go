@@ -151,6 +151,13 @@ func statsLines(st netstack.Stats) []string {
 		fmt.Sprintf("messagesReceived: %d", st.MessagesReceived),
 		fmt.Sprintf("messagesRefused: %d", st.MessagesRefused),
 		fmt.Sprintf("refusedByServer: %d", st.PeerRefusals),
+		// The link as this client sees it (congestion control: the server
+		// estimates and paces its side; docs/operations.md).
+		"srtt: " + msText(st.SRTT),
+		"rttVariance: " + msText(st.RTTVariance),
+		"minRtt: " + msText(st.MinRTT),
+		fmt.Sprintf("estimatedBandwidthDown: %.0f B/s", st.BandwidthDown),
+		"sendQueueDelay: " + fmt.Sprintf("%.1f ms", float64(st.SendQueueDelay)/float64(time.Millisecond)),
 	}
 }
 

@@ -125,6 +125,7 @@ func TestClientStatusAndStats(t *testing.T) {
 		"\nbandwidthDown: ", "\nsecurityDrops: ", "\nplaintextFramesDropped: ",
 		"\nmalformedDropped: ", "\npolicyDrops: ", "\nconnectRateLimited: ",
 		"\nretransmissions: ", "\ninboxDrops: ",
+		"\nsrtt: ", "\nrttVariance: ", "\nminRtt: ", "\nestimatedBandwidthDown: ", "\nsendQueueDelay: ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

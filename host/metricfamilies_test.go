@@ -106,6 +106,7 @@ func TestMetricFamilies(t *testing.T) {
 		{"handshakes", metricsOfHandshakes},
 		{"resumption", metricsOfResumption},
 		{"migration", metricsOfMigration},
+		{"congestion", metricsOfCongestion},
 	}
 	all := true
 	for _, g := range groups {
@@ -722,4 +723,34 @@ func halfOpen(t *testing.T, srv *host.Server, r rawUDP, forged []byte) {
 	if h, _ := r.answer(t); h.Type != wire.TypeConnectAccepted {
 		t.Fatalf("a validated hello answered with %v", h.Type)
 	}
+}
+
+// metricsOfCongestion: the session histograms of congestion control and
+// its state counters. A client that keeps the server sending (a probe
+// echoes each message) for three seconds gives the server heartbeat
+// markers to time: its session is observed once a second (RTT, its
+// variation, probe loss, bandwidth) and every flush's send-queue delay.
+// No entity state is sent, so none is superseded or dropped.
+func metricsOfCongestion(t *testing.T) *host.Server {
+	srv, _ := startHost(t, withOps, supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
+		return &probeModule{stall: new(atomic.Pointer[chan struct{}]), hold: new(atomic.Bool)}, nil
+	}})
+	a := dialAs(t, srv, "alice", probeRegistry())
+	before := scrapeNow(t, srv)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		a.Send(metricsSchema.ID, wire.Reliable, []byte("e"))
+		a.Flush()
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := await(t, srv, "the session observed", func(s scraped) bool {
+		return s.v("sparkhost_net_session_bandwidth_bytes_per_second") >= 2
+	})
+	for _, f := range []string{"sparkhost_net_session_rtt_seconds", "sparkhost_net_session_rtt_variance_seconds",
+		"sparkhost_net_session_loss_ratio", "sparkhost_net_session_bandwidth_bytes_per_second"} {
+		s.atLeast(f, before.v(f)+2) // a session-second each, for three seconds
+	}
+	s.atLeast("sparkhost_net_session_send_queue_delay_seconds", before.v("sparkhost_net_session_send_queue_delay_seconds")+100)
+	s.want("sparkhost_net_state_superseded_total", 0)
+	s.want("sparkhost_net_state_dropped_total", 0)
+	return srv
 }

@@ -133,6 +133,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	type pageFacts struct {
 		Name, Players, Max, Ticks, Map string
 		PlayerNames                    []string
+		SendRates, QueueDelays         []string // congestion control's columns, per player
 		ModuleState                    string
 		Resources                      []string
 	}
@@ -143,6 +144,8 @@ func TestStatusPageInChromium(t *testing.T) {
 		Ticks: document.getElementById("ticks").textContent,
 		Map: document.getElementById("map").textContent,
 		PlayerNames: [...document.querySelectorAll("#player-rows [data-field=name]")].map((e) => e.textContent),
+		SendRates: [...document.querySelectorAll("#player-rows [data-field=send_rate]")].map((e) => e.textContent),
+		QueueDelays: [...document.querySelectorAll("#player-rows [data-field=queue_delay]")].map((e) => e.textContent),
 		ModuleState: (document.querySelector("#module-rows tr[data-module=echo] [data-field=state]") || {}).textContent || "",
 		Resources: performance.getEntriesByType("resource").map((r) => r.name),
 	}))()`))
@@ -162,6 +165,16 @@ func TestStatusPageInChromium(t *testing.T) {
 	slices.Sort(page.PlayerNames)
 	if !slices.Equal(page.PlayerNames, []string{"alice", "bob"}) {
 		t.Errorf("players table lists %q", page.PlayerNames)
+	}
+	// Both players are v4 sessions, paced: a send rate in kB/s (not "–")
+	// and a send-queue delay in ms, not marked backlogged on loopback.
+	if len(page.SendRates) != 2 || len(page.QueueDelays) != 2 {
+		t.Errorf("players table has send rates %q and send-queue delays %q; want one each per player", page.SendRates, page.QueueDelays)
+	}
+	for i := range page.SendRates {
+		if _, err := strconv.ParseFloat(page.SendRates[i], 64); err != nil || strings.Contains(page.QueueDelays[i], "backlogged") {
+			t.Errorf("player %d: send rate %q, send-queue delay %q", i, page.SendRates[i], page.QueueDelays[i])
+		}
 	}
 	if page.ModuleState != "running" {
 		t.Errorf("modules table shows echo %q", page.ModuleState)

@@ -247,7 +247,7 @@ func (s *Server) Snapshot() ops.Snapshot {
 		Players: v.players, PeakPlayers: v.peakPlayers, MaxPlayers: v.maxPlayers,
 		ConnectionsServed: s.served.Load(),
 		ChatRelayed:       s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatRateLimited: s.chat.kicked.Load(),
-		Net: s.net.AppendCounters(nil),
+		Net: s.net.AppendCounters(nil), NetHistograms: s.net.AppendHistograms(nil),
 	}
 	if d := s.drainView.Load(); d != nil {
 		snap.Draining, snap.DrainDeadline = true, d.deadline
@@ -257,6 +257,8 @@ func (s *Server) Snapshot() ops.Snapshot {
 		for _, p := range *r {
 			if st, ok := s.net.ClientStats(p.ID); ok {
 				p.Ping, p.Loss, p.BandwidthUp, p.BandwidthDown = st.Ping, st.PacketLoss, st.BandwidthUp, st.BandwidthDown
+				p.RTTVariance, p.Bandwidth, p.SendRate = st.RTTVariance, st.Bandwidth, st.SendRate
+				p.SendQueueDelay, p.Backlogged = st.SendQueueDelay, st.Backlogged
 			}
 			snap.PlayerList = append(snap.PlayerList, p)
 		}

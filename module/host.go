@@ -134,6 +134,11 @@ type ClientInfo struct {
 	// Ping is the smoothed round trip (refreshed about once a second in a
 	// plugin).
 	Ping time.Duration
+	// Link is what the server's congestion control says of the path to
+	// the client (refreshed about once a second in a plugin): a module
+	// that sends this client state of its own lowers its rate while
+	// Link.Backlogged (docs/modules.md, "Send rate").
+	Link Link
 	// ChannelBinding is the session's handshake transcript hash: unique to
 	// this sealed session, for binding in-channel authentication (SCRAM).
 	ChannelBinding [32]byte
@@ -192,3 +197,19 @@ var (
 	// ErrNoHitboxes: Raycast by a module that declared no type with a Box.
 	ErrNoHitboxes = errors.New("module: no entity type of the manifest has a box")
 )
+
+// Link is the server's view of the path to one client (congestion
+// control, docs/operations.md "Send rate that fits the link"). Zero values
+// mean "not known": a protocol v3 session is not paced, and a new session
+// has no estimate yet.
+type Link struct {
+	RTTVariance time.Duration // the round trip's variation (RFC 6298 RTTVAR)
+	Loss        float64       // round-trip probe loss, 0..1 (smoothed)
+	Bandwidth   float64       // estimated bytes/s toward the client
+	SendRate    float64       // the rate the server paces the client's traffic to, bytes/s
+	QueueDelay  time.Duration // how long the oldest message of the server's last send to it waited
+	// Backlogged: the client's entity state waits for the pacer (the
+	// link is slower than what the game sends it). Send it less: fewer or
+	// smaller unreliable messages; replication already merges its updates.
+	Backlogged bool
+}

@@ -57,6 +57,8 @@ var counterTable = []struct {
 	{"messages_refused_total", refusedHelp, "reason", "malformed", refusedCounter(wire.RefusedMalformed)},
 	{"messages_refused_total", refusedHelp, "reason", "incomplete", refusedCounter(wire.RefusedIncomplete)},
 	{"messages_refused_total", refusedHelp, "reason", "inconsistent", refusedCounter(wire.RefusedInconsistent)},
+	{"state_superseded_total", "Queued state messages (entity updates) replaced by a newer state of the same entity before they were sent.", "", "", func(s *Server) uint64 { return s.ctr.StateSuperseded.Load() }},
+	{"state_dropped_total", "Queued state messages dropped after waiting for the send-rate pacer longer than a second.", "", "", func(s *Server) uint64 { return s.ctr.StateDropped.Load() }},
 	{"refusals_reported_by_clients_total", "Messages of the server's that clients reported refusing (MessageRefused notices).", "", "", func(s *Server) uint64 { return s.ctr.PeerRefusals.Load() }},
 	{"messages_held_total", "Reliable messages held, acknowledged, for a module that was not loaded (restarting, reloading).", "", "", func(s *Server) uint64 { return s.ctr.HeldNotLoaded.Load() }},
 	{"messages_held_delivered_total", "Held messages delivered once their module was back.", "", "", func(s *Server) uint64 { return s.ctr.HeldDelivered.Load() }},

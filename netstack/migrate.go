@@ -275,6 +275,7 @@ func (s *session) movedLocked(now time.Time) netip.AddrPort {
 	s.path.proof = proofChallenge
 	s.add(migrations, 1)
 	s.out.urgent = true // what waited for the new path leaves now
+	s.ccMovedLocked(old)
 	return old
 }
 

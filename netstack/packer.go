@@ -136,6 +136,16 @@ func (p *packer) add(h *wire.Header, payload []byte) {
 	p.msgs++
 }
 
+// packed is how many bytes this pack has sealed so far, and the datagram
+// being filled as it would be sealed.
+func (p *packer) packed() int {
+	n := p.res.bytes
+	if p.open {
+		n += len(p.b.buf) - p.start + seal.TagSize
+	}
+	return n
+}
+
 // carrying reports whether this pack sends anything so far: a datagram is
 // open or one was sealed (v4 Acks ride along with such a pack).
 func (p *packer) carrying() bool { return p.open || p.res.datagrams > 0 }

@@ -57,16 +57,20 @@ func (s *session) queueHeartbeatLocked(now time.Time) {
 // sample from an echo.
 func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 	if hb.Token != 0 {
-		var w [8]byte
-		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Echo: hb.Token}))
+		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(s.path.cc.hb[:0], &wire.Heartbeat{Echo: hb.Token}))
 		s.out.urgent = true
 	}
 	if hb.Echo == 0 {
 		return
 	}
+	if rtt, ok := s.ccEchoLocked(hb.Echo, now); ok {
+		s.path.q.addPing(rtt)
+		return
+	}
 	for i := range s.path.heartbeats {
 		if p := &s.path.heartbeats[i]; p.token == hb.Echo {
 			s.path.q.addPing(now.Sub(p.sent))
+			s.path.cc.est.RTT(now.Sub(p.sent), now)
 			p.token = 0
 			return
 		}

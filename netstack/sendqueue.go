@@ -31,19 +31,17 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 		s.add(notInProtocol, 1)
 		return fmt.Errorf("%w: %s is a protocol v%d message and this peer speaks v%d", ErrNotInProtocol, typ, wire.IntroducedIn(typ), s.version)
 	}
-	switch {
-	case ch.IsReliable():
+	if ch.IsReliable() {
 		if err := s.rel.engine.Send(typ, ch, payload, now); err != nil {
 			return err
 		}
-	case len(payload) > wire.MaxPayload:
-		return reliable.ErrPayloadTooLarge
-	case s.version >= handshake.ProtocolVersion4 && len(payload) > wire.MaxUnreliablePayload(s.out.pk.size, typ):
-		return fmt.Errorf("%w: %s of %d bytes; at most %d bytes with datagram size %d (send it on a reliable channel, which fragments it, or make it smaller)",
-			ErrUnreliableTooLarge, typ, len(payload), wire.MaxUnreliablePayload(s.out.pk.size, typ), s.out.pk.size)
-	case len(s.out.uq)+6+len(payload) > s.out.uqMax:
-		return ErrSendQueueFull
-	default:
+	} else {
+		if err := s.checkUnreliableLocked(typ, payload); err != nil {
+			return err
+		}
+		if len(s.out.uq)+6+len(payload) > s.out.uqMax {
+			return ErrSendQueueFull
+		}
 		s.queueUnreliable(typ, payload)
 	}
 	s.out.sends.Add(1)
@@ -54,6 +52,25 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 }
 
 func notInProtocol(c *Counters) *atomicU64 { return &c.NotInProtocol }
+
+// checkUnreliableLocked refuses an unreliable message that cannot be sent:
+// the session is closing, the peer's protocol lacks the type, or it does
+// not fit one datagram.
+func (s *session) checkUnreliableLocked(typ wire.MessageType, payload []byte) error {
+	switch {
+	case s.life.closed || s.life.lingering:
+		return ErrClosed
+	case !wire.InProtocol(s.version, typ):
+		s.add(notInProtocol, 1)
+		return fmt.Errorf("%w: %s is a protocol v%d message and this peer speaks v%d", ErrNotInProtocol, typ, wire.IntroducedIn(typ), s.version)
+	case len(payload) > wire.MaxPayload:
+		return reliable.ErrPayloadTooLarge
+	case s.version >= handshake.ProtocolVersion4 && len(payload) > wire.MaxUnreliablePayload(s.out.pk.size, typ):
+		return fmt.Errorf("%w: %s of %d bytes; at most %d bytes with datagram size %d (send it on a reliable channel, which fragments it, or make it smaller)",
+			ErrUnreliableTooLarge, typ, len(payload), wire.MaxUnreliablePayload(s.out.pk.size, typ), s.out.pk.size)
+	}
+	return nil
+}
 
 // queueUnreliable appends an unreliable message to uq.
 func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
@@ -70,6 +87,7 @@ func (s *session) flushLocked(now time.Time, b *datagramBatch) {
 	}
 	pk := &s.out.pk
 	pk.begin(b, s.path.addr, now)
+	s.ccBeginLocked(now)
 	before := s.rel.engine.Retransmissions()
 	err := s.rel.engine.Poll(now, pk.addFn)
 	for off := 0; off+6 <= len(s.out.uq); {
@@ -79,11 +97,19 @@ func (s *session) flushLocked(now time.Time, b *datagramBatch) {
 		off += 6 + n
 	}
 	s.out.uq = s.out.uq[:0]
+	if s.path.cc.on {
+		s.ccStateLocked(now)
+	}
 	if s.version >= handshake.ProtocolVersion4 && pk.carrying() {
 		s.rel.engine.FlushAcks(now, pk.addFn) // they ride along with what goes anyway
 	}
 	res := pk.finish()
 	s.out.queuedAt, s.out.urgent = time.Time{}, false
+	if cc := &s.path.cc; len(cc.kq) > 0 {
+		s.out.queuedAt = cc.kq[0].at // state waits for the pacer: the service loop flushes again
+	}
+	s.ccMarkLocked(now)
+	s.ccEndLocked(res, now)
 	s.countPacked(res, now)
 	if n := s.rel.engine.Retransmissions() - before; n > 0 {
 		s.ctr.Retransmissions.Add(n)

@@ -125,8 +125,9 @@ type Server struct {
 	handlersMu sync.RWMutex
 	handlers   map[wire.MessageType]Handler
 
-	ctr Counters
-	hs  handshakeCounters // answers to Connect (metrics.go)
+	ctr  Counters
+	hist *sessionHistograms // the sessions' RTT, loss, bandwidth and send-queue delay
+	hs   handshakeCounters  // answers to Connect (metrics.go)
 
 	readyFn   func(wire.MessageType) bool // s.hasHandler, bound once
 	rxd       *dispatcher                 // receive goroutine's deliveries
@@ -173,6 +174,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
+		hist:     newSessionHistograms(),
 		cfg:      cfg,
 		policy:   pol,
 		budgets:  newBudgets(&cfg),
@@ -735,6 +737,6 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 
 func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
 	ss := newSession(s.tr, addr, id, true, version, s.origin, now, keys, &s.chcfg)
-	ss.global = &s.ctr
+	ss.global, ss.hist = &s.ctr, s.hist
 	return ss
 }

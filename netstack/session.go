@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/congestion"
 	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"github.com/sparkhost/sparkhost/netstack/seal"
@@ -82,7 +83,8 @@ type session struct {
 	server  bool   // true on the server side of the channel
 	version uint16 // protocol of the session: 3 (one message per datagram) or 4 (packed)
 	origin  time.Time
-	global  *Counters // the server's totals (nil on a client)
+	global  *Counters          // the server's totals (nil on a client)
+	hist    *sessionHistograms // the server's session histograms (nil on a client)
 	ctr     Counters
 
 	mu   sync.Mutex
@@ -176,6 +178,11 @@ type peerPath struct {
 	// being validated and the one left. Kept apart from the fields above so
 	// that congestion control's can be added beside them.
 	mig migration
+
+	// Congestion control (pacing.go): the estimator, the pacer and the
+	// queued state. Only a server's v4 session paces; every session's
+	// estimator takes its heartbeat round trips.
+	cc pathCongestion
 }
 
 // lifecycle is where the session stands between its handshake and its end:
@@ -241,6 +248,10 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 	s.out.pk.init(pc)
 	s.path = peerPath{addr: addr, lastAuth: now, timeout: cfg.timeout, hbInterval: cfg.heartbeat, nextHeartbeat: now.Add(cfg.heartbeat)}
 	s.life = lifecycle{finishing: !server, closeLinger: cfg.closeLinger}
+	s.path.cc.est.Init(congestion.Config{})
+	if server && version >= handshake.ProtocolVersion4 {
+		s.initCongestion()
+	}
 	return s
 }
 
@@ -353,6 +364,7 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	if due {
 		s.flushLocked(now, b)
 	}
+	s.ccSampleLocked(now)
 	return s.life.closed
 }
 
@@ -374,6 +386,7 @@ func (s *session) statsLocked() Stats {
 	st := s.ctr.snapshot()
 	st.Ping, st.Jitter, st.PacketLoss = s.path.q.ping, s.path.q.jitter, s.path.q.loss
 	st.BandwidthUp, st.BandwidthDown = s.path.q.lastUp, s.path.q.lastDown
+	s.ccStatsLocked(&st, time.Now())
 	rs := s.rel.engine.Stats()
 	st.RTO, st.ReassemblyBytes, st.ReassemblyFull = rs.RTO, rs.ReassemblyBytes, rs.ReassemblyFull
 	return st

@@ -49,6 +49,11 @@ type Counters struct {
 	// version does not define the type (ErrNotInProtocol): a caller that
 	// did not check ClientInfo.Speaks.
 	NotInProtocol atomic.Uint64
+	// StateSuperseded counts the state messages (SendState) replaced in the
+	// send queue by a newer one of the same key; StateDropped those dropped
+	// after waiting for the pacer past a second (congestion control).
+	StateSuperseded atomic.Uint64
+	StateDropped    atomic.Uint64
 
 	// Resumption (server only, docs/protocol.md §3.15).
 	ResumeTicketsIssued  atomic.Uint64
@@ -130,6 +135,20 @@ type Stats struct {
 	HeldNotLoaded     uint64
 	HeldDelivered     uint64
 	NotInProtocol     uint64
+	StateSuperseded   uint64
+	StateDropped      uint64
+
+	// Congestion control (per peer; a server's v4 sessions pace, every
+	// session's estimator takes its heartbeat round trips).
+	SRTT           time.Duration // smoothed round trip (RFC 6298)
+	RTTVariance    time.Duration // its variation (RTTVAR)
+	MinRTT         time.Duration // the least round trip of the last 30 s
+	ProbeLoss      float64       // round-trip probe loss, 0..1 (smoothed)
+	Bandwidth      float64       // estimated bytes/s toward the peer (0: not estimated)
+	SendRate       float64       // the pacing rate, bytes/s (0: not paced)
+	SendQueueDelay time.Duration // how long the oldest message of the last flush waited
+	Backlogged     bool          // state (SendState) waits for the pacer: send less to this peer
+	PathState      string        // the pacer's view: free, hold, drain ("" when not paced)
 
 	// Server totals only: the handshake counters of Counters.
 	PlainBytesReceived      uint64
@@ -184,6 +203,8 @@ func (c *Counters) snapshot() Stats {
 		HeldNotLoaded:          c.HeldNotLoaded.Load(),
 		HeldDelivered:          c.HeldDelivered.Load(),
 		NotInProtocol:          c.NotInProtocol.Load(),
+		StateSuperseded:        c.StateSuperseded.Load(),
+		StateDropped:           c.StateDropped.Load(),
 
 		PlainBytesReceived:      c.PlainBytesReceived.Load(),
 		PlainBytesSent:          c.PlainBytesSent.Load(),

@@ -79,6 +79,12 @@ type playerJSON struct {
 	Loss   float64 `json:"loss"`
 	Up     float64 `json:"up"`
 	Down   float64 `json:"down"`
+	// Congestion control (docs/operations.md, "Send rate").
+	RTTVarMS     float64 `json:"rtt_var_ms"`
+	Bandwidth    float64 `json:"bandwidth"` // estimated bytes/s toward the player (0: not yet)
+	SendRate     float64 `json:"send_rate"` // the pacing rate, bytes/s (0: not paced)
+	QueueDelayMS float64 `json:"queue_delay_ms"`
+	Backlogged   bool    `json:"backlogged"`
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
@@ -123,7 +129,8 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	}
 	for _, p := range snap.PlayerList {
 		out.PlayerList = append(out.PlayerList, playerJSON{ID: p.ID, Name: p.Name, PingMS: ms(p.Ping), Loss: p.Loss,
-			Up: p.BandwidthUp, Down: p.BandwidthDown})
+			Up: p.BandwidthUp, Down: p.BandwidthDown, RTTVarMS: ms(p.RTTVariance), Bandwidth: p.Bandwidth, SendRate: p.SendRate,
+			QueueDelayMS: ms(p.SendQueueDelay), Backlogged: p.Backlogged})
 	}
 	writeJSON(w, out)
 }

@@ -177,6 +177,14 @@ func (c *collector) collectNet(ch chan<- prometheus.Metric, s Snapshot) {
 		}
 		ch <- prometheus.MustNewConstMetric(d, kind, float64(n.Value), lv...)
 	}
+	for _, h := range s.NetHistograms {
+		d := prometheus.NewDesc("sparkhost_net_"+h.Family, h.Help, nil, nil)
+		buckets := make(map[float64]uint64, len(h.Bounds))
+		for i, b := range h.Bounds {
+			buckets[b] = h.Counts[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+	}
 }
 
 // reservedPrefixes are the host's own families: a module metric whose

@@ -38,9 +38,12 @@ type Snapshot struct {
 	ChatRelayed, ChatDropped         uint64 // chat messages relayed; dropped over a client's budget or a full queue
 	ChatRateLimited                  uint64 // clients disconnected for flooding chat (RateLimited)
 
-	Net        []netstack.CounterSample // the transport's counters
-	PlayerList []Player                 // admitted clients, by id
-	Modules    []Module                 // loaded modules, in load order (published by the game thread a few times a second)
+	Net []netstack.CounterSample // the transport's counters
+	// NetHistograms are the transport's distributions of its sessions
+	// (RTT, its variation, loss, bandwidth, send-queue delay).
+	NetHistograms []netstack.HistogramSample
+	PlayerList    []Player // admitted clients, by id
+	Modules       []Module // loaded modules, in load order (published by the game thread a few times a second)
 	// Rooms (published with the modules): the first MaxRooms rooms by id,
 	// the counts by mode and state (bounded by the configured modes: the
 	// metrics' labels), the clients in no room, and the totals.
@@ -90,6 +93,15 @@ type Player struct {
 	Loss          float64 // inbound packet loss 0..1
 	BandwidthUp   float64 // bytes/s the server sends it
 	BandwidthDown float64 // bytes/s it sends the server
+	// Congestion control: the round trip's variation, the estimated
+	// bandwidth toward the player and the pacing rate (bytes/s; 0 when
+	// not estimated or not paced), how long the oldest message of the last
+	// flush waited, and whether its state waits for the pacer.
+	RTTVariance    time.Duration
+	Bandwidth      float64
+	SendRate       float64
+	SendQueueDelay time.Duration
+	Backlogged     bool
 }
 
 // Module is one loaded module; the host sums the instances of a module

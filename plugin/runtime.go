@@ -201,6 +201,9 @@ func (sh *shared) Step(_ context.Context, req *pluginv1.StepRequest) (*pluginv1.
 		sh.each(func(r *runtime) {
 			if c := r.clients[p.GetClient()]; c != nil {
 				c.Ping = time.Duration(p.GetPingNs())
+				c.Link = module.Link{RTTVariance: time.Duration(p.GetRttVarNs()), Loss: p.GetLoss(),
+					Bandwidth: p.GetBandwidth(), SendRate: p.GetSendRate(),
+					QueueDelay: time.Duration(p.GetQueueDelayNs()), Backlogged: p.GetBacklogged()}
 			}
 		})
 	}

@@ -93,6 +93,7 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 		repeatFrom = v.ticks[(v.frames-k)%MaxRepeats]
 	}
 	vp := r.viewpoint(v)
+	full := r.cfg.Backlogged != nil && r.cfg.Backlogged(v.id)
 	for _, e := range r.list {
 		k, wasKnown := v.known[e.id]
 		if !r.relevant(v, e, vp, wasKnown) {
@@ -115,7 +116,7 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 		}
 		// The spawn carried the changes made before it.
 		mask := e.changedAfter(max(repeatFrom, k.since)) & vis
-		if r.refreshFrames != 0 && (v.frames+uint64(e.id))%uint64(r.refreshFrames) == 0 {
+		if full && mask != 0 || r.refreshFrames != 0 && (v.frames+uint64(e.id))%uint64(r.refreshFrames) == 0 {
 			mask = vis
 		}
 		if mask != 0 {
@@ -145,7 +146,13 @@ func (r *Replicator) sendUpdate(v *viewer, e *entity, mask uint64) {
 	b := binary.LittleEndian.AppendUint32(r.buf[:0], e.id)
 	b = binary.LittleEndian.AppendUint64(b, mask)
 	r.buf = e.appendFields(b, mask)
-	if r.send(v, gamemsg.TypeEntityStateUpdate, wire.Unreliable) {
+	if r.cfg.SendState == nil {
+		if r.send(v, gamemsg.TypeEntityStateUpdate, wire.Unreliable) {
+			r.stats.Updates++
+		}
+		return
+	}
+	if r.sent(v, r.cfg.SendState(v.id, gamemsg.TypeEntityStateUpdate, uint64(e.id), mask, r.buf), gamemsg.TypeEntityStateUpdate) {
 		r.stats.Updates++
 	}
 }
@@ -160,7 +167,11 @@ func (r *Replicator) sendDestroy(v *viewer, id uint32) {
 // send hands r.buf to the transport. A client that has just left is not an
 // error (RemoveClient follows); any other refusal is counted and logged.
 func (r *Replicator) send(v *viewer, t wire.MessageType, ch wire.Channel) bool {
-	err := r.cfg.Send(v.id, t, ch, r.buf)
+	return r.sent(v, r.cfg.Send(v.id, t, ch, r.buf), t)
+}
+
+// sent accounts a send's outcome.
+func (r *Replicator) sent(v *viewer, err error, t wire.MessageType) bool {
 	if err == nil {
 		r.stats.Bytes += uint64(len(r.buf))
 		return true

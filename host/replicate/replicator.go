@@ -51,6 +51,16 @@ type Config struct {
 	MaxEntities int
 	// Send hands one message to the transport for one admitted client.
 	Send func(client uint32, t wire.MessageType, ch wire.Channel, payload []byte) error
+	// SendState, when set, sends EntityStateUpdate instead of Send: state
+	// about entity key carrying the fields of covers, which a newer state of
+	// the same entity replaces while it waits in the transport's queue
+	// (netstack.Server.SendState).
+	SendState func(client uint32, t wire.MessageType, key, covers uint64, payload []byte) error
+	// Backlogged, when set, reports whether a client's state waits in the
+	// transport's queue (its link is slower than what it is sent): its
+	// updates then carry every visible field of a changed entity, so that
+	// the newest replaces the queued one without losing a field.
+	Backlogged func(client uint32) bool
 	// GameStateSync appends a GameStateSync for client (with the current
 	// Schemas) to dst; nil sends none when the types change.
 	GameStateSync func(client uint32, dst []byte) []byte

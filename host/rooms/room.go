@@ -128,7 +128,11 @@ func (rs *Set) newRoom(entry *lobby.Entry, now time.Time) (*Room, error) {
 	r.world, err = replicate.New(replicate.Config{
 		TickRate: cfg.Server.TickRate, Rate: cfg.Match.ReplicationRate,
 		InterestRadius: float32(cfg.Match.InterestRadius), Repeats: cfg.Match.UpdateRepeats, Refresh: refresh,
-		LagWindow: cfg.LagWindow(), Send: net.Send, GameStateSync: r.appendGameStateSync,
+		LagWindow: cfg.LagWindow(), Send: net.Send, SendState: net.SendState, GameStateSync: r.appendGameStateSync,
+		Backlogged: func(c uint32) bool {
+			cg, _ := net.Congestion(c)
+			return cg.Backlogged
+		},
 		RTT: func(c uint32) (time.Duration, bool) {
 			st, ok := net.ClientStats(c)
 			return st.Ping, ok

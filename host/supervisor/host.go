@@ -171,6 +171,8 @@ func (h *moduleHost) Client(id uint32) (module.ClientInfo, bool) {
 	tr := h.inst.m.cfg.Transport
 	if st, ok := tr.ClientStats(id); ok {
 		ci.Ping = st.Ping
+		ci.Link = module.Link{RTTVariance: st.RTTVariance, Loss: st.ProbeLoss, Bandwidth: st.Bandwidth,
+			SendRate: st.SendRate, QueueDelay: st.SendQueueDelay, Backlogged: st.Backlogged}
 	}
 	ci.ChannelBinding, _ = tr.ChannelBinding(id)
 	return ci, true

@@ -12,7 +12,8 @@
 // module reports each kill with Host.AddScore and follows OnMatchStart,
 // OnMatchEnd and OnMapChange, so nothing is announced twice. It sends
 // PlayerRespawn (built in) on every spawn, InputAck (built in) to every
-// client whose inputs it applied in a tick, and its own Frag, Hit, Team and
+// client whose inputs it applied in a tick (every third tick to a client
+// whose link is backlogged: module.Link), and its own Frag, Hit, Team and
 // Map messages (messages.go).
 //
 // The players' bodies are replicated entities of type PlayerEntityType
@@ -73,12 +74,18 @@ type Module struct {
 	bodies  *bodies
 	rc      *hostRaycaster
 
-	ackDue  map[uint32]bool // clients whose state changed this tick
-	ackIDs  []uint32
-	events  []game.Event
-	players []game.PlayerView
-	buf     []byte
-	refused refusals
+	ackDue map[uint32]bool // clients whose state changed this tick
+	ackIDs []uint32
+	// slow are the clients whose link is backlogged (module.Link), looked
+	// up every linkCheckTicks: they get an InputAck every ackThinning
+	// ticks, which carries their latest input, so that what the server
+	// must send them shrinks while their link cannot take it all.
+	slow     map[uint32]bool
+	ackTicks uint64
+	events   []game.Event
+	players  []game.PlayerView
+	buf      []byte
+	refused  refusals
 }
 
 type refusals struct{ stale, flood, invalid, unknown uint64 }
@@ -155,6 +162,7 @@ func (m *Module) Load(h module.Host) error {
 		m.game.StartRound(gamemsg.MatchStart{Round: 1})
 	}
 	m.ackDue = make(map[uint32]bool)
+	m.slow = make(map[uint32]bool)
 	h.Log().Info("deathmatch loaded", "map", cur.Name, "maps", m.catalog.Origin(),
 		"teams", teams, "friendly_fire", cfg.FriendlyFire)
 	return nil
@@ -277,12 +285,19 @@ func (m *Module) score(e *game.Event) {
 // sendAcks sends an InputAck to every client whose inputs were applied, or
 // who spawned, this tick: the authoritative state after its last input.
 func (m *Module) sendAcks() {
+	m.ackTicks++
+	if m.ackTicks%linkCheckTicks == 0 {
+		m.checkLinks()
+	}
 	m.ackIDs = m.ackIDs[:0]
 	for id := range m.ackDue {
 		m.ackIDs = append(m.ackIDs, id)
 	}
 	slices.Sort(m.ackIDs) // map order is random; keep the sends repeatable
 	for _, id := range m.ackIDs {
+		if m.slow[id] && m.ackTicks%ackThinning != 0 {
+			continue // due still: a later tick's ack carries the latest input
+		}
 		delete(m.ackDue, id)
 		p, ok := m.game.Player(id)
 		if !ok || !p.HasInput {
@@ -290,6 +305,23 @@ func (m *Module) sendAcks() {
 		}
 		ack := p.State.Ack(p.LastInput)
 		m.send(id, gamemsg.TypeInputAck, gamemsg.AppendInputAck(m.buf[:0], &ack))
+	}
+}
+
+// Back-pressure: how often the module looks at its clients' links, and
+// how many ticks a backlogged client's InputAcks are apart.
+const (
+	linkCheckTicks = 30
+	ackThinning    = 3
+)
+
+// checkLinks notes which clients' links are backlogged (module.Link).
+func (m *Module) checkLinks() {
+	clear(m.slow)
+	for _, c := range m.h.Clients() {
+		if c.Link.Backlogged {
+			m.slow[c.ID] = true
+		}
 	}
 }
 

@@ -91,6 +91,10 @@ function renderStatus(s) {
     cell(tr, fmt(p.loss * 100, 1) + " %").dataset.field = "loss";
     cell(tr, fmt(p.up / 1000, 1));
     cell(tr, fmt(p.down / 1000, 1));
+    cell(tr, fmt(p.rtt_var_ms, 1)).dataset.field = "rtt_var";
+    cell(tr, p.bandwidth > 0 ? fmt(p.bandwidth / 1000, 1) : "–").dataset.field = "bandwidth";
+    cell(tr, p.send_rate > 0 ? fmt(p.send_rate / 1000, 1) : "–").dataset.field = "send_rate";
+    cell(tr, fmt(p.queue_delay_ms, 1) + (p.backlogged ? " (backlogged)" : "")).dataset.field = "queue_delay";
     players.appendChild(tr);
   }
   $("updated").textContent = new Date().toLocaleTimeString();

@@ -1597,9 +1597,17 @@ func (x *Event) GetDrainDeadlineUnixNs() int64 {
 }
 
 type ClientPing struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Client        uint32                 `protobuf:"varint,1,opt,name=client,proto3" json:"client,omitempty"`
-	PingNs        int64                  `protobuf:"varint,2,opt,name=ping_ns,json=pingNs,proto3" json:"ping_ns,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Client uint32                 `protobuf:"varint,1,opt,name=client,proto3" json:"client,omitempty"`
+	PingNs int64                  `protobuf:"varint,2,opt,name=ping_ns,json=pingNs,proto3" json:"ping_ns,omitempty"`
+	// The server's congestion control's view of the path (module.Link);
+	// zero: not known (a v3 session, no estimate yet).
+	RttVarNs      int64   `protobuf:"varint,3,opt,name=rtt_var_ns,json=rttVarNs,proto3" json:"rtt_var_ns,omitempty"`
+	Loss          float64 `protobuf:"fixed64,4,opt,name=loss,proto3" json:"loss,omitempty"`                         // round-trip probe loss, 0..1
+	Bandwidth     float64 `protobuf:"fixed64,5,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`               // estimated bytes/s toward the client
+	SendRate      float64 `protobuf:"fixed64,6,opt,name=send_rate,json=sendRate,proto3" json:"send_rate,omitempty"` // the pacing rate, bytes/s
+	QueueDelayNs  int64   `protobuf:"varint,7,opt,name=queue_delay_ns,json=queueDelayNs,proto3" json:"queue_delay_ns,omitempty"`
+	Backlogged    bool    `protobuf:"varint,8,opt,name=backlogged,proto3" json:"backlogged,omitempty"` // its state waits for the pacer: send it less
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1646,6 +1654,48 @@ func (x *ClientPing) GetPingNs() int64 {
 		return x.PingNs
 	}
 	return 0
+}
+
+func (x *ClientPing) GetRttVarNs() int64 {
+	if x != nil {
+		return x.RttVarNs
+	}
+	return 0
+}
+
+func (x *ClientPing) GetLoss() float64 {
+	if x != nil {
+		return x.Loss
+	}
+	return 0
+}
+
+func (x *ClientPing) GetBandwidth() float64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *ClientPing) GetSendRate() float64 {
+	if x != nil {
+		return x.SendRate
+	}
+	return 0
+}
+
+func (x *ClientPing) GetQueueDelayNs() int64 {
+	if x != nil {
+		return x.QueueDelayNs
+	}
+	return 0
+}
+
+func (x *ClientPing) GetBacklogged() bool {
+	if x != nil {
+		return x.Backlogged
+	}
+	return false
 }
 
 type StepRequest struct {
@@ -2350,11 +2400,20 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x06paused\x18\r \x01(\bR\x06paused\x12\x14\n" +
 	"\x05leave\x18\x0e \x01(\rR\x05leave\x12\x1a\n" +
 	"\bdraining\x18\x19 \x01(\bR\bdraining\x123\n" +
-	"\x16drain_deadline_unix_ns\x18\x1a \x01(\x03R\x13drainDeadlineUnixNs\"=\n" +
+	"\x16drain_deadline_unix_ns\x18\x1a \x01(\x03R\x13drainDeadlineUnixNs\"\xf0\x01\n" +
 	"\n" +
 	"ClientPing\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\rR\x06client\x12\x17\n" +
-	"\aping_ns\x18\x02 \x01(\x03R\x06pingNs\"\xd9\x02\n" +
+	"\aping_ns\x18\x02 \x01(\x03R\x06pingNs\x12\x1c\n" +
+	"\n" +
+	"rtt_var_ns\x18\x03 \x01(\x03R\brttVarNs\x12\x12\n" +
+	"\x04loss\x18\x04 \x01(\x01R\x04loss\x12\x1c\n" +
+	"\tbandwidth\x18\x05 \x01(\x01R\tbandwidth\x12\x1b\n" +
+	"\tsend_rate\x18\x06 \x01(\x01R\bsendRate\x12$\n" +
+	"\x0equeue_delay_ns\x18\a \x01(\x03R\fqueueDelayNs\x12\x1e\n" +
+	"\n" +
+	"backlogged\x18\b \x01(\bR\n" +
+	"backlogged\"\xd9\x02\n" +
 	"\vStepRequest\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x13\n" +
 	"\x05dt_ns\x18\x02 \x01(\x03R\x04dtNs\x12\x1e\n" +

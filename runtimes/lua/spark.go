@@ -399,6 +399,12 @@ func clientTable(L *lua.LState, c module.ClientInfo) *lua.LTable {
 	t.RawSetString("id", lua.LNumber(c.ID))
 	t.RawSetString("name", lua.LString(c.Name))
 	t.RawSetString("ping_ms", lua.LNumber(c.Ping.Milliseconds()))
+	t.RawSetString("rtt_var_ms", lua.LNumber(c.Link.RTTVariance.Seconds()*1000))
+	t.RawSetString("loss", lua.LNumber(c.Link.Loss))
+	t.RawSetString("bandwidth", lua.LNumber(c.Link.Bandwidth))
+	t.RawSetString("send_rate", lua.LNumber(c.Link.SendRate))
+	t.RawSetString("queue_delay_ms", lua.LNumber(c.Link.QueueDelay.Seconds()*1000))
+	t.RawSetString("backlogged", lua.LBool(c.Link.Backlogged))
 	addr := ""
 	if c.Addr.IsValid() {
 		addr = c.Addr.String()
@@ -407,7 +413,9 @@ func clientTable(L *lua.LState, c module.ClientInfo) *lua.LTable {
 	return t
 }
 
-// luaClient is spark.client(id) → {id, name, ping_ms, addr} or nil.
+// luaClient is spark.client(id) → {id, name, ping_ms, addr, and the link:
+// rtt_var_ms, loss, bandwidth, send_rate, queue_delay_ms, backlogged} or
+// nil.
 func (m *Module) luaClient(L *lua.LState) int {
 	id := args{L: L, fn: "spark.client"}.client(1)
 	c, ok := m.host.Client(id)

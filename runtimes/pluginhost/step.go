@@ -223,7 +223,9 @@ func (m *Module) send(t module.Tick, events []module.Event) {
 	if t.Now.Sub(m.lastPing) >= pingEvery {
 		m.lastPing = t.Now
 		for _, c := range m.host.Clients() {
-			req.Pings = append(req.Pings, &pluginv1.ClientPing{Client: c.ID, PingNs: int64(c.Ping)})
+			req.Pings = append(req.Pings, &pluginv1.ClientPing{Client: c.ID, PingNs: int64(c.Ping),
+				RttVarNs: int64(c.Link.RTTVariance), Loss: c.Link.Loss, Bandwidth: c.Link.Bandwidth,
+				SendRate: c.Link.SendRate, QueueDelayNs: int64(c.Link.QueueDelay), Backlogged: c.Link.Backlogged})
 		}
 	}
 	s.sentAt = time.Now()

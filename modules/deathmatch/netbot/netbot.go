@@ -77,6 +77,10 @@ type Config struct {
 	// Observe, when set, is called with every message the bot receives,
 	// after the bot handled it, on the bot's goroutine.
 	Observe func(netstack.Message)
+	// OnInputAck, when set, is called on the bot's goroutine with the time
+	// from sending an input to the first InputAck that covers it (an ack
+	// of a later input covers the earlier ones it did not see acked).
+	OnInputAck func(latency time.Duration)
 }
 
 // Stats counts what a Bot did and saw.
@@ -140,6 +144,8 @@ type Bot struct {
 	bodies   []body // scratch of findEnemies
 	enemies  []bot.Enemy
 	buf      []byte
+	sentAt   [inputRing]time.Time // send time of input seq, by seq % inputRing
+	acked    uint32               // the highest input seq an InputAck covered
 
 	mu sync.Mutex
 	st Stats
@@ -152,6 +158,9 @@ type Bot struct {
 	pending   float32
 	pendingAt time.Time
 }
+
+// inputRing is how many inputs' send times a bot remembers for OnInputAck.
+const inputRing = 256
 
 // settleAfter is how long a correction waits before it counts.
 const settleAfter = time.Second
@@ -269,6 +278,21 @@ func (b *Bot) teleported() {
 // dropPendingLocked forgets the correction not yet final (under b.mu).
 func (b *Bot) dropPendingLocked() { b.pending, b.pendingAt = 0, time.Time{} }
 
+// NetStats returns the connection's statistics (ping, loss, traffic).
+func (b *Bot) NetStats() netstack.Stats { return b.client().Stats() }
+
+// observeAck reports the latency of the newest input an InputAck covers
+// for the first time (OnInputAck).
+func (b *Bot) observeAck(seq uint32) {
+	if int32(seq-b.acked) <= 0 || int32(b.seq-seq) < 0 || b.seq-seq >= inputRing {
+		return
+	}
+	b.acked = seq
+	if t := b.sentAt[seq%inputRing]; b.cfg.OnInputAck != nil && !t.IsZero() {
+		b.cfg.OnInputAck(time.Since(t))
+	}
+}
+
 // Close leaves the server (ClientQuit); Run returns nil after it.
 func (b *Bot) Close() error { return b.client().Close() }
 
@@ -358,6 +382,7 @@ func (b *Bot) step() {
 		return
 	}
 	b.client().Flush() // this frame's input leaves now, with the acks the bot owes
+	b.sentAt[in.InputSeq%inputRing] = time.Now()
 	b.mu.Lock()
 	b.st.Inputs++
 	if in.Buttons&gamemsg.ButtonFire != 0 {
@@ -414,6 +439,7 @@ func (b *Bot) handle(m netstack.Message) {
 		if err != nil || int32(ack.LastInputSeq-b.firstSeq) < 0 {
 			return
 		}
+		b.observeAck(ack.LastInputSeq)
 		if ok, _ := b.pred.Reconcile(ack); ok {
 			b.mu.Lock()
 			b.st.Acks++

@@ -1,0 +1,36 @@
+// Package congestion estimates what a path to one peer carries and paces a
+// session's sending to it: the send rate that fits the link.
+//
+// It learns from BBR's delivery-rate sampling (a rate is what was sent
+// between two delivery markers over the longer of the time it took to send
+// it and the time it took to be acknowledged) and from GameNetworkingSockets'
+// send-rate design (a token bucket that paces what leaves, and a game that
+// is told its rate so that it sends less rather than have the transport
+// queue it). It needs no new wire message: the markers are the session's
+// heartbeat probes, which every peer of protocol v3 and v4 echoes at once
+// (docs/protocol.md §5.4); the estimator sends them more often than the
+// liveness heartbeat needs while a session sends (Estimator.ProbeDue).
+//
+// Game traffic is application-limited almost always: a server sends what
+// its tick produces, far below the link, and a delivery-rate sample then
+// measures the game, not the link. So the estimate is a windowed maximum of
+// the samples, and until the path first shows a queue the pacer allows
+// twice the estimate (at least the initial rate), which leaves the game
+// room to grow. A queue shows as the smallest recent round trip exceeding
+// the path's minimum by more than its jitter (the variation between
+// consecutive samples, which a queue's slow growth hardly adds to): the
+// pacer then holds to the estimate and, past twice that, sends less than
+// it by what drains the excess within a round trip. After a queue, a free
+// path is probed gently (a tenth over the estimate) while the pacer is
+// what limits the sender; a sender that sends all it has (application-
+// limited) gets twice the estimate again. Markers that go
+// unanswered for two round trips (at least two seconds) are the strongest sign (a full bottleneck
+// drops them too): the rate halves each round trip until one comes back.
+// A marker interval gives a rate sample only when no marker between was
+// lost and the marker did not wait in a long queue, since a bottleneck
+// that drops makes what was sent differ from what was delivered.
+//
+// Everything is pure and takes the time as an argument: the tests run it
+// on virtual time. An Estimator and a Pacer belong to one session and are
+// used under its lock.
+package congestion

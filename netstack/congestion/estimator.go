@@ -1,0 +1,423 @@
+package congestion
+
+import "time"
+
+// Defaults of Config.
+const (
+	// DefaultInitialRate is the pacing rate before the first sample, and
+	// the least the pacer allows while the path shows no queue: 32 KiB/s
+	// (256 kbit/s), three times what a 16-player deathmatch sends a client,
+	// and no more than a poor link takes while the first samples arrive
+	// (512 kbit/s filled a 256 kbit/s link's queue in the first seconds).
+	DefaultInitialRate = 32 << 10
+	// DefaultMinRate is the floor of the pacing rate: 4 KiB/s (32 kbit/s).
+	DefaultMinRate = 4 << 10
+	// DefaultMaxRate is the ceiling: 12.5 MB/s (100 Mbit/s).
+	DefaultMaxRate = 12_500_000
+	// ProbeInterval is how often a sending session sends a marker
+	// (heartbeat probe) at most; markers also wait for half a round trip.
+	ProbeInterval = 100 * time.Millisecond
+	// markerSlots bounds the markers awaiting their echo.
+	markerSlots = 16
+	// bwBuckets split the bandwidth filter's window.
+	bwBuckets = 8
+	// minRTTWindow is how long a minimum round trip is believed.
+	minRTTWindow = 30 * time.Second
+	// sampleQueue (plus twice the queue target) is the longest queue a
+	// marker may have waited in for its interval to give a rate sample: a
+	// bottleneck near full drops, and then what was sent was not delivered.
+	sampleQueue = 100 * time.Millisecond
+	// recentSamples is how many of the latest round trips the queue
+	// estimate takes the smallest of (jitter only ever adds).
+	recentSamples = 4
+)
+
+// Config bounds an Estimator; zero values mean the defaults above.
+type Config struct {
+	InitialRate float64 // bytes/s
+	MinRate     float64 // bytes/s
+	MaxRate     float64 // bytes/s
+}
+
+func (c Config) populate() Config {
+	if c.InitialRate <= 0 {
+		c.InitialRate = DefaultInitialRate
+	}
+	if c.MinRate <= 0 {
+		c.MinRate = DefaultMinRate
+	}
+	if c.MaxRate <= 0 {
+		c.MaxRate = DefaultMaxRate
+	}
+	c.MinRate = min(c.MinRate, c.MaxRate)
+	c.InitialRate = min(max(c.InitialRate, c.MinRate), c.MaxRate)
+	return c
+}
+
+// marker is a delivery marker: a probe that left at at, after sent bytes.
+type marker struct {
+	n     uint64 // its number among the markers: a gap is a lost one
+	id    uint32
+	at    time.Time
+	sent  uint64
+	ackAt time.Time
+	live  bool
+}
+
+// Estimator estimates a path's round trip, its variation, the loss of
+// probes and the bandwidth, and gives the pacing rate. The zero value is
+// not ready: use New.
+type Estimator struct {
+	cfg Config
+
+	srtt, rttvar, latest time.Duration
+	jitter               time.Duration // smoothed variation between consecutive samples
+	minRTT               time.Duration
+	minRTTAt             time.Time
+	recent               [recentSamples]time.Duration
+	nrecent, samples     int
+
+	sent       uint64 // bytes sent, cumulative
+	markers    [markerSlots]marker
+	next       int
+	lastProbe  time.Time
+	firstProbe time.Time
+	lastEcho   time.Time
+	prior      marker // the newest marker echoed: the start of the next sample
+	probes     uint64 // markers sent
+	lost       uint64 // markers that were never echoed
+	loss       float64
+
+	bw       [bwBuckets]float64 // per-bucket maximum of the samples
+	bwAt     time.Time          // start of the current bucket
+	bwCur    int
+	bwSample float64 // the latest sample
+	lastBW   float64 // the last non-zero estimate
+
+	rate       float64   // the pacing rate, bytes/s (0: not yet set)
+	sentAtRate uint64    // sent when the rate was last adjusted
+	rateAt     time.Time // when it was last adjusted
+	// appLimited: the sender's last flush left nothing waiting for the
+	// pacer (SetAppLimited).
+	appLimited bool
+	// congestedAt is when the rate was last adjusted in Hold or Drain: from
+	// then on a free path the pacer limits is probed gently, not given
+	// twice the estimate.
+	congestedAt time.Time
+}
+
+// New returns an Estimator with cfg (zero values: the defaults).
+func New(cfg Config) *Estimator {
+	e := &Estimator{}
+	e.Init(cfg)
+	return e
+}
+
+// Init resets e in place with cfg.
+func (e *Estimator) Init(cfg Config) { *e = Estimator{cfg: cfg.populate()} }
+
+// Sent counts bytes that left for the peer (every datagram).
+func (e *Estimator) Sent(bytes int) { e.sent += uint64(bytes) }
+
+// ProbeDue reports whether a marker should leave now: a session that is
+// sending sends one every ProbeInterval, and no sooner than half a round
+// trip after the last.
+func (e *Estimator) ProbeDue(now time.Time) bool {
+	return e.lastProbe.IsZero() || now.Sub(e.lastProbe) >= max(ProbeInterval, e.srtt/2)
+}
+
+// Mark records that the probe id left at now, after every byte counted by
+// Sent so far. A marker still awaiting its echo in the slot it takes is
+// counted lost.
+func (e *Estimator) Mark(id uint32, now time.Time) {
+	m := &e.markers[e.next]
+	if m.live {
+		e.lostProbe()
+	}
+	*m = marker{n: e.probes, id: id, at: now, sent: e.sent, live: true}
+	e.next = (e.next + 1) % markerSlots
+	e.lastProbe = now
+	if e.firstProbe.IsZero() {
+		e.firstProbe = now
+	}
+	e.probes++
+}
+
+func (e *Estimator) lostProbe() {
+	e.lost++
+	e.loss += (1 - e.loss) / 16
+}
+
+// Echo handles the echo of probe id at now: a round-trip sample and, with
+// the previous echoed marker, a delivery-rate sample. It reports whether
+// id was a marker awaiting its echo.
+func (e *Estimator) Echo(id uint32, now time.Time) bool {
+	for i := range e.markers {
+		m := &e.markers[i]
+		if !m.live || m.id != id {
+			continue
+		}
+		m.live = false
+		e.lastEcho = now
+		e.loss -= e.loss / 16
+		e.RTT(now.Sub(m.at), now)
+		m.ackAt = now
+		e.deliverySample(*m, now)
+		return true
+	}
+	return false
+}
+
+// deliverySample takes a rate sample from the prior marker to m: what was
+// sent between them, over the longer of their send and echo spacings (the
+// bottleneck cannot have delivered it faster than either).
+func (e *Estimator) deliverySample(m marker, now time.Time) {
+	p := e.prior
+	if p.at.IsZero() || !m.at.After(p.at) {
+		if p.at.IsZero() || m.at.After(p.at) {
+			e.prior = m
+		}
+		return
+	}
+	interval := max(m.at.Sub(p.at), m.ackAt.Sub(p.ackAt))
+	e.prior = m
+	// What was sent is what was delivered only if nothing between the two
+	// markers was dropped: a marker lost between them (a full bottleneck
+	// drops the datagrams that carry markers too), or a queue long enough
+	// to drain, and the interval gives no sample.
+	if interval < 5*time.Millisecond || m.n != p.n+1 || m.ackAt.Sub(m.at)-e.minRTT > 2*e.queueTarget()+sampleQueue {
+		return
+	}
+	rate := float64(m.sent-p.sent) / interval.Seconds()
+	e.bwSample = rate
+	e.addBandwidth(rate, now)
+}
+
+// bwWindow is the bandwidth filter's window: ten round trips, 2 to 10 s.
+func (e *Estimator) bwWindow() time.Duration {
+	return min(max(10*e.srtt, 2*time.Second), 10*time.Second)
+}
+
+func (e *Estimator) addBandwidth(rate float64, now time.Time) {
+	e.rotateBandwidth(now)
+	e.bw[e.bwCur] = max(e.bw[e.bwCur], rate)
+}
+
+// rotateBandwidth starts new buckets for the time passed, forgetting the
+// oldest.
+func (e *Estimator) rotateBandwidth(now time.Time) {
+	if e.bwAt.IsZero() {
+		e.bwAt = now
+		return
+	}
+	step := e.bwWindow() / bwBuckets
+	for i := 0; now.Sub(e.bwAt) >= step && i <= bwBuckets; i++ {
+		e.bwCur = (e.bwCur + 1) % bwBuckets
+		e.bw[e.bwCur] = 0
+		e.bwAt = e.bwAt.Add(step)
+	}
+	if now.Sub(e.bwAt) >= step { // idle past the whole window
+		e.bwAt = now
+	}
+}
+
+// RTT feeds one round-trip sample taken at now (a marker's echo, or any
+// other probe the session times).
+func (e *Estimator) RTT(rtt time.Duration, now time.Time) {
+	if rtt <= 0 {
+		return
+	}
+	if e.samples > 0 {
+		// Jitter as RFC 3550 has it: the variation between consecutive
+		// samples, which a queue's slow growth hardly adds to.
+		d := rtt - e.latest
+		if d < 0 {
+			d = -d
+		}
+		e.jitter += (d - e.jitter) / 8
+	}
+	e.latest = rtt
+	if e.samples == 0 {
+		e.srtt, e.rttvar = rtt, rtt/2
+	} else {
+		d := e.srtt - rtt
+		if d < 0 {
+			d = -d
+		}
+		e.rttvar = (3*e.rttvar + d) / 4
+		e.srtt = (7*e.srtt + rtt) / 8
+	}
+	e.samples++
+	if e.minRTT == 0 || rtt <= e.minRTT || now.Sub(e.minRTTAt) > minRTTWindow {
+		e.minRTT, e.minRTTAt = rtt, now
+	}
+	e.recent[e.nrecent%recentSamples] = rtt
+	e.nrecent++
+}
+
+// starved reports whether markers go unanswered: none echoed for two round
+// trips (at least two seconds: a peer starved of CPU answers late too)
+// while they were sent. A bottleneck that drops everything answers
+// nothing, and that is the strongest sign of all.
+func (e *Estimator) starved(now time.Time) bool {
+	since := e.lastEcho
+	if since.IsZero() {
+		since = e.firstProbe
+	}
+	return !since.IsZero() && e.lastProbe.After(since) && now.Sub(since) > max(2*e.srtt, 2*time.Second)
+}
+
+// SetAppLimited tells whether the sender's last flush sent everything it
+// had (true) or left some waiting for the pacer (false). A free path whose
+// sender is application-limited gets room to grow even after a queue: its
+// estimate measures the game, not the link.
+func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
+
+// Latest is the latest round-trip sample.
+func (e *Estimator) Latest() time.Duration { return e.latest }
+
+// Bandwidth is the estimate in bytes/s: the largest delivery rate sampled
+// within the window, or the last estimate when the window holds no sample
+// (0 before the first sample).
+func (e *Estimator) Bandwidth(now time.Time) float64 {
+	e.rotateBandwidth(now)
+	var b float64
+	for _, v := range e.bw {
+		b = max(b, v)
+	}
+	if b == 0 {
+		return e.lastBW
+	}
+	e.lastBW = b
+	return b
+}
+
+// QueueDelay estimates how long data waits at the bottleneck: the smallest
+// of the latest round trips less the path's minimum.
+func (e *Estimator) QueueDelay() time.Duration {
+	n := min(e.nrecent, recentSamples)
+	if n == 0 {
+		return 0
+	}
+	least := e.recent[0]
+	for _, v := range e.recent[1:n] {
+		least = min(least, v)
+	}
+	return max(0, least-e.minRTT)
+}
+
+// queueTarget is the queue delay taken for congestion: more than the
+// path's own variation (jitter only adds), at least 25 ms, at most 100 ms.
+func (e *Estimator) queueTarget() time.Duration {
+	return min(max(2*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
+}
+
+// State says how the pacer treats the path.
+type State uint8
+
+const (
+	// Free: no queue seen; the pacer allows twice the estimate.
+	Free State = iota
+	// Hold: a queue is building; the pacer holds to the estimate.
+	Hold
+	// Drain: a long queue; the pacer sends less than the estimate.
+	Drain
+)
+
+func (s State) String() string {
+	switch s {
+	case Hold:
+		return "hold"
+	case Drain:
+		return "drain"
+	}
+	return "free"
+}
+
+// State is the path's state from its queue delay.
+func (e *Estimator) State() State {
+	q, t := e.QueueDelay(), e.queueTarget()
+	switch {
+	case e.samples == 0 || q <= t:
+		return Free
+	case q <= 2*t:
+		return Hold
+	}
+	return Drain
+}
+
+// Rate is the pacing rate in bytes/s at now, adjusted at most once a
+// round trip. Free: twice the estimate (at least the initial rate) until a
+// queue was first seen, and afterwards while the sender sends all it has
+// and under half the estimate; otherwise five percent more a round trip,
+// at most a tenth over the estimate. Hold: the estimate (at least nine
+// tenths of it). Drain: the lower of the last rate and the estimate, less
+// the share that drains the queue beyond the target within a round trip
+// (at most half). Markers unanswered (starved): half, every round trip.
+func (e *Estimator) Rate(now time.Time) float64 {
+	round := max(e.srtt, 50*time.Millisecond)
+	if e.rate > 0 && now.Sub(e.rateAt) < round {
+		return e.rate
+	}
+	bw := e.Bandwidth(now)
+	r := e.rate
+	var sending float64 // what the sender sent per second since the last adjustment
+	if !e.rateAt.IsZero() && now.After(e.rateAt) {
+		sending = float64(e.sent-e.sentAtRate) / now.Sub(e.rateAt).Seconds()
+	}
+	e.sentAtRate = e.sent
+	state, starved := e.State(), e.starved(now)
+	if starved {
+		state = Drain
+	}
+	switch state {
+	case Free:
+		if e.congestedAt.IsZero() || e.appLimited && sending <= bw/2 {
+			// No queue ever seen, or the sender sends all it has and far
+			// less than the estimate: room to grow.
+			r = max(2*bw, e.cfg.InitialRate)
+		} else if bw > 0 {
+			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
+		}
+	default:
+		// Hold and drain: the estimate, less what drains the queue beyond
+		// the target within a round trip (at most half; in hold at most a
+		// tenth).
+		e.congestedAt = now
+		if bw == 0 {
+			bw = max(r, e.cfg.InitialRate)
+		}
+		excess := float64(e.QueueDelay()-e.queueTarget()) / float64(round)
+		if starved {
+			excess = 1
+		}
+		r = min(r, bw) * min(max(1-excess, 0.5), 1)
+		if state == Hold {
+			r = max(r, 0.9*bw)
+		}
+	}
+	e.rate, e.rateAt = min(max(r, e.cfg.MinRate), e.cfg.MaxRate), now
+	return e.rate
+}
+
+// Snapshot is what an Estimator knows, for statistics.
+type Snapshot struct {
+	SRTT, RTTVar, MinRTT time.Duration
+	QueueDelay           time.Duration // at the bottleneck (QueueDelay)
+	ProbeLoss            float64       // share of markers not echoed (smoothed, gain 1/16)
+	Bandwidth            float64       // bytes/s
+	Rate                 float64       // the pacing rate, bytes/s
+	State                State
+	Probes, ProbesLost   uint64
+}
+
+// Snapshot returns the estimates at now; Rate is the rate as last
+// adjusted (taking a snapshot adjusts nothing).
+func (e *Estimator) Snapshot(now time.Time) Snapshot {
+	return Snapshot{SRTT: e.srtt, RTTVar: e.rttvar, MinRTT: e.minRTT, QueueDelay: e.QueueDelay(),
+		ProbeLoss: e.loss, Bandwidth: e.Bandwidth(now), Rate: e.rate, State: e.State(),
+		Probes: e.probes, ProbesLost: e.lost}
+}
+
+// SRTT is the smoothed round trip (0 before a sample).
+func (e *Estimator) SRTT() time.Duration { return e.srtt }
