@@ -100,6 +100,7 @@ type Server struct {
 	served      atomic.Uint64
 
 	ops  opsState // metrics, probes, status page, Agones (snapshot.go)
+	web  webState // the web transports when [web] is on (web.go)
 	opts Options
 }
 
@@ -153,6 +154,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.net, err = netstack.NewServer(withHandshakeRules(&cfg, netstack.ServerConfig{
+		Sessions:          s.newWebHub(),
 		Registry:          gamemsg.NewRegistry(),
 		Bind:              cfg.Network.BindAddress,
 		Port:              cfg.Server.Port,
@@ -171,7 +173,14 @@ func New(opts Options) (*Server, error) {
 			s.events.push(event{kind: evLeft, client: ci, reason: r, detail: d})
 		},
 	}))
+	if err == nil {
+		err = s.openWeb()
+	}
 	if err != nil {
+		if s.net != nil {
+			s.net.Close()
+		}
+		s.closeWeb()
 		return nil, err
 	}
 	s.chat = newChatGate(cfg.Limits.ChatPerSecond, cfg.Limits.ChatBurst, cfg.Limits.ChatKickAfter, func(client uint32) {
@@ -206,12 +215,14 @@ func New(opts Options) (*Server, error) {
 		spec, err := s.resolveModule(name)
 		if err != nil {
 			s.net.Close()
+			s.closeWeb()
 			return nil, err
 		}
 		specs = append(specs, spec)
 	}
 	if err := s.openRooms(specs); err != nil {
 		s.net.Close()
+		s.closeWeb()
 		return nil, err
 	}
 	s.publishView(s.start)
@@ -231,6 +242,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.startOps(); err != nil {
 		s.mods.UnloadAll()
 		s.net.Close()
+		s.closeWeb()
 		return nil, err
 	}
 	return s, nil
@@ -311,10 +323,12 @@ func (s *Server) Exec(line string) (string, error) {
 // is told ServerShutdown and the admin socket and discovery are closed.
 func (s *Server) Run(ctx context.Context) error {
 	s.net.Start()
+	s.serveWeb()
 	var err error
 	sockPath := filepath.Join(s.cfg.Server.DataDir, admin.SocketName)
 	if s.sock, err = admin.ListenSocket(sockPath, s.Exec, s.log); err != nil {
 		s.net.Close()
+		s.closeWeb()
 		s.stopOps()
 		return err
 	}
@@ -325,6 +339,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			s.sock.Close()
 			s.net.Close()
+			s.closeWeb()
 			s.stopOps()
 			return fmt.Errorf("lan discovery: %w", err)
 		}
@@ -367,6 +382,7 @@ func (s *Server) shutdown() {
 	s.rooms.CloseAll(gamemsg.CloseShutdown)
 	s.net.Flush()
 	s.net.Close()
+	s.closeWeb() // after the close linger delivered the web sessions' Disconnects
 	s.drainEvents(time.Now())
 	s.applyDepartures(time.Now())
 	s.mods.UnloadAll()

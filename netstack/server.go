@@ -199,6 +199,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 		s.tr, s.ownsConn = u, true
 	}
+	if cfg.Sessions != nil {
+		s.tr = transport.NewMux(s.tr, cfg.Sessions)
+	}
 	s.chcfg = cfg.channelConfig(s.tr.MaxDatagram())
 	s.initIO()
 	return s, nil

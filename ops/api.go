@@ -36,6 +36,35 @@ type statusJSON struct {
 	Rooms             []roomJSON   `json:"rooms"`
 	RoomsMax          int          `json:"rooms_max"`
 	LobbyPlayers      int          `json:"lobby_players"`
+	Web               *webJSON     `json:"web,omitempty"` // the web transports; absent when off
+}
+
+// webJSON is the web transports in /status: where browsers connect and
+// the certificate hashes their serverCertificateHashes take.
+type webJSON struct {
+	Port         int      `json:"port"`
+	WebTransport string   `json:"webtransport,omitempty"` // the path, when served
+	WebSocket    string   `json:"websocket,omitempty"`
+	TLS          bool     `json:"tls"`
+	CertHashes   []string `json:"cert_hashes"` // sha-256, standard base64; served first
+	Sessions     int      `json:"sessions"`
+	Opened       uint64   `json:"sessions_opened"`
+	Refused      uint64   `json:"refused"`
+}
+
+func webStatus(w *Web) *webJSON {
+	if w == nil {
+		return nil
+	}
+	out := &webJSON{Port: w.Port, TLS: w.TLS, CertHashes: append([]string{}, w.CertHashes...),
+		Sessions: w.Sessions, Opened: w.Opened, Refused: w.Refused}
+	if w.WebTransport {
+		out.WebTransport = "/wt"
+	}
+	if w.WebSocket {
+		out.WebSocket = "/ws"
+	}
+	return out
 }
 
 type roomJSON struct {
@@ -88,7 +117,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
 		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
 		Modules: []moduleJSON{}, PlayerList: []playerJSON{}, Rooms: []roomJSON{},
-		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers,
+		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers, Web: webStatus(snap.Web),
 	}
 	for _, r := range snap.Rooms {
 		out.Rooms = append(out.Rooms, roomJSON{ID: r.ID, Name: r.Name, Mode: r.Mode, Map: r.Map, State: r.State,

@@ -51,8 +51,7 @@ type Mux struct {
 var _ Transport = (*Mux)(nil)
 var _ PeerSizer = (*Mux)(nil)
 
-// NewMux returns the Transport of primary and web together. Closing it
-// closes both.
+// NewMux returns the Transport of primary and web together.
 func NewMux(primary Transport, web Sessions) *Mux {
 	m := &Mux{primary: primary, web: web}
 	web.SetNotify(m.wake)
@@ -189,7 +188,9 @@ func (m *Mux) SetReadDeadline(t time.Time) error {
 	return m.primary.SetReadDeadline(t)
 }
 
-// Close implements Transport: it closes both transports.
+// Close implements Transport: it closes the datagram transport; the
+// sessions are closed by their owner (their listeners).
 func (m *Mux) Close() error {
-	return errors.Join(m.web.Close(), m.primary.Close())
+	m.web.SetNotify(nil)
+	return m.primary.Close()
 }

@@ -52,7 +52,7 @@ func startRig(t *testing.T, mod func(*web.Config)) *rig {
 	}
 	r := &rig{hub: web.NewHub(u.LocalAddr(), true), reg: registry(t)}
 	r.mux = transport.NewMux(u, r.hub)
-	t.Cleanup(func() { r.mux.Close() })
+	t.Cleanup(func() { r.mux.Close(); r.hub.Close() })
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	r.srv, err = netstack.NewServer(netstack.ServerConfig{Transport: r.mux, Identity: priv, Registry: r.reg,
 		Logger: slog.New(slog.DiscardHandler),
