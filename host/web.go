@@ -3,9 +3,12 @@ package host
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/transport/web"
 	"github.com/sparkhost/sparkhost/ops"
 )
@@ -17,8 +20,9 @@ type webState struct {
 	srv *web.Server
 }
 
-// newWebHub is the hub of the web sessions, or nil when [web] is off.
-func (s *Server) newWebHub() *web.Hub {
+// newWebHub is the hub of the web sessions, or nil when [web] is off (a
+// nil interface: netstack serves UDP alone).
+func (s *Server) newWebHub() transport.Sessions {
 	if !s.cfg.Web.Enabled {
 		return nil
 	}
@@ -94,19 +98,23 @@ func (s *Server) WebLine() string {
 	if s.web.srv == nil {
 		return ""
 	}
+	host := "HOST" // the address players reach the server at
+	if a, err := netip.ParseAddr(s.cfg.Network.BindAddress); err == nil && !a.IsUnspecified() {
+		host = a.String()
+	}
+	hostPort := net.JoinHostPort(host, strconv.Itoa(s.web.srv.Port()))
 	var parts []string
 	if s.cfg.Web.WebTransport {
-		scheme := "https"
-		parts = append(parts, fmt.Sprintf("WebTransport %s://HOST:%d%s", scheme, s.web.srv.Port(), web.PathWebTransport))
+		parts = append(parts, fmt.Sprintf("WebTransport https://%s%s", hostPort, web.PathWebTransport))
 	}
 	if s.cfg.Web.WebSocket {
 		scheme := "ws"
 		if s.web.srv.TLS() {
 			scheme = "wss"
 		}
-		parts = append(parts, fmt.Sprintf("WebSocket %s://HOST:%d%s", scheme, s.web.srv.Port(), web.PathWebSocket))
+		parts = append(parts, fmt.Sprintf("WebSocket %s://%s%s", scheme, hostPort, web.PathWebSocket))
 	}
-	line := "web transports: " + strings.Join(parts, ", ") + fmt.Sprintf("; connect facts at %s", web.PathInfo)
+	line := fmt.Sprintf("web transports on port %d: %s; connect facts at %s", s.web.srv.Port(), strings.Join(parts, ", "), web.PathInfo)
 	if hs := s.web.srv.CertHashes(); len(hs) > 0 {
 		line += "; self-signed certificate sha-256 " + strings.Join(hashStrings(hs), " ") + " (rotated every 6 days: pages read the current ones from " + web.PathInfo + ")"
 	}
