@@ -7,12 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/transport/web"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The transports the protocol's black-box tests run over, alike.
@@ -104,4 +111,71 @@ func openTransport(t *testing.T, rs *runningServer, kind string) (transport.Tran
 	}
 	t.Cleanup(func() { u.Close() })
 	return u, rs.addr
+}
+
+// dialOver admits a client over the transport kind.
+func dialOver(t *testing.T, rs *runningServer, kind, name string) *netstack.Client {
+	t.Helper()
+	tr, addr := openTransport(t, rs, kind)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := client.Dial(ctx, netstack.ClientConfig{Server: addr, Name: name, Pin: rs.pin, Transport: tr})
+	if err != nil {
+		t.Fatalf("dial %s over %s: %v", name, kind, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestProcessesChatAndShutdownOverTransports: over each transport alike, a
+// real `sparkhost run` serving all three admits two clients (the pin
+// checked), relays chat between them, and on SIGTERM tells both
+// ServerShutdown before it closes the web listeners.
+func TestProcessesChatAndShutdownOverTransports(t *testing.T) {
+	bin := buildBinary(t)
+	for _, kind := range allTransports {
+		t.Run(kind, func(t *testing.T) {
+			tmp := shortTempDir(t)
+			cfg := filepath.Join(tmp, "config.toml")
+			if err := os.WriteFile(cfg, []byte(webConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rs := startServerWeb(t, bin, "", filepath.Join(tmp, "data"), true, "--config", cfg)
+			alice, bob := dialOver(t, rs, kind, "alice"), dialOver(t, rs, kind, "bob")
+			if err := alice.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi bob"})); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for {
+				m, err := bob.Receive(ctx)
+				if err != nil {
+					t.Fatalf("bob waiting for chat: %v", err)
+				}
+				if m.Header.Type != gamemsg.TypeChatMessage {
+					continue
+				}
+				if msg, err := gamemsg.ParseChatMessage(m.Payload); err != nil || msg.Sender != "alice" || msg.Text != "hi bob" {
+					t.Fatalf("bob got %+v (%v)", msg, err)
+				}
+				break
+			}
+			if err := rs.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []*netstack.Client{alice, bob} {
+				select {
+				case <-c.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("client still connected 10 s after SIGTERM")
+				}
+				if r, _ := c.CloseReason(); r != wire.DisconnectServerShutdown {
+					t.Errorf("close reason %v, want ServerShutdown", r)
+				}
+			}
+			if err := rs.cmd.Wait(); err != nil {
+				t.Errorf("server exit: %v", err)
+			}
+		})
+	}
 }
