@@ -36,7 +36,10 @@ func (s *Server) openWeb() error {
 		return nil
 	}
 	w := &s.cfg.Web
-	bind, _ := netip.ParseAddr(s.cfg.Network.BindAddress) // invalid: every address
+	// The game socket's address: what the endpoint policy made of
+	// network.bind_address (a LAN bind's prefix dropped; :: in internet
+	// mode, every address).
+	bind := s.net.Addr().Addr()
 	srv, err := web.New(web.Config{
 		Hub: s.web.hub, Bind: bind, Port: w.Port, WebTransport: w.WebTransport, WebSocket: w.WebSocket,
 		CertFile: w.CertFile, KeyFile: w.KeyFile, AllowedOrigins: w.AllowedOrigins,
@@ -99,7 +102,7 @@ func (s *Server) WebLine() string {
 		return ""
 	}
 	host := "HOST" // the address players reach the server at
-	if a, err := netip.ParseAddr(s.cfg.Network.BindAddress); err == nil && !a.IsUnspecified() {
+	if a := s.net.Addr().Addr(); a.IsValid() && !a.IsUnspecified() {
 		host = a.String()
 	}
 	hostPort := net.JoinHostPort(host, strconv.Itoa(s.web.srv.Port()))
