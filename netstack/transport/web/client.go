@@ -168,6 +168,6 @@ func newClient(local, remote, peer netip.AddrPort, max int) *Client {
 		peer = netip.AddrPortFrom(netip.IPv4Unspecified(), 1)
 	}
 	h := NewHub(local, false)
-	h.max = max
+	h.max, h.single = max, true
 	return &Client{Hub: h, peer: peer}
 }

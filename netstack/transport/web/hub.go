@@ -68,11 +68,14 @@ type peer struct {
 type Hub struct {
 	local     netip.AddrPort
 	validated bool // reads are marked Validated (a server's sessions)
+	// single: a client's Hub, of one session; when it ends, the Hub closes
+	// (reads return net.ErrClosed once what the session received is read).
+	single bool
 	max       int  // MaxDatagram
 
 	in       chan inbound
 	done     chan struct{}
-	closeErr sync.Once
+	doneOnce sync.Once
 
 	mu    sync.RWMutex
 	peers map[netip.AddrPort]*peer
@@ -156,6 +159,9 @@ func (h *Hub) remove(p *peer, reason string) {
 		h.mu.Unlock()
 		close(p.done)
 		p.lk.close(reason)
+		if h.single {
+			h.closeDone()
+		}
 	})
 }
 
@@ -217,6 +223,9 @@ func (h *Hub) ReadBatch(msgs []transport.Message) (int, error) {
 		case <-h.done:
 			if timer != nil {
 				timer.Stop()
+			}
+			if n := h.TryRead(msgs); n > 0 { // what arrived before the end
+				return n, nil
 			}
 			return 0, net.ErrClosed
 		}
@@ -325,19 +334,27 @@ func (h *Hub) SetReadDeadline(t time.Time) error {
 
 // Close implements transport.Transport: it ends every session.
 func (h *Hub) Close() error {
-	h.closeErr.Do(func() {
+	h.closeDone()
+	h.mu.Lock()
+	all := make([]*peer, 0, len(h.peers))
+	for _, p := range h.peers {
+		all = append(all, p)
+	}
+	h.mu.Unlock()
+	for _, p := range all {
+		h.remove(p, "closing")
+	}
+	return nil
+}
+
+// closeDone marks the Hub closed: no session is added, and reads end once
+// what was received is read.
+func (h *Hub) closeDone() {
+	h.doneOnce.Do(func() {
 		h.mu.Lock()
 		close(h.done)
-		all := make([]*peer, 0, len(h.peers))
-		for _, p := range h.peers {
-			all = append(all, p)
-		}
 		h.mu.Unlock()
-		for _, p := range all {
-			h.remove(p, "server closing")
-		}
 	})
-	return nil
 }
 
 // closeIdle ends the sessions that received nothing since before cutoff.

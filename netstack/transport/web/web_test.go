@@ -234,3 +234,25 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestClientSeesTheEnd: when the server ends a web session, the client's
+// transport reads what arrived before and then reports it closed, so the
+// netstack client ends at once instead of timing out.
+func TestClientSeesTheEnd(t *testing.T) {
+	for _, kind := range []string{"webtransport", "websocket"} {
+		t.Run(kind, func(t *testing.T) {
+			r := startRig(t, nil)
+			cli, _ := r.dial(t, kind, "ender")
+			start := time.Now()
+			r.web.Close()
+			select {
+			case <-cli.Done():
+			case <-time.After(waitLong):
+				t.Fatal("the client did not end after its session ended")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("the client ended %v after its session; the liveness timeout, not the transport, ended it", d)
+			}
+		})
+	}
+}
