@@ -71,7 +71,7 @@ type Hub struct {
 	// single: a client's Hub, of one session; when it ends, the Hub closes
 	// (reads return net.ErrClosed once what the session received is read).
 	single bool
-	max       int  // MaxDatagram
+	max    int // MaxDatagram
 
 	in       chan inbound
 	done     chan struct{}
