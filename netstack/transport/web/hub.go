@@ -28,9 +28,16 @@ import (
 )
 
 // inboundQueue is how many received datagrams wait for the reader of a Hub,
-// all sessions together; past it a datagram is dropped, as a full socket
-// buffer drops UDP datagrams (the protocol recovers).
-const inboundQueue = 4096
+// all sessions together, and inboundBytes how many bytes; past either a
+// datagram is dropped, as a full socket buffer drops UDP datagrams (the
+// protocol recovers). peerQueue bounds one session's share, so that one
+// peer that sends as fast as its TCP connection allows cannot take the
+// others' places.
+const (
+	inboundQueue = 4096
+	inboundBytes = 8 << 20
+	peerQueue    = 128
+)
 
 // outboundQueue is how many datagrams wait for one session's writer; past it
 // a datagram is dropped (a session that cannot keep up loses datagrams
@@ -39,8 +46,8 @@ const outboundQueue = 256
 
 // inbound is one datagram a session received.
 type inbound struct {
-	b    []byte
-	from netip.AddrPort
+	b []byte
+	p *peer
 }
 
 // link is one web session's way to the peer: send writes one datagram
@@ -61,6 +68,7 @@ type peer struct {
 	done     chan struct{}
 	once     sync.Once
 	lastRead atomic.Int64 // unix nanoseconds of the last datagram received
+	queued   atomic.Int32 // its datagrams waiting for the Hub's reader
 }
 
 // Hub is the Transport of a set of web sessions: reads return what any
@@ -81,7 +89,8 @@ type Hub struct {
 	peers map[netip.AddrPort]*peer
 	count atomic.Int32
 
-	deadline   atomic.Int64 // unix nanoseconds; 0: none
+	queuedBytes atomic.Int64 // bytes of the datagrams waiting in in
+	deadline    atomic.Int64 // unix nanoseconds; 0: none
 	deadlineCh chan struct{}
 	// notify, when set (by a Mux), is called after a datagram is queued.
 	notify atomic.Pointer[func()]
@@ -169,14 +178,27 @@ func (h *Hub) remove(p *peer, reason string) {
 // queue is full or the Hub closed.
 func (h *Hub) deliver(p *peer, b []byte) {
 	p.lastRead.Store(time.Now().UnixNano())
+	queued, bytes := p.queued.Add(1), h.queuedBytes.Add(int64(len(b)))
+	if queued > peerQueue || bytes > inboundBytes {
+		h.unqueue(p, len(b))
+		h.Dropped.Add(1)
+		return
+	}
 	select {
-	case h.in <- inbound{b: b, from: p.key}:
+	case h.in <- inbound{b: b, p: p}:
 		if f := h.notify.Load(); f != nil {
 			(*f)()
 		}
 	default:
+		h.unqueue(p, len(b))
 		h.Dropped.Add(1)
 	}
+}
+
+// unqueue takes back what deliver counted for a datagram.
+func (h *Hub) unqueue(p *peer, n int) {
+	p.queued.Add(-1)
+	h.queuedBytes.Add(-int64(n))
 }
 
 func (h *Hub) writeLoop(p *peer) {
@@ -251,8 +273,9 @@ func (h *Hub) TryRead(msgs []transport.Message) int {
 }
 
 func (h *Hub) fill(m *transport.Message, in inbound) {
+	h.unqueue(in.p, len(in.b))
 	m.N = copy(m.Buf, in.b)
-	m.Addr, m.Validated = in.from, h.validated
+	m.Addr, m.Validated = in.p.key, h.validated
 }
 
 // WriteBatch implements transport.Transport: each datagram is queued for
