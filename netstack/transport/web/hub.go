@@ -91,7 +91,7 @@ type Hub struct {
 
 	queuedBytes atomic.Int64 // bytes of the datagrams waiting in in
 	deadline    atomic.Int64 // unix nanoseconds; 0: none
-	deadlineCh chan struct{}
+	deadlineCh  chan struct{}
 	// notify, when set (by a Mux), is called after a datagram is queued.
 	notify atomic.Pointer[func()]
 
