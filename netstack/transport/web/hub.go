@@ -131,8 +131,26 @@ func (h *Hub) Has(addr netip.AddrPort) bool {
 
 // add registers a session under a key free among the live sessions: want
 // itself, else the next port numbers above it (0 skipped). taken, when not
-// nil, also rules a key out. It starts the session's writer.
+// nil, also rules a key out; it is asked without the Hub's lock held (it
+// takes the netstack server's, which may be held around a write to the
+// Hub). It starts the session's writer.
 func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func(netip.AddrPort) bool) (*peer, error) {
+	key := want
+	for range 1 << 16 {
+		if key.Port() != 0 && (taken == nil || !taken(key)) {
+			p, err := h.addAt(key, kind, max, lk)
+			if p != nil || err != nil {
+				return p, err
+			}
+		}
+		key = netip.AddrPortFrom(key.Addr(), key.Port()+1)
+	}
+	return nil, errors.New("web: no free peer key for " + want.Addr().String())
+}
+
+// addAt registers the session under key unless a live session has it
+// (nil, nil).
+func (h *Hub) addAt(key netip.AddrPort, kind string, max int, lk link) (*peer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	select {
@@ -140,20 +158,15 @@ func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func
 		return nil, net.ErrClosed
 	default:
 	}
-	key := want
-	for range 1 << 16 {
-		_, live := h.peers[key]
-		if key.Port() != 0 && !live && (taken == nil || !taken(key)) {
-			p := &peer{key: key, kind: kind, max: max, lk: lk, out: make(chan []byte, outboundQueue), done: make(chan struct{})}
-			p.lastRead.Store(time.Now().UnixNano())
-			h.peers[key] = p
-			h.count.Add(1)
-			go h.writeLoop(p)
-			return p, nil
-		}
-		key = netip.AddrPortFrom(key.Addr(), key.Port()+1)
+	if _, live := h.peers[key]; live {
+		return nil, nil
 	}
-	return nil, errors.New("web: no free peer key for " + want.Addr().String())
+	p := &peer{key: key, kind: kind, max: max, lk: lk, out: make(chan []byte, outboundQueue), done: make(chan struct{})}
+	p.lastRead.Store(time.Now().UnixNano())
+	h.peers[key] = p
+	h.count.Add(1)
+	go h.writeLoop(p)
+	return p, nil
 }
 
 // remove ends a session: it leaves the table, its writer stops and its
