@@ -100,6 +100,7 @@ type Server struct {
 	served      atomic.Uint64
 
 	ops opsState // metrics, probes, status page, Agones (snapshot.go)
+	web webState // the web transports when [web] is on (web.go)
 	// drain is the drain (drain.go; game thread); drainView what other
 	// goroutines read of it (nil: not draining).
 	drain     drainState
@@ -157,6 +158,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.net, err = netstack.NewServer(withHandshakeRules(&cfg, netstack.ServerConfig{
+		Sessions:          s.newWebHub(),
 		Registry:          gamemsg.NewRegistry(),
 		Bind:              cfg.Network.BindAddress,
 		Port:              cfg.Server.Port,
@@ -177,7 +179,14 @@ func New(opts Options) (*Server, error) {
 		OnResumed:  func(ci netstack.ClientInfo) { s.events.push(event{kind: evResumed, client: ci}) },
 		ResumeHold: cfg.ResumeHoldDuration(),
 	}))
+	if err == nil {
+		err = s.openWeb()
+	}
 	if err != nil {
+		if s.net != nil {
+			s.net.Close()
+		}
+		s.closeWeb()
 		return nil, err
 	}
 	s.chat = newChatGate(cfg.Limits.ChatPerSecond, cfg.Limits.ChatBurst, cfg.Limits.ChatKickAfter, func(client uint32) {
@@ -213,12 +222,14 @@ func New(opts Options) (*Server, error) {
 		spec, err := s.resolveModule(name)
 		if err != nil {
 			s.net.Close()
+			s.closeWeb()
 			return nil, err
 		}
 		specs = append(specs, spec)
 	}
 	if err := s.openRooms(specs); err != nil {
 		s.net.Close()
+		s.closeWeb()
 		return nil, err
 	}
 	s.publishView(s.start)
@@ -238,6 +249,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.startOps(); err != nil {
 		s.mods.UnloadAll()
 		s.net.Close()
+		s.closeWeb()
 		return nil, err
 	}
 	return s, nil
@@ -319,10 +331,12 @@ func (s *Server) Exec(line string) (string, error) {
 // is told ServerShutdown and the admin socket and discovery are closed.
 func (s *Server) Run(ctx context.Context) error {
 	s.net.Start()
+	s.serveWeb()
 	var err error
 	sockPath := filepath.Join(s.cfg.Server.DataDir, admin.SocketName)
 	if s.sock, err = admin.ListenSocket(sockPath, s.Exec, s.log); err != nil {
 		s.net.Close()
+		s.closeWeb()
 		s.stopOps()
 		return err
 	}
@@ -333,6 +347,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			s.sock.Close()
 			s.net.Close()
+			s.closeWeb()
 			s.stopOps()
 			return fmt.Errorf("lan discovery: %w", err)
 		}
@@ -376,6 +391,7 @@ func (s *Server) shutdown() {
 	s.rooms.CloseAll(gamemsg.CloseShutdown)
 	s.net.Flush()
 	s.net.Close()
+	s.closeWeb() // after the close linger delivered the web sessions' Disconnects
 	s.drainEvents(time.Now())
 	s.applyDepartures(time.Now())
 	s.mods.UnloadAll()

@@ -33,6 +33,8 @@ type opsState struct {
 	modulesAt   time.Time // tick time of the last modules publication
 	agonesReady bool
 	lastMap     string
+	// lastWebHashes is the web-cert-hashes annotation last set.
+	lastWebHashes string
 }
 
 // startOps opens the ops listener and starts the Agones adapter, as
@@ -197,6 +199,12 @@ func (s *Server) driveAgones(a *agones.Adapter, now time.Time) {
 		a.SetLabel("mode", s.cfg.Match.GameMode)
 		a.Ready()
 	}
+	if h := s.webCertAnnotation(); h != s.ops.lastWebHashes && s.ops.agonesReady {
+		// The hashes browsers pin WebTransport by: set when ready, again
+		// after each rotation.
+		s.ops.lastWebHashes = h
+		a.SetAnnotation("web-cert-hashes", h)
+	}
 	if v.status.Map != s.ops.lastMap {
 		s.ops.lastMap = v.status.Map
 		a.SetLabel("map", v.status.Map)
@@ -248,6 +256,7 @@ func (s *Server) Snapshot() ops.Snapshot {
 		ConnectionsServed: s.served.Load(),
 		ChatRelayed:       s.chat.relayed.Load(), ChatDropped: s.chat.dropped.Load(), ChatRateLimited: s.chat.kicked.Load(),
 		Net: s.net.AppendCounters(nil), NetHistograms: s.net.AppendHistograms(nil),
+		Web: s.webSnapshot(),
 	}
 	if d := s.drainView.Load(); d != nil {
 		snap.Draining, snap.DrainDeadline = true, d.deadline

@@ -210,6 +210,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 		s.tr, s.ownsConn = u, true
 	}
+	if cfg.Sessions != nil {
+		s.tr = transport.NewMux(s.tr, cfg.Sessions)
+	}
 	s.chcfg = cfg.channelConfig(s.tr.MaxDatagram())
 	s.initIO()
 	return s, nil
@@ -736,7 +739,15 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 }
 
 func (s *Server) newPeerSession(addr netip.AddrPort, id uint32, version uint16, now time.Time, keys sessionKeys) *session {
-	ss := newSession(s.tr, addr, id, true, version, s.origin, now, keys, &s.chcfg)
+	cfg := &s.chcfg
+	if size := transport.MaxDatagramTo(s.tr, addr); size < cfg.datagramSize {
+		// A peer whose transport carries less (a WebTransport session)
+		// gets datagrams it can carry; fragmentation carries the rest.
+		own := s.chcfg
+		own.datagramSize = size
+		cfg = &own
+	}
+	ss := newSession(s.tr, addr, id, true, version, s.origin, now, keys, cfg)
 	ss.global, ss.hist = &s.ctr, s.hist
 	return ss
 }

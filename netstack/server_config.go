@@ -50,6 +50,10 @@ type ServerConfig struct {
 	// Conn is Transport for a net.PacketConn (in-memory links in tests),
 	// wrapped with transport.FromPacketConn. Set one of the two at most.
 	Conn net.PacketConn
+	// Sessions, when set, are served beside the UDP socket (or Transport)
+	// through a transport.Mux: the web sessions of netstack/transport/web,
+	// each named by an address. The server does not close them.
+	Sessions transport.Sessions
 	// Identity is the server's Ed25519 identity key. Required.
 	Identity ed25519.PrivateKey
 	// MaxClients is the number of admitted clients; 0 means 32. Half-open

@@ -38,6 +38,35 @@ type statusJSON struct {
 	Rooms             []roomJSON   `json:"rooms"`
 	RoomsMax          int          `json:"rooms_max"`
 	LobbyPlayers      int          `json:"lobby_players"`
+	Web               *webJSON     `json:"web,omitempty"` // the web transports; absent when off
+}
+
+// webJSON is the web transports in /status: where browsers connect and
+// the certificate hashes their serverCertificateHashes take.
+type webJSON struct {
+	Port         int      `json:"port"`
+	WebTransport string   `json:"webtransport,omitempty"` // the path, when served
+	WebSocket    string   `json:"websocket,omitempty"`
+	TLS          bool     `json:"tls"`
+	CertHashes   []string `json:"cert_hashes"` // sha-256, standard base64; served first
+	Sessions     int      `json:"sessions"`
+	Opened       uint64   `json:"sessions_opened"`
+	Refused      uint64   `json:"refused"`
+}
+
+func webStatus(w *Web) *webJSON {
+	if w == nil {
+		return nil
+	}
+	out := &webJSON{Port: w.Port, TLS: w.TLS, CertHashes: append([]string{}, w.CertHashes...),
+		Sessions: w.Sessions, Opened: w.Opened, Refused: w.RefusedSessionCap + w.RefusedOrigin + w.RefusedConnections}
+	if w.WebTransport {
+		out.WebTransport = "/wt"
+	}
+	if w.WebSocket {
+		out.WebSocket = "/ws"
+	}
+	return out
 }
 
 type roomJSON struct {
@@ -96,7 +125,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 		UptimeSeconds: now.Sub(snap.Started).Seconds(), TickRate: snap.TickRate, Ticks: snap.Ticks, TickOverruns: s.cfg.Tick.Overruns(),
 		Players: snap.Players, MaxPlayers: snap.MaxPlayers, PeakPlayers: snap.PeakPlayers, ConnectionsServed: snap.ConnectionsServed,
 		Modules: []moduleJSON{}, PlayerList: []playerJSON{}, Rooms: []roomJSON{},
-		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers, Draining: snap.Draining,
+		RoomsMax: snap.RoomsMax, LobbyPlayers: snap.LobbyPlayers, Draining: snap.Draining, Web: webStatus(snap.Web),
 	}
 	if snap.Draining {
 		d := snap.DrainDeadline.UTC()

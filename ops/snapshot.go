@@ -57,6 +57,28 @@ type Snapshot struct {
 	// refused unchecked during a back-off, clients disconnected for
 	// guessing (docs/protocol.md §13.7).
 	RoomPasswords RoomPasswords
+	// Web is the web transports' state; nil when [web] is off.
+	Web *Web
+}
+
+// Web is the state of the web transports (WebTransport, WebSocket).
+type Web struct {
+	Port int // the TCP and UDP port number
+	// WebTransport and WebSocket say which endpoints are served (the paths
+	// are fixed: /wt, /ws; the connect facts at /web.json).
+	WebTransport, WebSocket bool
+	TLS                     bool // TCP serves HTTPS (an operator's certificate)
+	// CertHashes are the SHA-256 of the self-signed WebTransport
+	// certificates (served, next; standard base64, as a page's
+	// serverCertificateHashes takes them); none with an operator's
+	// certificate.
+	CertHashes []string
+	Sessions   int    // live web sessions
+	Opened     uint64 // web sessions opened since start
+	// Refused: upgrades refused at web.max_sessions (SessionCap) or for
+	// their Origin, and TCP or QUIC connections refused at a connection
+	// cap (Connections); IdleClosed: sessions closed for web.idle_timeout.
+	RefusedSessionCap, RefusedOrigin, RefusedConnections, IdleClosed uint64
 }
 
 // RoomPasswords are the room password counters.

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,29 +20,16 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
+	"github.com/sparkhost/sparkhost/sim/roomauth"
 )
 
-// mutableConn is a client's UDP socket that can fall silent: while muted
-// it sends nothing (the server hears no more from the client), as a
-// player whose machine hung.
-type mutableConn struct {
-	net.PacketConn
-	muted atomic.Bool
-}
-
-func (c *mutableConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	if c.muted.Load() {
-		return len(p), nil
-	}
-	return c.PacketConn.WriteTo(p, addr)
-}
-
-// player is a client over real UDP that records everything it receives.
+// player is a client over a real transport (UDP, WebTransport or
+// WebSocket) that records everything it receives.
 type player struct {
 	t      *testing.T
 	name   string
 	c      *netstack.Client
-	conn   *mutableConn
+	tr     *mutableTransport
 	mu     sync.Mutex
 	msgs   []netstack.Message
 	cursor int
@@ -64,6 +50,15 @@ func playerRegistry(t *testing.T) *wire.Registry {
 			t.Fatal(err)
 		}
 	}
+	echo := []wire.Schema{
+		{ID: typeEchoIn, Name: "echo_in", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 3002, StringFieldOffset: 0, RequiresAdmitted: true},
+		{ID: typeEchoOut, Name: "echo_out", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 3002, StringFieldOffset: 0, RequiresAdmitted: true},
+	}
+	for _, s := range echo {
+		if err := reg.Register("echo", s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, s := range deathmatch.Schemas() {
 		if err := reg.Register(deathmatch.Name, s); err != nil {
 			t.Fatal(err)
@@ -72,17 +67,26 @@ func playerRegistry(t *testing.T) *wire.Registry {
 	return reg
 }
 
-func dialPlayer(t *testing.T, rs *runningServer, name string) *player {
+// dialPlayer admits a player over the transport kind.
+// The echo module's types (echoScript).
+const (
+	typeEchoIn  wire.MessageType = 1500
+	typeEchoOut wire.MessageType = 1501
+)
+
+// echoPayload is an echo message: a NetBuffer string (u16 length, LE).
+func echoPayload(text string) []byte {
+	return append([]byte{byte(len(text)), byte(len(text) >> 8)}, text...)
+}
+
+func dialPlayer(t *testing.T, rs *runningServer, kind, name string) *player {
 	t.Helper()
-	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &player{t: t, name: name, conn: &mutableConn{PacketConn: udp}, more: make(chan struct{}, 1)}
-	t.Cleanup(func() { udp.Close() })
+	tr, addr := openTransport(t, rs, kind)
+	p := &player{t: t, name: name, tr: &mutableTransport{Transport: tr}, more: make(chan struct{}, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.c, _, err = client.Dial(ctx, netstack.ClientConfig{Server: rs.addr, Name: name, Pin: rs.pin, Conn: p.conn, Registry: playerRegistry(t)})
+	var err error
+	p.c, _, err = client.Dial(ctx, netstack.ClientConfig{Server: addr, Name: name, Pin: rs.pin, Transport: p.tr, Registry: playerRegistry(t)})
 	if err != nil {
 		t.Fatalf("dial %s: %v", name, err)
 	}
@@ -111,7 +115,7 @@ func (p *player) id() uint32 { return p.c.ID() }
 func (p *player) send(typ wire.MessageType, payload []byte) {
 	p.t.Helper()
 	ch := wire.ReliableOrdered
-	if typ == gamemsg.TypeRoomChat || typ == gamemsg.TypeChatMessage {
+	if typ == gamemsg.TypeRoomChat || typ == gamemsg.TypeChatMessage || typ == typeEchoIn {
 		ch = wire.Reliable
 	}
 	if err := p.c.Send(typ, ch, payload); err != nil {
@@ -248,18 +252,45 @@ func roomChatReq(scope gamemsg.ChatScope, text string) []byte {
 
 // TestProcessesRooms is rooms end to end with every part real: `sparkhost
 // run --rooms` with a Lua mode (scripts/tag.lua, a Lua state per room) and
-// deathmatch (a Go plugin subprocess), three players over UDP. Alice and
+// deathmatch (a Go plugin subprocess), three players. Alice and
 // bob play tag in one room while carol plays deathmatch in another:
 // entities and chat never cross; the owner rules hold; the owner leaving
 // hands the room on; pause reaches its room; the deathmatch plugin killed
 // mid-game leaves the tag room playing and comes back; a player who stops
 // answering times out and its room is told.
+//
+// It runs over each transport alike — UDP, WebTransport, WebSocket — to a
+// server that serves all three; besides, a whole-server echo module
+// answers a message larger than any web datagram (fragmented both ways),
+// and a player closes and comes back.
 func TestProcessesRooms(t *testing.T) {
 	bin := buildBinary(t)
+	for _, kind := range allTransports {
+		t.Run(kind, func(t *testing.T) { playRooms(t, bin, kind) })
+	}
+}
+
+// echoScript is a whole-server Lua module that sends a client back what it
+// sent: up to 3,000 bytes, more than one datagram of any transport.
+const echoScript = `spark.module{name = "echo", version = "1.0"}
+local IN = spark.message{id = 1500, name = "echo_in", direction = "c2s", channel = "reliable",
+  fields = {{"data", "str", 3000}}, requires_admitted = true}
+local OUT = spark.message{id = 1501, name = "echo_out", direction = "s2c", channel = "reliable",
+  fields = {{"data", "str", 3000}}}
+spark.on_message(IN, function(client, reader)
+  spark.send(client, OUT, spark.writer():str(reader:str()))
+end)
+`
+
+func playRooms(t *testing.T, bin, kind string) {
 	tmp := shortTempDir(t)
 	cfg := filepath.Join(tmp, "config.toml")
+	echo := filepath.Join(tmp, "echo.lua")
+	if err := os.WriteFile(echo, []byte(echoScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(cfg, []byte("[server]\nclient_timeout = 3.0\nheartbeat_interval = 0.5\n\n[match]\nwarmup_seconds = 0.0\n\n"+
-		"[rooms]\nempty_grace_seconds = 5.0\n"), 0o600); err != nil {
+		"[rooms]\nempty_grace_seconds = 5.0\n\n[modules]\nload = ["+strconv.Quote(echo)+"]\n"+webConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	root, err := filepath.Abs("../..") // where scripts/tag.lua is
@@ -267,8 +298,15 @@ func TestProcessesRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(tmp, "data")
-	rs := startServerIn(t, bin, root, dataDir, "--config", cfg, "--rooms", "--mode", "tag", "--mode", "deathmatch")
-	alice, bob, carol := dialPlayer(t, rs, "alice"), dialPlayer(t, rs, "bob"), dialPlayer(t, rs, "carol")
+	rs := startServerWeb(t, bin, root, dataDir, true, "--config", cfg, "--rooms", "--mode", "tag", "--mode", "deathmatch")
+	alice, bob, carol := dialPlayer(t, rs, kind, "alice"), dialPlayer(t, rs, kind, "bob"), dialPlayer(t, rs, kind, "carol")
+
+	// A module message larger than a datagram, fragmented both ways.
+	big := strings.Repeat("0123456789", 290)
+	carol.send(typeEchoIn, echoPayload(big))
+	if got := carol.await("the echo", isType(typeEchoOut)).Payload; string(got) != string(echoPayload(big)) {
+		t.Fatalf("echo of %d bytes came back as %d bytes", len(big), len(got))
+	}
 
 	alice.send(gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{}))
 	rl, _ := gamemsg.ParseRoomList(alice.await("the room list", isType(gamemsg.TypeRoomList)).Payload)
@@ -340,7 +378,7 @@ func TestProcessesRooms(t *testing.T) {
 
 	// Bob's machine hangs: the server times him out, the room is told and
 	// alice owns it again.
-	bob.conn.muted.Store(true)
+	bob.tr.muted.Store(true)
 	if ev := alice.event(gamemsg.RoomLeft, bob.id()); gamemsg.LeaveReason(ev.Value) != gamemsg.LeaveTimedOut {
 		t.Fatalf("left %+v", ev)
 	}
@@ -363,5 +401,32 @@ func TestProcessesRooms(t *testing.T) {
 	if carol.received(carol.chat("tag players only")) || carol.received(carol.chat("after the crash")) ||
 		carol.received(roomEventOf(tagRoom)) || carol.received(isType(1401)) {
 		t.Error("carol (deathmatch room) was sent the tag room's chat, events or messages")
+	}
+
+	// Carol closes and comes back: a new session, in the lobby, that sees
+	// the rooms and is echoed.
+	carol.c.Close()
+	dave := dialPlayer(t, rs, kind, "carol again")
+	dave.send(gamemsg.TypeRoomListRequest, gamemsg.AppendRoomListRequest(nil, &gamemsg.RoomListRequest{}))
+	if rl, _ := gamemsg.ParseRoomList(dave.await("the room list after reconnecting", isType(gamemsg.TypeRoomList)).Payload); rl.Total == 0 {
+		t.Fatalf("room list after reconnecting %+v", rl)
+	}
+	dave.send(typeEchoIn, echoPayload(big))
+	dave.await("the echo after reconnecting", isType(typeEchoOut))
+
+	// A room with a password: a wrong proof is refused; the right one,
+	// bound to the joiner's own session (its channel binding), opens it.
+	v, err := roomauth.NewVerifier("sesame", roomauth.MinIterations, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := dave.ok(gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{Name: "secret", Mode: "tag", Capacity: 4,
+		Password: true, Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey}))
+	erin := dialPlayer(t, rs, kind, "erin")
+	bad, _ := roomauth.Proof("open up", v.Salt, v.Iterations, secret, erin.c.ChannelBinding())
+	erin.refused(gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: secret, Proof: bad[:]}), gamemsg.RoomWrongPassword)
+	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, secret, erin.c.ChannelBinding())
+	if got := erin.ok(gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: secret, Proof: good[:]})); got != secret {
+		t.Fatalf("joined room %d, want %d", got, secret)
 	}
 }

@@ -151,6 +151,9 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
+	if l := srv.WebLine(); l != "" {
+		fmt.Fprintln(stdout, l)
+	}
 	for _, p := range srv.StartProblems() {
 		fmt.Fprintln(stdout, p)
 	}

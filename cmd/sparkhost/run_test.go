@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,9 +31,10 @@ func buildBinary(t *testing.T) string {
 }
 
 type runningServer struct {
-	cmd  *exec.Cmd
-	addr netip.AddrPort
-	pin  string
+	cmd     *exec.Cmd
+	addr    netip.AddrPort
+	pin     string
+	webPort int // the web transports' port, when [web] is on
 }
 
 // startServer runs `sparkhost run` on 127.0.0.1 with an ephemeral port and
@@ -45,6 +47,13 @@ func startServer(t *testing.T, bin, dataDir string, extra ...string) *runningSer
 // startServerIn is startServer with the working directory dir ("" = the
 // test's), where module names find scripts/NAME.lua.
 func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *runningServer {
+	t.Helper()
+	return startServerWeb(t, bin, dir, dataDir, false, extra...)
+}
+
+// startServerWeb is startServerIn that, with web set, also waits for the
+// web transports' line (the config must enable [web]).
+func startServerWeb(t *testing.T, bin, dir, dataDir string, web bool, extra ...string) *runningServer {
 	t.Helper()
 	args := append([]string{"run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", dataDir}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -71,7 +80,7 @@ func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *run
 		close(lines)
 	}()
 	deadline := time.After(30 * time.Second)
-	for rs.pin == "" || !rs.addr.IsValid() {
+	for rs.pin == "" || !rs.addr.IsValid() || (web && rs.webPort == 0) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
@@ -82,6 +91,9 @@ func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *run
 			}
 			if p, ok := strings.CutPrefix(l, "server identity pin: "); ok {
 				rs.pin = p
+			}
+			if w, ok := strings.CutPrefix(l, "web transports on port "); ok {
+				rs.webPort, _ = strconv.Atoi(w[:strings.IndexByte(w, ':')])
 			}
 		case <-deadline:
 			t.Fatal("server did not print its address and pin in 30 s")

@@ -44,6 +44,7 @@ type Config struct {
 	Ops     OpsSection     `toml:"ops"`
 	Agones  AgonesSection  `toml:"agones"`
 	Rooms   RoomsSection   `toml:"rooms"`
+	Web     WebSection     `toml:"web"`
 
 	origin *origin // where values came from; nil for a Config built in code
 }
@@ -341,6 +342,7 @@ func Default() Config {
 		Ops:    defaultOps(),
 		Agones: defaultAgones(),
 		Rooms:  defaultRooms(),
+		Web:    defaultWeb(),
 	}
 }
 

@@ -51,7 +51,7 @@ func (c *Config) Validate() error {
 		(*Config).checkServer, (*Config).checkNetwork, (*Config).checkMatch,
 		(*Config).checkLAN, (*Config).checkLogging, (*Config).checkModules,
 		(*Config).checkLimits,
-		(*Config).checkOps, (*Config).checkAgones, (*Config).checkRooms,
+		(*Config).checkOps, (*Config).checkAgones, (*Config).checkRooms, (*Config).checkWeb,
 	} {
 		if e := check(c); e != nil {
 			return e
