@@ -285,7 +285,8 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 	if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // as between any two ticks below
+	time.Sleep(20 * time.Millisecond) // as between any two ticks below
+	waitAnswer(t, m, 1)
 	const ticks = 30
 	for n := 2; n < 2+ticks; n++ {
 		if err := m.Step(tick(uint64(n)), []module.Event{poke(n)}); err != nil {
@@ -295,10 +296,12 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 		if got, want := len(h.sends), n-2; got != want {
 			t.Fatalf("after tick %d: %d answers applied, want %d (each tick's at the next): %q", n, got, want, h.sends)
 		}
-		// Longer than a tick: the next Step waits at most 1 ms for the
-		// answer, and a busy machine (or -race) may take more than the
-		// 16.7 ms of a tick to carry it.
-		time.Sleep(50 * time.Millisecond)
+		// As between two ticks, and then until the answer is in: the next
+		// Step waits at most 1 ms for it, and a busy machine (or -race) may
+		// take longer than any fixed pause to carry it from the plugin's
+		// process (which also runs at a lower priority).
+		time.Sleep(20 * time.Millisecond)
+		waitAnswer(t, m, n)
 	}
 	for i, s := range h.sends {
 		if want := `1:1301:"` + strconv.Itoa(i+2) + `"`; s != want {
@@ -354,5 +357,16 @@ func TestNextTickNeverWaitsForASlowPlugin(t *testing.T) {
 	}
 	if len(h.sends) != ticks {
 		t.Fatalf("%d of %d pokes answered", len(h.sends), ticks)
+	}
+}
+
+// waitAnswer waits (10 s at most) until the answer to tick n's Step call
+// has arrived, without taking it.
+func waitAnswer(t *testing.T, m *pluginhost.Module, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !pluginhost.AnswerIn(m); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tick %d: no answer from the plugin within 10 s", n)
+		}
 	}
 }
