@@ -3,8 +3,7 @@
 // schedule, ConnectRejected, and the identity pin (§8).
 
 import { Reader, Writer, WireError, MAX_PAYLOAD, concat, equalBytes, utf8Bytes } from "./wire";
-
-const crypto = require("crypto");
+import { X25519Key, cryptoOf } from "./platform";
 
 export const PACKET_MAGIC = 0x5350524b; // bytes 4B 52 50 53
 export const HANDSHAKE_MAGIC = 0x484e5053; // bytes 53 50 4E 48, "SPNH"
@@ -73,17 +72,14 @@ export function parsePacket(b: Uint8Array): Packet {
 export class ClientHandshake {
   readonly nonce: Uint8Array;
   readonly core: Uint8Array;
-  private readonly privateKey: NodeKeyObject;
+  private readonly key: X25519Key;
   cookie: Uint8Array = new Uint8Array(0);
 
   constructor(secret?: Uint8Array, nonce?: Uint8Array) {
-    if (secret) {
-      this.privateKey = x25519Private(secret); // deterministic keys: test vectors only
-    } else {
-      this.privateKey = crypto.generateKeyPairSync("x25519").privateKey;
-    }
-    const pub = fromB64url(this.privateKey.export({ format: "jwk" }).x!);
-    this.nonce = nonce ?? crypto.randomBytes(16);
+    const c = cryptoOf();
+    this.key = c.x25519(secret); // a fixed secret: test vectors only
+    const pub = this.key.publicKey;
+    this.nonce = nonce ?? c.randomBytes(16);
     const w = new Writer();
     w.u32(HANDSHAKE_MAGIC).u16(PROTOCOL_VERSION).u8(SUITE).raw(pub).raw(this.nonce);
     this.core = w.bytesOut();
@@ -135,16 +131,10 @@ export class ClientHandshake {
     const signature = r.raw(64);
     if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
     const th = transcriptHash(this.core, payload);
-    const idKey = crypto.createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: b64url(identity) }, format: "jwk" });
-    if (!crypto.verify(null, th, idKey, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
+    if (!cryptoOf().ed25519Verify(identity, th, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
     if (clientId === 0) return undefined;
-    let ss: Uint8Array;
-    try {
-      const peer = crypto.createPublicKey({ key: { kty: "OKP", crv: "X25519", x: b64url(serverEphemeral) }, format: "jwk" });
-      ss = crypto.diffieHellman({ privateKey: this.privateKey, publicKey: peer });
-    } catch {
-      return undefined; // a key Node refuses (small order): treated as an all-zero secret
-    }
+    const ss = this.key.agree(serverEphemeral);
+    if (!ss) return undefined; // a key the platform refuses (small order): treated as an all-zero secret
     if (ss.every((b) => b === 0)) return undefined;
     return deriveSession(clientId, identity, th, ss);
   }
@@ -168,17 +158,11 @@ export class HandshakeFailure extends Error {
 
 /** th = SHA-256("SPNH-v4" ‖ hello core ‖ accept prefix ‖ ServerHello bytes 0..80). */
 export function transcriptHash(core: Uint8Array, accepted: Uint8Array): Uint8Array {
-  return crypto
-    .createHash("sha256")
-    .update(utf8Bytes("SPNH-v4"))
-    .update(core)
-    .update(accepted.subarray(0, 10))
-    .update(accepted.subarray(10, 91))
-    .digest();
+  return cryptoOf().sha256(utf8Bytes("SPNH-v4"), core, accepted.subarray(0, 10), accepted.subarray(10, 91));
 }
 
 export function deriveSession(clientId: number, identity: Uint8Array, th: Uint8Array, ss: Uint8Array): Session {
-  const s = new Uint8Array(crypto.hkdfSync("sha256", ss, th, utf8Bytes("spark-net-100 session v4"), 32));
+  const s = cryptoOf().hkdfSha256(ss, th, utf8Bytes("spark-net-100 session v4"), 32);
   return {
     clientId,
     identity: identity.slice(),
@@ -190,7 +174,7 @@ export function deriveSession(clientId: number, identity: Uint8Array, th: Uint8A
 
 /** HKDF-Expand (RFC 5869) for L = 32: one HMAC block. */
 export function hkdfExpand(prk: Uint8Array, label: string): Uint8Array {
-  return crypto.createHmac("sha256", prk).update(concat(utf8Bytes(label), Uint8Array.of(1))).digest();
+  return cryptoOf().hmacSha256(prk, concat(utf8Bytes(label), Uint8Array.of(1)));
 }
 
 /** A ConnectRejected payload (§3.11). */
@@ -251,10 +235,4 @@ export function fromB64url(s: string): Uint8Array {
     }
   }
   return Uint8Array.from(out);
-}
-
-/** The X25519 private key object of a raw 32-byte secret (PKCS#8 DER). */
-function x25519Private(secret: Uint8Array): NodeKeyObject {
-  const prefix = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20);
-  return crypto.createPrivateKey({ key: concat(prefix, secret), format: "der", type: "pkcs8" });
 }

@@ -4,6 +4,7 @@
 //
 // usage: node build/test/vectors.js DIR   (DIR holds the two JSON files)
 
+import "../src/node";
 import { fromHex, hex, Reader, Writer, WireError } from "../src/wire";
 import { ClientHandshake, pinOf, parsePin, transcriptHash } from "../src/handshake";
 import { Sealer, Opener } from "../src/seal";
