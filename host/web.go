@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/sparkhost/sparkhost/host/webpage"
 	"net"
 	"net/netip"
 	"strconv"
@@ -47,6 +48,7 @@ func (s *Server) openWeb() error {
 		Taken:  s.net.PeerAt,
 		Info:   func() web.Info { return web.Info{Pin: s.Pin(), Name: s.cfg.Server.Name} },
 		Logger: s.log,
+		Page:   webpage.Handler(),
 		OnRotate: func(hs []web.CertHash) {
 			s.log.Info("WebTransport certificate rotated; pages fetch the new hashes from /web.json", "cert_hashes", strings.Join(hashStrings(hs), " "))
 		},

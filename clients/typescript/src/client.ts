@@ -183,8 +183,8 @@ export class Client {
   private readonly closeWaiters: ((c: CloseInfo) => void)[] = [];
   private admitted = false;
   private admission: { resolve: () => void; reject: (e: Error) => void } | undefined;
-  private service: unknown;
-  private flushTimer: unknown;
+  private service: ReturnType<typeof setInterval> | undefined;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   // Send side.
   private nextReliable = 1;
@@ -292,7 +292,7 @@ export class Client {
       let client: Client | undefined;
       let resends = 0;
       let cookieReplies = 0;
-      let timer: unknown;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       let done = false;
       const fail = (e: Error) => {
         if (done) return;
