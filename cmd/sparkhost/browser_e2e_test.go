@@ -190,6 +190,170 @@ func hasAll(list []string, want ...string) bool {
 	return true
 }
 
-var _ = bytes.NewReader
-var _ image.Image
-var _ = png.Decode
+// gamePlayer is one browser player of the game page: a tab that entered a
+// name and pressed Play.
+func gamePlayer(t *testing.T, parent context.Context, origin, name string) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(parent)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab, chromedp.Navigate(origin+"/")); err != nil {
+		t.Fatalf("%s opens the page: %v", name, err)
+	}
+	if err := chromedp.Do(tab, chromedp.SendKeys("#name-input", name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click("#play")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, tab, name+" in the lobby", `sparkGame.phase === "lobby"`)
+	return tab
+}
+
+// waitPage polls a JavaScript condition in the page for up to 20 s.
+func waitPage(t *testing.T, tab context.Context, what, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](cond))
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log, _ := chromedp.Run(tab, chromedp.Evaluate[[]string](`sparkGame.log`))
+	t.Fatalf("%s: not within 20 s (the page's log: %q)", what, log)
+}
+
+type pageFacts struct {
+	Transport string   `json:"transport"`
+	Status    string   `json:"status"`
+	Players   []string `json:"players"`
+}
+
+const pageFactsJS = `({transport: sparkGame.transport, status: document.getElementById("status").textContent,
+  players: [...document.querySelectorAll("#players li")].map((li) => li.textContent)})`
+
+// TestBrowserGamePage: two players open the game page in Chromium, enter
+// their names, one creates a room from the lobby and the other joins it
+// from the list, and both play tagarena against the bots. The screenshot
+// of the first player's page (game-page.png in SPARK_TEST_ARTIFACTS or a
+// temporary directory) has a drawn field with every player on it, and the
+// page lists the players and shows the transport and the ping.
+func TestBrowserGamePage(t *testing.T) {
+	chromium(t)
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs := startWebGame(t, bin)
+	origin := fmt.Sprintf("http://127.0.0.1:%d", rs.webPort)
+	first, cancelFirst := chromedp.NewContext(browser(t, ctx))
+	defer cancelFirst()
+	// The browser starts with this first tab; each player is a new tab of it.
+	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	alice := gamePlayer(t, first, origin, "alice")
+	if err := chromedp.Do(alice, chromedp.SendKeys("#room-name", "arena")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(alice, chromedp.Click("#create")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, alice, "alice in her room", `sparkGame.phase === "room"`)
+	bob := gamePlayer(t, first, origin, "bob")
+	waitPage(t, bob, "the room in bob's list", `document.querySelectorAll("#rooms button").length > 0`)
+	if err := chromedp.Do(bob, chromedp.Click("#rooms button")); err != nil {
+		t.Fatal(err)
+	}
+	both := `(() => { const n = sparkGame.players.map((p) => p.name); return ["alice", "bob", "bot 1", "bot 2", "bot 3"].every((w) => n.includes(w)); })()`
+	waitPage(t, bob, "bob sees everyone", both)
+	waitPage(t, alice, "alice sees everyone", both)
+	time.Sleep(500 * time.Millisecond) // a few frames drawn with everyone
+	facts, err := chromedp.Run(alice, chromedp.Evaluate[pageFacts](pageFactsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("alice's page: %+v", facts)
+	if facts.Transport != "webtransport" && facts.Transport != "websocket" {
+		t.Errorf("transport %q", facts.Transport)
+	}
+	if !strings.HasPrefix(facts.Status, facts.Transport+" · ping ") || !strings.HasSuffix(facts.Status, " ms") {
+		t.Errorf("status %q: want the transport and the ping in ms", facts.Status)
+	}
+	listed := strings.Join(facts.Players, "\n")
+	for _, w := range []string{"alice", "bob", "bot 1 (bot)", "bot 2 (bot)", "bot 3 (bot)", "(you)", "IT"} {
+		if !strings.Contains(listed, w) {
+			t.Errorf("the players list %q lacks %q", facts.Players, w)
+		}
+	}
+	shot, err := chromedp.Run(alice, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(browserArtifacts(t), "game-page.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	field, err := chromedp.Run(alice, chromedp.Screenshot("#field"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkField(t, field)
+}
+
+// checkField checks the canvas's screenshot: the field's green, and the
+// colours of a player (alice herself, blue), another player (bob, yellow),
+// the bots (grey) and "it" (red), each drawn as a disc of many pixels.
+func checkField(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]uint8{"field": {0x16, 0x32, 0x1c}, "me": {0x42, 0xa5, 0xf5}, "other player": {0xff, 0xca, 0x28}, "bot": {0xbd, 0xbd, 0xbd}, "it": {0xe5, 0x39, 0x35}}
+	counts := map[string]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			for name, c := range want {
+				if near(img, x, y, c) {
+					counts[name]++
+				}
+			}
+		}
+	}
+	t.Logf("canvas pixels by colour: %v of %d", counts, b.Dx()*b.Dy())
+	if counts["field"] < b.Dx()*b.Dy()/2 {
+		t.Errorf("the field is not drawn: %d green pixels of %d", counts["field"], b.Dx()*b.Dy())
+	}
+	// "it" is one of them, drawn red instead of its own colour: three of
+	// the four others' colours are enough, and red must be there.
+	seen := 0
+	for _, name := range []string{"me", "other player", "bot"} {
+		if counts[name] >= 100 {
+			seen++
+		}
+	}
+	if counts["it"] < 100 || seen < 2 || counts["bot"] < 100 {
+		t.Errorf("players not drawn: %v", counts)
+	}
+}
+
+func near(img image.Image, x, y int, c [3]uint8) bool {
+	r, g, b, _ := img.At(x, y).RGBA()
+	d := func(v uint32, w uint8) bool { return int(v>>8)-int(w) < 8 && int(w)-int(v>>8) < 8 }
+	return d(r, c[0]) && d(g, c[1]) && d(b, c[2])
+}
+
+// browserArtifacts is where the game page's screenshot is kept:
+// $SPARK_TEST_ARTIFACTS if set, else a temporary directory.
+func browserArtifacts(t *testing.T) string {
+	if d := os.Getenv("SPARK_TEST_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
