@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 const out = process.argv[2] ?? "dist";
 mkdirSync(out, { recursive: true });
-const common = { bundle: true, format: "esm", platform: "browser", target: "es2022", minify: true, legalComments: "none", logLevel: "warning" };
+const common = { tsconfig: "tsconfig.browser.json", bundle: true, format: "esm", platform: "browser", target: "es2022", minify: true, legalComments: "none", logLevel: "warning" };
 await esbuild.build({ ...common, entryPoints: ["src/browser.ts"], outfile: join(out, "sparkhost.js") });
 await esbuild.build({ ...common, entryPoints: ["web/game.ts"], outfile: join(out, "game.js") });
 copyFileSync("web/index.html", join(out, "index.html"));

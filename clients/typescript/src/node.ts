@@ -1,7 +1,7 @@
 // The Node.js platform: node:crypto for every primitive and a UDP socket
 // (dgram) for the transport. Importing this module sets them.
 
-import { CryptoProvider, Transport, X25519Key, setClock, setCrypto, setDebug, setDefaultTransport } from "./platform";
+import { CryptoProvider, Transport, X25519Key, hasCrypto, setClock, setCrypto, setDebug, setDefaultTransport } from "./platform";
 import { concat } from "./wire";
 import { b64url, fromB64url } from "./handshake";
 
@@ -98,7 +98,9 @@ function sameEndpoint(rinfo: NodeRemoteInfo, host: string, port: number): boolea
   return a === b || (b === "localhost" && (a === "127.0.0.1" || a === "::1"));
 }
 
-setCrypto(nodeCrypto);
+// A provider set before this module loaded stays (the tests run the
+// protocol vectors over the browser's provider in Node too).
+if (!hasCrypto()) setCrypto(nodeCrypto);
 setClock(() => Number(process.hrtime.bigint() / 1000000n));
 setDefaultTransport(udpTransport);
 if (process.env.SPARK_TS_DEBUG) setDebug((...args) => console.error(...args));

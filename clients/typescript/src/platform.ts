@@ -60,6 +60,11 @@ export function setCrypto(p: CryptoProvider): void {
   provider = p;
 }
 
+/** Whether a crypto provider is set. */
+export function hasCrypto(): boolean {
+  return provider !== undefined;
+}
+
 /** The crypto provider; throws when no build entry point set one. */
 export function cryptoOf(): CryptoProvider {
   if (!provider) throw new Error("no crypto provider: import the client from its index (Node) or browser entry point");
