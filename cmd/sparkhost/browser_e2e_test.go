@@ -79,6 +79,7 @@ type scenarioResult struct {
 	Transports         []string `json:"transports"`
 	Pins               []string `json:"pins"`
 	Crypto             string   `json:"crypto"`
+	MaxDatagram        int      `json:"maxDatagram"`
 	Chat               string   `json:"chat"`
 	CreateCode         int      `json:"createCode"`
 	ListedWithPassword bool     `json:"listedWithPassword"`
@@ -86,6 +87,7 @@ type scenarioResult struct {
 	JoinCode           int      `json:"joinCode"`
 	Names              []string `json:"names"`
 	FragmentEchoed     bool     `json:"fragmentEchoed"`
+	OverflowEchoed     bool     `json:"overflowEchoed"`
 	Session            struct {
 		Seconds                         float64
 		Worlds, EchoesSent, Echoes      int
@@ -161,6 +163,9 @@ func checkScenario(t *testing.T, kind, pin string, r *scenarioResult) {
 	}
 	if !r.FragmentEchoed {
 		t.Error("the 3,000-byte module message did not come back whole")
+	}
+	if kind == "webtransport" && (!r.OverflowEchoed || r.MaxDatagram < 1000 || r.MaxDatagram >= 1400) {
+		t.Errorf("overflow stream: 1,400-byte datagrams over a %d-byte WebTransport maximum: echoed %v", r.MaxDatagram, r.OverflowEchoed)
 	}
 	s := r.Session
 	if s.Seconds < 10 || s.Worlds < 50 || s.Echoes != s.EchoesSent || s.EchoesSent < 50 {

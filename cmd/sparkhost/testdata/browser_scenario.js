@@ -15,6 +15,7 @@
     out.transports = [a.transport, b.transport];
     out.pins = [a.client.serverPin, b.client.serverPin];
     out.crypto = S.cryptoOf().name;
+    out.maxDatagram = a.link.maxDatagram ?? 0;
     step("handshake");
 
     // Chat: a global RoomChat from the lobby reaches bob.
@@ -53,6 +54,25 @@
     const back = T.decodeArenaEchoed((await echoed).payload).data;
     out.fragmentEchoed = back.length === big.length && back.every((v, i) => v === big[i]);
     step("module message");
+
+    // Over WebTransport, datagrams larger than the browser's
+    // maxDatagramSize take the overflow stream (§14.3): carol packs into
+    // 1,400-byte datagrams over a link that does not tell its maximum.
+    if (KIND === "webtransport") {
+      const hashes = a.info.webtransport.cert_hashes.map((h) => Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)));
+      const link = await S.openWebTransport(`https://127.0.0.1:${a.info.port}/wt`, hashes);
+      const wide = { kind: link.kind, send: link.send, onDatagram: link.onDatagram, onError: link.onError, close: link.close };
+      const carol = await S.Client.connect({ host: "127.0.0.1", port: a.info.port, name: "carol", pin: PIN, schemas: T.SCHEMAS, datagramSize: 1400, transport: () => Promise.resolve(wide) });
+      const cj = result(carol, S.RoomType.Join);
+      carol.send(S.RoomType.Join, RO, await S.roomJoin(room, carol.th, "hunter2", info));
+      await cj;
+      const ce = carol.waitFor((m) => m.type === T.ARENA_ECHOED_ID, 10000);
+      T.sendArenaEcho(carol, { data: big });
+      const cb = T.decodeArenaEchoed((await ce).payload).data;
+      out.overflowEchoed = cb.length === big.length && cb.every((v, i) => v === big[i]);
+      await carol.close("done");
+      step("overflow stream");
+    }
 
     // Ten seconds of play: moves every 20 ms (unreliable) and a small
     // echo every 100 ms (reliable), packed together; the world arrives
