@@ -104,6 +104,7 @@ func TestMetricFamilies(t *testing.T) {
 		{"rooms", metricsOfRooms},
 		{"transport", metricsOfTheTransport},
 		{"handshakes", metricsOfHandshakes},
+		{"web", metricsOfWeb},
 	}
 	all := true
 	for _, g := range groups {
@@ -114,7 +115,7 @@ func TestMetricFamilies(t *testing.T) {
 	if !all {
 		return // filtered: the list below needs every group
 	}
-	srv, _ := startHost(t, withOps, supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
+	srv, _ := startHost(t, func(c *config.Config) { withOps(c); withWeb(c) }, supervisor.Spec{Source: "probe", Kind: "go", New: func() (module.Module, error) {
 		return &probeModule{stall: new(atomic.Pointer[chan struct{}]), hold: new(atomic.Bool)}, nil
 	}})
 	eventually(t, "the modules published", func() bool { return len(srv.Snapshot().Modules) == 1 })

@@ -134,7 +134,8 @@ func (s *Server) webSnapshot() *ops.Web {
 	st := s.web.srv.Stats()
 	return &ops.Web{Port: s.web.srv.Port(), WebTransport: s.cfg.Web.WebTransport, WebSocket: s.cfg.Web.WebSocket,
 		TLS: s.web.srv.TLS(), CertHashes: hashStrings(s.web.srv.CertHashes()), Sessions: st.Sessions, Opened: st.SessionsOpened,
-		Refused: st.SessionsRefused + st.OriginRefused + st.ConnectionsRefused}
+		RefusedSessionCap: st.SessionsRefused, RefusedOrigin: st.OriginRefused, RefusedConnections: st.ConnectionsRefused,
+		IdleClosed: st.IdleClosed}
 }
 
 // webCertAnnotation is the Agones annotation of the certificate hashes

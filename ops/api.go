@@ -57,7 +57,7 @@ func webStatus(w *Web) *webJSON {
 		return nil
 	}
 	out := &webJSON{Port: w.Port, TLS: w.TLS, CertHashes: append([]string{}, w.CertHashes...),
-		Sessions: w.Sessions, Opened: w.Opened, Refused: w.Refused}
+		Sessions: w.Sessions, Opened: w.Opened, Refused: w.RefusedSessionCap + w.RefusedOrigin + w.RefusedConnections}
 	if w.WebTransport {
 		out.WebTransport = "/wt"
 	}

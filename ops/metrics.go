@@ -46,6 +46,10 @@ var (
 	descPwWrong     = desc("room_password_failures_total", "Room passwords checked that did not open the room.")
 	descPwRefused   = desc("room_password_refused_total", "Room passwords refused unchecked during a room's or a source's back-off.")
 	descPwKicked    = desc("room_password_kicks_total", "Clients disconnected (RateLimited) for guessing room passwords.")
+	descWebSessions = desc("web_sessions", "Live web sessions (WebTransport and WebSocket).")
+	descWebOpened   = desc("web_sessions_opened_total", "Web sessions opened since start.")
+	descWebRefused  = desc("web_refused_total", "Web upgrades refused at web.max_sessions (session_cap) or for their Origin (origin), and TCP or QUIC connections refused at a connection cap (connection_cap).", "reason")
+	descWebIdle     = desc("web_idle_closed_total", "Web sessions closed after web.idle_timeout without a datagram received.")
 )
 
 // roomStates are the states every mode's room count is exported for.
@@ -110,6 +114,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBuild, 1, s.Version)
 	c.collectNet(ch, s)
 	c.collectRooms(gauge, counter, s)
+	collectWeb(gauge, counter, s.Web)
 	seen := make(map[string]bool)
 	for _, m := range s.Modules {
 		for _, st := range moduleStates {
@@ -250,4 +255,17 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectWeb exports the web transports' counts, when they are on.
+func collectWeb(gauge, counter func(*prometheus.Desc, float64, ...string), w *Web) {
+	if w == nil {
+		return
+	}
+	gauge(descWebSessions, float64(w.Sessions))
+	counter(descWebOpened, float64(w.Opened))
+	counter(descWebRefused, float64(w.RefusedSessionCap), "session_cap")
+	counter(descWebRefused, float64(w.RefusedOrigin), "origin")
+	counter(descWebRefused, float64(w.RefusedConnections), "connection_cap")
+	counter(descWebIdle, float64(w.IdleClosed))
 }

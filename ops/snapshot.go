@@ -68,7 +68,10 @@ type Web struct {
 	CertHashes []string
 	Sessions   int    // live web sessions
 	Opened     uint64 // web sessions opened since start
-	Refused    uint64 // upgrades refused (session cap, origin) and connections refused (per-address caps)
+	// Refused: upgrades refused at web.max_sessions (SessionCap) or for
+	// their Origin, and TCP or QUIC connections refused at a connection
+	// cap (Connections); IdleClosed: sessions closed for web.idle_timeout.
+	RefusedSessionCap, RefusedOrigin, RefusedConnections, IdleClosed uint64
 }
 
 // RoomPasswords are the room password counters.

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -32,6 +33,9 @@ type ClientOptions struct {
 	// netstack.ClientConfig.Server to give); zero: the connection's remote
 	// address.
 	Peer netip.AddrPort
+	// Dialer, when set, opens WebSocket's TCP connection (to choose its
+	// local address).
+	Dialer *net.Dialer
 	// PacketSize is WebTransport's QUIC packet size before path MTU
 	// discovery (0: quic-go's 1,280; at least 1,200; a browser's is about
 	// 1,250).
@@ -134,7 +138,11 @@ func DialWebSocket(ctx context.Context, url string, opt ClientOptions) (*Client,
 	if opt.Origin != "" {
 		hdr.Set("Origin", opt.Origin)
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(opt)}}
+	ht := &http.Transport{TLSClientConfig: clientTLS(opt)}
+	if opt.Dialer != nil {
+		ht.DialContext = opt.Dialer.DialContext
+	}
+	hc := &http.Client{Transport: ht}
 	conn, rsp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: hdr, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		if rsp != nil {
@@ -168,6 +176,6 @@ func newClient(local, remote, peer netip.AddrPort, max int) *Client {
 		peer = netip.AddrPortFrom(netip.IPv4Unspecified(), 1)
 	}
 	h := NewHub(local, false)
-	h.max = max
+	h.max, h.single = max, true
 	return &Client{Hub: h, peer: peer}
 }

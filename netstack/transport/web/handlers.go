@@ -84,6 +84,7 @@ func (s *Server) originAllowed(r *http.Request) bool {
 // admit checks the origin and the session cap for an upgrade; false: it
 // answered the request with the refusal.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Connection", "close") // a refused connection does not stay to hold a place
 	if !s.originAllowed(r) {
 		s.stats.OriginRefused.Add(1)
 		http.Error(w, "origin not allowed (web.allowed_origins)", http.StatusForbidden)
@@ -94,6 +95,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "server full: too many web sessions", http.StatusServiceUnavailable)
 		return false
 	}
+	w.Header().Del("Connection")
 	return true
 }
 

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/transport/web"
 )
 
@@ -245,5 +248,59 @@ func TestWrongCertificateHashRefused(t *testing.T) {
 	if c, err := web.DialWebTransport(ctx, wtURL(r), web.ClientOptions{CertHashes: [][32]byte{{1, 2, 3}}}); err == nil {
 		c.Close()
 		t.Fatal("connected with a wrong certificate hash")
+	}
+}
+
+// TestFloodingSessionBounded: a WebSocket peer that sends far more than the
+// server reads holds at most its share of the queue: its surplus is dropped
+// and counted, and another session still gets through.
+func TestFloodingSessionBounded(t *testing.T) {
+	u, err := transport.ListenUDP("udp4", netip.AddrPortFrom(loopback, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := web.NewHub(u.LocalAddr(), true)
+	m := transport.NewMux(u, hub) // nobody reads it until the flood is over
+	t.Cleanup(func() { m.Close(); hub.Close() })
+	ws, err := web.New(web.Config{Hub: hub, Bind: loopback, WebSocket: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Serve()
+	t.Cleanup(func() { ws.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	url := fmt.Sprintf("ws://127.0.0.1:%d%s", ws.Port(), web.PathWebSocket)
+	flood, err := web.DialWebSocket(ctx, url, web.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flood.Close()
+	big := make([]byte, 60000)
+	for range 400 { // 24 MB, three times the queue's bytes
+		flood.WriteBatch([]transport.Message{{Buf: big, N: len(big)}})
+		time.Sleep(time.Millisecond) // the client's own send queue holds 256
+	}
+	eventually(t, "the surplus dropped", func() bool { return hub.Dropped.Load() >= 400-128 })
+	other, err := web.DialWebSocket(ctx, url, web.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.WriteBatch([]transport.Message{{Buf: []byte("me too"), N: 6}})
+	msgs := []transport.Message{{Buf: make([]byte, 65536)}}
+	queued := 0
+	for {
+		m.SetReadDeadline(time.Now().Add(waitLong))
+		if _, err := m.ReadBatch(msgs); err != nil {
+			t.Fatalf("after %d datagrams: %v", queued, err)
+		}
+		if string(msgs[0].Buf[:msgs[0].N]) == "me too" {
+			break
+		}
+		queued++
+	}
+	if queued > 128 {
+		t.Fatalf("%d datagrams of the flooding session were queued, more than its share of 128", queued)
 	}
 }

@@ -28,9 +28,16 @@ import (
 )
 
 // inboundQueue is how many received datagrams wait for the reader of a Hub,
-// all sessions together; past it a datagram is dropped, as a full socket
-// buffer drops UDP datagrams (the protocol recovers).
-const inboundQueue = 4096
+// all sessions together, and inboundBytes how many bytes; past either a
+// datagram is dropped, as a full socket buffer drops UDP datagrams (the
+// protocol recovers). peerQueue bounds one session's share, so that one
+// peer that sends as fast as its TCP connection allows cannot take the
+// others' places.
+const (
+	inboundQueue = 4096
+	inboundBytes = 8 << 20
+	peerQueue    = 128
+)
 
 // outboundQueue is how many datagrams wait for one session's writer; past it
 // a datagram is dropped (a session that cannot keep up loses datagrams
@@ -39,8 +46,8 @@ const outboundQueue = 256
 
 // inbound is one datagram a session received.
 type inbound struct {
-	b    []byte
-	from netip.AddrPort
+	b []byte
+	p *peer
 }
 
 // link is one web session's way to the peer: send writes one datagram
@@ -61,6 +68,7 @@ type peer struct {
 	done     chan struct{}
 	once     sync.Once
 	lastRead atomic.Int64 // unix nanoseconds of the last datagram received
+	queued   atomic.Int32 // its datagrams waiting for the Hub's reader
 }
 
 // Hub is the Transport of a set of web sessions: reads return what any
@@ -68,18 +76,22 @@ type peer struct {
 type Hub struct {
 	local     netip.AddrPort
 	validated bool // reads are marked Validated (a server's sessions)
-	max       int  // MaxDatagram
+	// single: a client's Hub, of one session; when it ends, the Hub closes
+	// (reads return net.ErrClosed once what the session received is read).
+	single bool
+	max    int // MaxDatagram
 
 	in       chan inbound
 	done     chan struct{}
-	closeErr sync.Once
+	doneOnce sync.Once
 
 	mu    sync.RWMutex
 	peers map[netip.AddrPort]*peer
 	count atomic.Int32
 
-	deadline   atomic.Int64 // unix nanoseconds; 0: none
-	deadlineCh chan struct{}
+	queuedBytes atomic.Int64 // bytes of the datagrams waiting in in
+	deadline    atomic.Int64 // unix nanoseconds; 0: none
+	deadlineCh  chan struct{}
 	// notify, when set (by a Mux), is called after a datagram is queued.
 	notify atomic.Pointer[func()]
 
@@ -119,8 +131,26 @@ func (h *Hub) Has(addr netip.AddrPort) bool {
 
 // add registers a session under a key free among the live sessions: want
 // itself, else the next port numbers above it (0 skipped). taken, when not
-// nil, also rules a key out. It starts the session's writer.
+// nil, also rules a key out; it is asked without the Hub's lock held (it
+// takes the netstack server's, which may be held around a write to the
+// Hub). It starts the session's writer.
 func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func(netip.AddrPort) bool) (*peer, error) {
+	key := want
+	for range 1 << 16 {
+		if key.Port() != 0 && (taken == nil || !taken(key)) {
+			p, err := h.addAt(key, kind, max, lk)
+			if p != nil || err != nil {
+				return p, err
+			}
+		}
+		key = netip.AddrPortFrom(key.Addr(), key.Port()+1)
+	}
+	return nil, errors.New("web: no free peer key for " + want.Addr().String())
+}
+
+// addAt registers the session under key unless a live session has it
+// (nil, nil).
+func (h *Hub) addAt(key netip.AddrPort, kind string, max int, lk link) (*peer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	select {
@@ -128,20 +158,15 @@ func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func
 		return nil, net.ErrClosed
 	default:
 	}
-	key := want
-	for range 1 << 16 {
-		_, live := h.peers[key]
-		if key.Port() != 0 && !live && (taken == nil || !taken(key)) {
-			p := &peer{key: key, kind: kind, max: max, lk: lk, out: make(chan []byte, outboundQueue), done: make(chan struct{})}
-			p.lastRead.Store(time.Now().UnixNano())
-			h.peers[key] = p
-			h.count.Add(1)
-			go h.writeLoop(p)
-			return p, nil
-		}
-		key = netip.AddrPortFrom(key.Addr(), key.Port()+1)
+	if _, live := h.peers[key]; live {
+		return nil, nil
 	}
-	return nil, errors.New("web: no free peer key for " + want.Addr().String())
+	p := &peer{key: key, kind: kind, max: max, lk: lk, out: make(chan []byte, outboundQueue), done: make(chan struct{})}
+	p.lastRead.Store(time.Now().UnixNano())
+	h.peers[key] = p
+	h.count.Add(1)
+	go h.writeLoop(p)
+	return p, nil
 }
 
 // remove ends a session: it leaves the table, its writer stops and its
@@ -156,6 +181,9 @@ func (h *Hub) remove(p *peer, reason string) {
 		h.mu.Unlock()
 		close(p.done)
 		p.lk.close(reason)
+		if h.single {
+			h.closeDone()
+		}
 	})
 }
 
@@ -163,14 +191,27 @@ func (h *Hub) remove(p *peer, reason string) {
 // queue is full or the Hub closed.
 func (h *Hub) deliver(p *peer, b []byte) {
 	p.lastRead.Store(time.Now().UnixNano())
+	queued, bytes := p.queued.Add(1), h.queuedBytes.Add(int64(len(b)))
+	if queued > peerQueue || bytes > inboundBytes {
+		h.unqueue(p, len(b))
+		h.Dropped.Add(1)
+		return
+	}
 	select {
-	case h.in <- inbound{b: b, from: p.key}:
+	case h.in <- inbound{b: b, p: p}:
 		if f := h.notify.Load(); f != nil {
 			(*f)()
 		}
 	default:
+		h.unqueue(p, len(b))
 		h.Dropped.Add(1)
 	}
+}
+
+// unqueue takes back what deliver counted for a datagram.
+func (h *Hub) unqueue(p *peer, n int) {
+	p.queued.Add(-1)
+	h.queuedBytes.Add(-int64(n))
 }
 
 func (h *Hub) writeLoop(p *peer) {
@@ -218,6 +259,9 @@ func (h *Hub) ReadBatch(msgs []transport.Message) (int, error) {
 			if timer != nil {
 				timer.Stop()
 			}
+			if n := h.TryRead(msgs); n > 0 { // what arrived before the end
+				return n, nil
+			}
 			return 0, net.ErrClosed
 		}
 		if timer != nil {
@@ -242,8 +286,9 @@ func (h *Hub) TryRead(msgs []transport.Message) int {
 }
 
 func (h *Hub) fill(m *transport.Message, in inbound) {
+	h.unqueue(in.p, len(in.b))
 	m.N = copy(m.Buf, in.b)
-	m.Addr, m.Validated = in.from, h.validated
+	m.Addr, m.Validated = in.p.key, h.validated
 }
 
 // WriteBatch implements transport.Transport: each datagram is queued for
@@ -325,19 +370,27 @@ func (h *Hub) SetReadDeadline(t time.Time) error {
 
 // Close implements transport.Transport: it ends every session.
 func (h *Hub) Close() error {
-	h.closeErr.Do(func() {
+	h.closeDone()
+	h.mu.Lock()
+	all := make([]*peer, 0, len(h.peers))
+	for _, p := range h.peers {
+		all = append(all, p)
+	}
+	h.mu.Unlock()
+	for _, p := range all {
+		h.remove(p, "closing")
+	}
+	return nil
+}
+
+// closeDone marks the Hub closed: no session is added, and reads end once
+// what was received is read.
+func (h *Hub) closeDone() {
+	h.doneOnce.Do(func() {
 		h.mu.Lock()
 		close(h.done)
-		all := make([]*peer, 0, len(h.peers))
-		for _, p := range h.peers {
-			all = append(all, p)
-		}
 		h.mu.Unlock()
-		for _, p := range all {
-			h.remove(p, "server closing")
-		}
 	})
-	return nil
 }
 
 // closeIdle ends the sessions that received nothing since before cutoff.

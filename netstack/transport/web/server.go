@@ -129,8 +129,11 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.tcpGate.init(cfg.PerAddress, cfg.MaxSessions+cfg.PerAddress)
-	s.udpGate.init(cfg.PerAddress, cfg.MaxSessions+cfg.PerAddress)
+	// Connections besides the sessions': pages, /web.json, refused
+	// upgrades on their way out.
+	total := 2*cfg.MaxSessions + cfg.PerAddress
+	s.tcpGate.init(cfg.PerAddress, total)
+	s.udpGate.init(cfg.PerAddress, total)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadCerts(); err != nil {
 		return nil, err

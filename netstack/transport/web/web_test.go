@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func startRig(t *testing.T, mod func(*web.Config)) *rig {
 	r.srv.Handle(typeBulk, func(id uint32, _ *wire.Header, p []byte) { r.srv.Send(id, typeBulk, wire.ReliableOrdered, p) })
 	r.srv.Start()
 	t.Cleanup(func() { r.srv.Close() })
-	cfg := web.Config{Hub: r.hub, Bind: loopback, WebTransport: true, WebSocket: true,
+	cfg := web.Config{Hub: r.hub, Bind: loopback, WebTransport: true, WebSocket: true, Taken: r.srv.PeerAt,
 		Logger: slog.New(slog.DiscardHandler), Info: func() web.Info { return web.Info{Pin: r.srv.Pin()} }}
 	if mod != nil {
 		mod(&cfg)
@@ -233,4 +234,67 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestClientSeesTheEnd: when the server ends a web session, the client's
+// transport reads what arrived before and then reports it closed, so the
+// netstack client ends at once instead of timing out.
+func TestClientSeesTheEnd(t *testing.T) {
+	for _, kind := range []string{"webtransport", "websocket"} {
+		t.Run(kind, func(t *testing.T) {
+			r := startRig(t, nil)
+			cli, _ := r.dial(t, kind, "ender")
+			start := time.Now()
+			r.web.Close()
+			select {
+			case <-cli.Done():
+			case <-time.After(waitLong):
+				t.Fatal("the client did not end after its session ended")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("the client ended %v after its session; the liveness timeout, not the transport, ended it", d)
+			}
+		})
+	}
+}
+
+// TestPeerKeyAvoidsUDPPeers: a WebSocket session from the same IP address
+// and port number as a UDP client's session gets another peer address, and
+// both sessions work.
+func TestPeerKeyAvoidsUDPPeers(t *testing.T) {
+	r := startRig(t, nil)
+	u, err := transport.ListenUDP("udp4", netip.AddrPortFrom(loopback, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	udpCli, err := netstack.Dial(ctx, netstack.ClientConfig{Server: r.srv.Addr(), Name: "udp", Pin: r.srv.Pin(), Transport: u,
+		Registry: r.reg, Welcome: gamemsg.TypeGameStateSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udpCli.Close()
+	d := &net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(u.LocalAddr())}
+	ws, err := web.DialWebSocket(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", r.web.Port(), web.PathWebSocket), web.ClientOptions{Dialer: d})
+	if err != nil {
+		t.Skipf("TCP port %d taken: %v", u.LocalAddr().Port(), err)
+	}
+	defer ws.Close()
+	wsCli, err := netstack.Dial(ctx, netstack.ClientConfig{Server: ws.Peer(), Name: "ws", Pin: r.srv.Pin(), Transport: ws,
+		Registry: r.reg, Welcome: gamemsg.TypeGameStateSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wsCli.Close()
+	addrs := map[netip.AddrPort]bool{}
+	for _, c := range r.srv.Clients() {
+		addrs[c.Addr] = true
+	}
+	if len(addrs) != 2 || !addrs[u.LocalAddr()] {
+		t.Fatalf("client addresses %v; want the UDP client's %v and another", addrs, u.LocalAddr())
+	}
+	echo(t, udpCli, []byte("udp"))
+	echo(t, wsCli, []byte("ws"))
 }

@@ -27,9 +27,15 @@ func (l *wsLink) send(b []byte) error {
 	return l.c.Write(ctx, websocket.MessageBinary, b)
 }
 
+// close sends the close frame and waits (up to the library's 5 s) for the
+// peer's, on a goroutine of its own: callers (the janitor, the writer) do
+// not wait. The read loop's context ends after, so that the close frame
+// is not cut off.
 func (l *wsLink) close(reason string) {
-	l.cancel()
-	_ = l.c.Close(websocket.StatusGoingAway, reason)
+	go func() {
+		_ = l.c.Close(websocket.StatusGoingAway, reason)
+		l.cancel()
+	}()
 }
 
 // serveWS reads a WebSocket session's messages until it ends: each binary
