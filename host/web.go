@@ -48,7 +48,6 @@ func (s *Server) openWeb() error {
 		Taken:  s.net.PeerAt,
 		Info:   func() web.Info { return web.Info{Pin: s.Pin(), Name: s.cfg.Server.Name} },
 		Logger: s.log,
-		Page:   webpage.Handler(),
 		OnRotate: func(hs []web.CertHash) {
 			s.log.Info("WebTransport certificate rotated; pages fetch the new hashes from /web.json", "cert_hashes", strings.Join(hashStrings(hs), " "))
 		},
@@ -57,6 +56,8 @@ func (s *Server) openWeb() error {
 		s.web.hub.Close()
 		return fmt.Errorf("web transports: %w", err)
 	}
+	// The game page (host/webpage) on the same origin as /ws and /web.json.
+	srv.Handle("GET /", webpage.Handler())
 	s.web.srv = srv
 	return nil
 }

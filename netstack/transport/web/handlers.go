@@ -54,9 +54,6 @@ func (s *Server) routes() {
 	if s.cfg.WebSocket {
 		s.mux.HandleFunc("GET "+PathWebSocket, s.upgradeWS)
 	}
-	if s.cfg.Page != nil {
-		s.mux.Handle("GET /", s.cfg.Page)
-	}
 }
 
 // originAllowed: no Origin (not a browser), the server's own page (the

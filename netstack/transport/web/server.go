@@ -78,8 +78,6 @@ type Config struct {
 	// OnRotate is called after the self-signed certificate rotated, with
 	// the hashes now published.
 	OnRotate func([]CertHash)
-	// Page, when set, serves every other GET on TCP (the game page).
-	Page http.Handler
 }
 
 // Server serves web sessions into a Hub.
