@@ -32,7 +32,8 @@ const game = {
 (window as unknown as { tagarena: typeof tagarena }).tagarena = tagarena;
 
 const names = new Map<number, { name: string; bot: boolean }>();
-let target = { x: 500, y: 500 };
+// Where the player steers to; none until the mouse or a key says (the player stays where it came in).
+let target: { x: number; y: number } | undefined;
 
 function say(line: string): void {
   game.log.push(line);
@@ -95,6 +96,7 @@ function onMessage(m: spark.Message): void {
       break;
     }
     case ARENA_NAMES_ID: {
+      if (game.phase === "lobby") show("room"); // a server without rooms: the match is the room
       const n = decodeArenaNames(m.payload);
       names.clear();
       n.ids.forEach((id, i) => names.set(id, { name: n.names[i], bot: n.bots[i] === 1 }));
@@ -174,9 +176,9 @@ function draw(): void {
 
 function steer(): void {
   const c = game.client;
-  if (!c || game.phase !== "room") return;
-  const me = game.players.find((p) => p.id === game.me);
-  const from = me ?? { x: 500, y: 500 };
+  if (!c || game.phase !== "room" || !target) return;
+  const from = game.players.find((p) => p.id === game.me);
+  if (!from) return;
   const dx = target.x - from.x, dy = target.y - from.y;
   const d = Math.hypot(dx, dy);
   const step = Math.min(d, 15);
