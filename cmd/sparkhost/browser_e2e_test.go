@@ -80,6 +80,8 @@ type scenarioResult struct {
 	Pins               []string `json:"pins"`
 	Crypto             string   `json:"crypto"`
 	MaxDatagram        int      `json:"maxDatagram"`
+	HandshakeCrypto    string   `json:"handshakeCrypto"`
+	WrongPin           string   `json:"wrongPin"`
 	Chat               string   `json:"chat"`
 	CreateCode         int      `json:"createCode"`
 	ListedWithPassword bool     `json:"listedWithPassword"`
@@ -150,6 +152,13 @@ func checkScenario(t *testing.T, kind, pin string, r *scenarioResult) {
 	}
 	if len(r.Pins) != 2 || r.Pins[0] != pin || r.Pins[1] != pin {
 		t.Errorf("pins %v, want the console's %s", r.Pins, pin)
+	}
+	// Chromium's WebCrypto has X25519 and Ed25519: the handshake uses it.
+	if r.HandshakeCrypto != "async: X25519 SHA-256 Ed25519 HKDF HMAC" {
+		t.Errorf("handshake crypto %q, want all from WebCrypto", r.HandshakeCrypto)
+	}
+	if r.WrongPin != "ServerIdentityMismatch" {
+		t.Errorf("a wrong pin: %q, want ServerIdentityMismatch", r.WrongPin)
 	}
 	if r.Chat != "alice: hello from alice" {
 		t.Errorf("chat %q", r.Chat)

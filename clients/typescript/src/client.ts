@@ -152,6 +152,12 @@ export class Client {
   readonly th: Uint8Array;
   /** The server's identity pin. */
   readonly serverPin: string;
+  /**
+   * Which handshake primitives came from the platform's asynchronous crypto
+   * ("async: X25519 SHA-256 Ed25519 HKDF HMAC" with a browser's WebCrypto),
+   * or "sync" (node:crypto, or a browser without them in WebCrypto).
+   */
+  handshakeCrypto = "sync";
   /** The admission's GameStateSync header and entity types. */
   gameState: GameStateSync | undefined;
   /** The highest-revision ModuleSchemas announcement received (§10.2). */
@@ -286,8 +292,14 @@ export class Client {
   }
 
   /** The transport is open: the handshake over it. */
-  private static handshake(socket: Transport, opts: ClientOptions, trusts: (identity: Uint8Array) => boolean, nameBytes: Uint8Array): Promise<Client> {
-    const hs = new ClientHandshake();
+  private static async handshake(socket: Transport, opts: ClientOptions, trusts: (identity: Uint8Array) => boolean, nameBytes: Uint8Array): Promise<Client> {
+    let hs: ClientHandshake;
+    try {
+      hs = await ClientHandshake.create();
+    } catch (e) {
+      socket.close();
+      throw e;
+    }
     return new Promise<Client>((resolve, reject) => {
       let client: Client | undefined;
       let resends = 0;
@@ -338,13 +350,19 @@ export class Client {
             cookieReplies++;
             sendHello(); // the hello echoing a cookie is a send, not a resend
           } else if (pkt.type === T_CONNECT_ACCEPTED) {
-            const session = hs.accept(pkt.payload, trusts);
-            if (!session) return;
-            clearTimeout(timer);
-            const c = new Client(socket, opts, session);
-            client = c;
-            c.admission = { resolve: () => { done = true; resolve(c); }, reject: fail };
-            c.start(nameBytes);
+            // Checked asynchronously where the platform's crypto is (WebCrypto);
+            // the first that yields a session wins.
+            hs.acceptAsync(pkt.payload, trusts).then((session) => {
+              if (!session || client || done) return;
+              clearTimeout(timer);
+              const c = new Client(socket, opts, session);
+              c.handshakeCrypto = hs.asyncUsed.length > 0 ? `async: ${hs.asyncUsed.join(" ")}` : "sync";
+              client = c;
+              c.admission = { resolve: () => { done = true; resolve(c); }, reject: fail };
+              c.start(nameBytes);
+            }, (e) => {
+              if (e instanceof HandshakeFailure) fail(new ClientError(e.reason, e.message));
+            });
           } else if (pkt.type === T_CONNECT_REJECTED) {
             const rej = parseRejected(pkt.payload);
             fail(new ClientError(rej.reasonName, `server refused (server_version ${rej.serverVersion}): ${rej.detail}`));

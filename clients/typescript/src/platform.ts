@@ -12,6 +12,26 @@ export interface X25519Key {
   agree(peer: Uint8Array): Uint8Array | undefined;
 }
 
+/** An X25519 key pair whose agreement is asynchronous (WebCrypto's). */
+export interface AsyncX25519Key {
+  readonly publicKey: Uint8Array;
+  agree(peer: Uint8Array): Promise<Uint8Array | undefined>;
+}
+
+/**
+ * The handshake's primitives from an asynchronous implementation (the
+ * browser's WebCrypto), used where the platform has them. Each answers
+ * undefined when this platform does not support the algorithm; the
+ * synchronous primitives of the CryptoProvider then serve.
+ */
+export interface AsyncHandshakeCrypto {
+  x25519(): Promise<AsyncX25519Key | undefined>;
+  ed25519Verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean | undefined>;
+  sha256(...parts: Uint8Array[]): Promise<Uint8Array | undefined>;
+  hkdfSha256(ikm: Uint8Array, salt: Uint8Array, info: Uint8Array, length: number): Promise<Uint8Array | undefined>;
+  hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array | undefined>;
+}
+
 /**
  * The primitives of docs/protocol.md §3–§4. They are synchronous: frames
  * are sealed and opened inside the receive loop, in order.
@@ -32,6 +52,8 @@ export interface CryptoProvider {
   open(key: Uint8Array, nonce: Uint8Array, aad: Uint8Array, sealed: Uint8Array): Uint8Array | undefined;
   /** PBKDF2-HMAC-SHA-256 (room passwords, §13.7). */
   pbkdf2Sha256(password: Uint8Array, salt: Uint8Array, iterations: number, length: number): Promise<Uint8Array>;
+  /** The handshake's primitives where the platform has them asynchronously (browsers: WebCrypto). */
+  readonly handshake?: AsyncHandshakeCrypto;
 }
 
 /**

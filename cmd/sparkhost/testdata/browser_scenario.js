@@ -16,6 +16,16 @@
     out.pins = [a.client.serverPin, b.client.serverPin];
     out.crypto = S.cryptoOf().name;
     out.maxDatagram = a.link.maxDatagram ?? 0;
+    out.handshakeCrypto = a.client.handshakeCrypto;
+    // Another pin: the handshake gives up (the browser trusts the pin, not the Web PKI).
+    const wrongPin = PIN.slice(0, -2) + (PIN.endsWith("AA") ? "BA" : "AA");
+    try {
+      const w = await S.connectWeb({ name: "mallory", pin: wrongPin, prefer: KIND, webTransportTimeoutMs: 8000 });
+      out.wrongPin = "admitted";
+      await w.client.close();
+    } catch (e) {
+      out.wrongPin = e.reason || String(e);
+    }
     step("handshake");
 
     // Chat: a global RoomChat from the lobby reaches bob.

@@ -75,13 +75,18 @@ export async function connectWeb(opts: ConnectWebOptions): Promise<WebConnection
     if (!info.webtransport) fallbackReason = "the server does not serve WebTransport";
     else if (typeof WebTransport === "undefined") fallbackReason = "this browser has no WebTransport";
     else {
+      // Only a WebTransport that does not open falls back; a handshake
+      // that fails over it (a wrong pin, a refusal) fails as it is.
+      let t: Transport | undefined;
       try {
         const hashes = info.webtransport.cert_hashes.filter((h) => h.algorithm === "sha-256").map((h) => fromBase64(h.value));
-        const t = await withTimeout(openWebTransport(`https://${hostPort}${info.webtransport.path}`, hashes), opts.webTransportTimeoutMs ?? 3000, "WebTransport");
-        const client = await Client.connect(clientOpts(t));
-        return { client, transport: t.kind, link: t, info };
+        t = await withTimeout(openWebTransport(`https://${hostPort}${info.webtransport.path}`, hashes), opts.webTransportTimeoutMs ?? 3000, "WebTransport");
       } catch (e) {
         fallbackReason = `WebTransport: ${(e as Error).message ?? e}`;
+      }
+      if (t) {
+        const client = await Client.connect(clientOpts(t));
+        return { client, transport: t.kind, link: t, info };
       }
     }
     if (prefer === "webtransport") throw new Error(fallbackReason);

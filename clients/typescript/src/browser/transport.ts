@@ -30,7 +30,13 @@ export async function openWebTransport(url: string, certHashes: Uint8Array[]): P
   const options: WebTransportOptions = {};
   if (certHashes.length > 0) options.serverCertificateHashes = certHashes.map((value) => ({ algorithm: "sha-256", value: value as BufferSource }));
   const wt = new WebTransport(url, options);
-  await wt.ready;
+  wt.closed.catch(() => {}); // a session that never opens rejects both; ready reports it
+  try {
+    await wt.ready;
+  } catch (e) {
+    wt.close();
+    throw e;
+  }
   const hooks = new Hooks();
   const writer = wt.datagrams.writable.getWriter();
   let overflow: Promise<WritableStreamDefaultWriter<Uint8Array>> | undefined;
