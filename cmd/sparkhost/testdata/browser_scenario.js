@@ -1,5 +1,6 @@
 // The browser client's scenario, run in the game page by
-// TestBrowserClient: KIND is "webtransport" or "websocket", PIN the
+// TestBrowserClient: __PREFER__ is the transport asked for ("auto",
+// "webtransport" or "websocket"), __EXPECT__ the one expected, __PIN__ the
 // server's pin from its console. Resolves with what happened; the Go test
 // checks it. Every wait is bounded.
 (async () => {
@@ -8,7 +9,7 @@
   const step = (s) => out.steps.push(s);
   const RO = S.Channel.ReliableOrdered;
   const result = (c, req) => c.waitFor((m) => m.type === S.RoomType.Result && S.parseRoomResult(m.payload).request === req, 10000).then((m) => S.parseRoomResult(m.payload));
-  const connect = (name) => S.connectWeb({ name, pin: PIN, prefer: KIND, schemas: T.SCHEMAS, webTransportTimeoutMs: 8000 });
+  const connect = (name) => S.connectWeb({ name, pin: __PIN__, prefer: __PREFER__, schemas: T.SCHEMAS, webTransportTimeoutMs: 8000 });
   try {
     const a = await connect("alice");
     const b = await connect("bob");
@@ -17,10 +18,12 @@
     out.crypto = S.cryptoOf().name;
     out.maxDatagram = a.link.maxDatagram ?? 0;
     out.handshakeCrypto = a.client.handshakeCrypto;
+    out.fallback = a.fallbackReason || "";
+    out.secure = window.isSecureContext;
     // Another pin: the handshake gives up (the browser trusts the pin, not the Web PKI).
-    const wrongPin = PIN.slice(0, -2) + (PIN.endsWith("AA") ? "BA" : "AA");
+    const wrongPin = __PIN__.slice(0, -2) + (__PIN__.endsWith("AA") ? "BA" : "AA");
     try {
-      const w = await S.connectWeb({ name: "mallory", pin: wrongPin, prefer: KIND, webTransportTimeoutMs: 8000 });
+      const w = await S.connectWeb({ name: "mallory", pin: wrongPin, prefer: __PREFER__, webTransportTimeoutMs: 8000 });
       out.wrongPin = "admitted";
       await w.client.close();
     } catch (e) {
@@ -68,11 +71,11 @@
     // Over WebTransport, datagrams larger than the browser's
     // maxDatagramSize take the overflow stream (§14.3): carol packs into
     // 1,400-byte datagrams over a link that does not tell its maximum.
-    if (KIND === "webtransport") {
+    if (__EXPECT__ === "webtransport") {
       const hashes = a.info.webtransport.cert_hashes.map((h) => Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)));
       const link = await S.openWebTransport(`https://127.0.0.1:${a.info.port}/wt`, hashes);
       const wide = { kind: link.kind, send: link.send, onDatagram: link.onDatagram, onError: link.onError, close: link.close };
-      const carol = await S.Client.connect({ host: "127.0.0.1", port: a.info.port, name: "carol", pin: PIN, schemas: T.SCHEMAS, datagramSize: 1400, transport: () => Promise.resolve(wide) });
+      const carol = await S.Client.connect({ host: "127.0.0.1", port: a.info.port, name: "carol", pin: __PIN__, schemas: T.SCHEMAS, datagramSize: 1400, transport: () => Promise.resolve(wide) });
       const cj = result(carol, S.RoomType.Join);
       carol.send(S.RoomType.Join, RO, await S.roomJoin(room, carol.th, "hunter2", info));
       await cj;
@@ -127,7 +130,7 @@
     const rejoined = result(a2.client, S.RoomType.Join);
     a2.client.send(S.RoomType.Join, RO, await S.roomJoin(room, a2.client.th, "hunter2", info));
     out.rejoinCode = (await rejoined).code;
-    out.reconnected = a2.client.id !== oldId && a2.transport === KIND;
+    out.reconnected = a2.client.id !== oldId && a2.transport === __EXPECT__;
     step("reconnect");
     await a2.client.close("done");
     await b.client.close("done");

@@ -73,7 +73,11 @@ export async function connectWeb(opts: ConnectWebOptions): Promise<WebConnection
   let fallbackReason: string | undefined;
   if (prefer !== "websocket") {
     if (!info.webtransport) fallbackReason = "the server does not serve WebTransport";
-    else if (typeof WebTransport === "undefined") fallbackReason = "this browser has no WebTransport";
+    else if (typeof WebTransport === "undefined") {
+      fallbackReason = globalThis.isSecureContext === false
+        ? "no WebTransport in this page: browsers give it to secure contexts only (https://, or http://localhost)"
+        : "this browser has no WebTransport";
+    }
     else {
       // Only a WebTransport that does not open falls back; a handshake
       // that fails over it (a wrong pin, a refusal) fails as it is.
