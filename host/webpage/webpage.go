@@ -9,7 +9,7 @@
 // and TestAssetsUpToDate fails when the committed ones are stale.
 package webpage
 
-//go:generate sh -c "cd ../../clients/typescript && npm ci --no-audit --no-fund && node build.mjs ../../host/webpage/assets"
+//go:generate sh -c "cd ../../clients/typescript && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs ../../host/webpage/assets"
 
 import (
 	"embed"
