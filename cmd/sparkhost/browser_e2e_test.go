@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -290,7 +292,9 @@ func TestBrowserGamePage(t *testing.T) {
 	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("starting Chromium: %v", err)
 	}
+	// Both in the lobby first: bob's list learns of alice's room by a RoomUpdate.
 	alice := gamePlayer(t, first, origin, "alice")
+	bob := gamePlayer(t, first, origin, "bob")
 	if err := chromedp.Do(alice, chromedp.SendKeys("#room-name", "arena")); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +302,6 @@ func TestBrowserGamePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPage(t, alice, "alice in her room", `sparkGame.phase === "room"`)
-	bob := gamePlayer(t, first, origin, "bob")
 	waitPage(t, bob, "the room in bob's list", `document.querySelectorAll("#rooms button").length > 0`)
 	if err := chromedp.Do(bob, chromedp.Click("#rooms button")); err != nil {
 		t.Fatal(err)
@@ -306,6 +309,10 @@ func TestBrowserGamePage(t *testing.T) {
 	both := `(() => { const n = sparkGame.players.map((p) => p.name); return ["alice", "bob", "bot 1", "bot 2", "bot 3"].every((w) => n.includes(w)); })()`
 	waitPage(t, bob, "bob sees everyone", both)
 	waitPage(t, alice, "alice sees everyone", both)
+	// A background tab draws no frames (requestAnimationFrame): alice's to the front.
+	if _, err := chromedp.Call(alice, page.BringToFront, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(500 * time.Millisecond) // a few frames drawn with everyone
 	facts, err := chromedp.Run(alice, chromedp.Evaluate[pageFacts](pageFactsJS))
 	if err != nil {

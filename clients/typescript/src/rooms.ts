@@ -93,6 +93,20 @@ export function parseRoomChat(p: Uint8Array): RoomChatLine {
   return out;
 }
 
+/** A RoomUpdate (45): a room created or changed, or gone. */
+export interface RoomUpdate {
+  gone: boolean;
+  info: RoomInfo;
+}
+
+export function parseRoomUpdate(p: Uint8Array): RoomUpdate {
+  const r = new Reader(p);
+  const kind = r.u8();
+  const info = readRoomInfo(r);
+  r.end();
+  return { gone: kind === 1, info };
+}
+
 export function roomListRequest(offset = 0): Uint8Array {
   return new Writer().u16(offset).bytesOut();
 }

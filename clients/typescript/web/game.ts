@@ -77,9 +77,15 @@ function onMessage(m: spark.Message): void {
       renderRooms();
       break;
     }
-    case spark.RoomType.Update:
-      game.client?.send(spark.RoomType.ListRequest, spark.Channel.ReliableOrdered, spark.roomListRequest(0));
+    case spark.RoomType.Update: {
+      // Applied in place: asking for the list again would spend the room request budget.
+      const u = spark.parseRoomUpdate(m.payload);
+      game.rooms = game.rooms.filter((r) => r.room !== u.info.room);
+      if (!u.gone) game.rooms.push(u.info);
+      game.rooms.sort((a, b) => a.room - b.room);
+      renderRooms();
       break;
+    }
     case spark.RoomType.Result: {
       const r = spark.parseRoomResult(m.payload);
       if (r.code !== 0) say(`room: ${r.detail}`);
