@@ -149,13 +149,16 @@ func TestBrowserGeneratedTypes(t *testing.T) {
 
 // TestBrowserCryptoMatchesVectors runs the protocol vectors and the room
 // password vector over the browser's crypto provider (WebCrypto and the
-// @noble packages), bundled by esbuild and run in Node, which has WebCrypto.
+// @noble packages), and the overflow stream's frame reader against split,
+// hostile and random input, bundled by esbuild and run in Node, which has
+// WebCrypto.
 func TestBrowserCryptoMatchesVectors(t *testing.T) {
 	dir := browserBuilt(t)
 	vectors, _ := filepath.Abs("../../netstack/testdata")
 	for _, c := range []struct{ script, want string }{
 		{"test/browser_vectors.ts", "vectors ok (crypto: WebCrypto + @noble)"},
 		{"test/browser_rooms.ts", "rooms ok (crypto: WebCrypto + @noble)"},
+		{"test/browser_frames.ts", "frames ok"},
 	} {
 		js := filepath.Join(dir, "out", strings.TrimSuffix(filepath.Base(c.script), ".ts")+".cjs")
 		if out, err := run(dir, time.Minute, "node_modules/.bin/esbuild", c.script, "--bundle", "--platform=node", "--log-level=warning", "--outfile="+js); err != nil {

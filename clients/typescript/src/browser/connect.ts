@@ -84,7 +84,13 @@ export async function connectWeb(opts: ConnectWebOptions): Promise<WebConnection
       let t: Transport | undefined;
       try {
         const hashes = info.webtransport.cert_hashes.filter((h) => h.algorithm === "sha-256").map((h) => fromBase64(h.value));
-        t = await withTimeout(openWebTransport(`https://${hostPort}${info.webtransport.path}`, hashes), opts.webTransportTimeoutMs ?? 3000, "WebTransport");
+        const opening = openWebTransport(`https://${hostPort}${info.webtransport.path}`, hashes);
+        try {
+          t = await withTimeout(opening, opts.webTransportTimeoutMs ?? 3000, "WebTransport");
+        } catch (e) {
+          opening.then((late) => late.close(), () => {}); // one that opens after the fallback is closed
+          throw e;
+        }
       } catch (e) {
         fallbackReason = `WebTransport: ${(e as Error).message ?? e}`;
       }

@@ -102,33 +102,54 @@ async function readOverflow(wt: WebTransport, hooks: Hooks): Promise<void> {
   }
 }
 
+/**
+ * Splits an overflow stream into its frames (§14.2): a 2-byte big-endian
+ * length L (1..65,507) and L bytes of datagram. push takes the stream's
+ * chunks as they come and returns the whole datagrams; it throws on a frame
+ * length of 0 or over 65,507. end throws when the stream ended inside a
+ * frame. It holds at most one frame's bytes.
+ */
+export class FrameReader {
+  private buf = new Uint8Array(0);
+
+  push(chunk: Uint8Array): Uint8Array[] {
+    const next = new Uint8Array(this.buf.length + chunk.length);
+    next.set(this.buf, 0);
+    next.set(chunk, this.buf.length);
+    let b = next;
+    const out: Uint8Array[] = [];
+    while (b.length >= 2) {
+      const n = (b[0] << 8) | b[1];
+      if (n === 0 || n > MAX_FRAME) throw new Error(`overflow frame of ${n} bytes`);
+      if (b.length < 2 + n) break;
+      out.push(b.slice(2, 2 + n));
+      b = b.subarray(2 + n);
+    }
+    this.buf = b.slice();
+    return out;
+  }
+
+  end(): void {
+    if (this.buf.length > 0) throw new Error("overflow stream ended inside a frame");
+  }
+}
+
 async function readFrames(stream: ReadableStream<Uint8Array>, hooks: Hooks): Promise<void> {
   const reader = stream.getReader();
-  let buf = new Uint8Array(0);
+  const frames = new FrameReader();
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) {
-        if (buf.length > 0) hooks.fail(new Error("overflow stream ended inside a frame"));
+        frames.end();
         return;
       }
-      const next = new Uint8Array(buf.length + value.length);
-      next.set(buf, 0);
-      next.set(value, buf.length);
-      buf = next;
-      while (buf.length >= 2) {
-        const n = (buf[0] << 8) | buf[1];
-        if (n === 0 || n > MAX_FRAME) {
-          hooks.fail(new Error(`overflow frame of ${n} bytes`));
-          return;
-        }
-        if (buf.length < 2 + n) break;
-        hooks.datagram(buf.slice(2, 2 + n));
-        buf = buf.subarray(2 + n);
-      }
+      for (const d of frames.push(value)) hooks.datagram(d);
     }
-  } catch {
-    // The session ended.
+  } catch (e) {
+    // A bad frame ends the session (§14.2); a stream the session's end cut
+    // short is reported by wt.closed.
+    if (e instanceof Error && e.message.startsWith("overflow")) hooks.fail(e);
   }
 }
 
