@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
+	"github.com/sparkhost/sparkhost/sim/roomauth"
 )
 
 // player is a client over a real transport (UDP, WebTransport or
@@ -411,4 +413,20 @@ func playRooms(t *testing.T, bin, kind string) {
 	}
 	dave.send(typeEchoIn, echoPayload(big))
 	dave.await("the echo after reconnecting", isType(typeEchoOut))
+
+	// A room with a password: a wrong proof is refused; the right one,
+	// bound to the joiner's own session (its channel binding), opens it.
+	v, err := roomauth.NewVerifier("sesame", roomauth.MinIterations, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := dave.ok(gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{Name: "secret", Mode: "tag", Capacity: 4,
+		Password: true, Salt: v.Salt, Iterations: v.Iterations, StoredKey: v.StoredKey}))
+	erin := dialPlayer(t, rs, kind, "erin")
+	bad, _ := roomauth.Proof("open up", v.Salt, v.Iterations, secret, erin.c.ChannelBinding())
+	erin.refused(gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: secret, Proof: bad[:]}), gamemsg.RoomWrongPassword)
+	good, _ := roomauth.Proof("sesame", v.Salt, v.Iterations, secret, erin.c.ChannelBinding())
+	if got := erin.ok(gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: secret, Proof: good[:]})); got != secret {
+		t.Fatalf("joined room %d, want %d", got, secret)
+	}
 }

@@ -35,7 +35,7 @@ type rig struct {
 	reg *wire.Registry
 }
 
-func registry(t *testing.T) *wire.Registry {
+func registry(t testing.TB) *wire.Registry {
 	t.Helper()
 	reg := gamemsg.NewRegistry()
 	if err := reg.Register("web-test", wire.Schema{ID: typeBulk, Name: "bulk", Direction: wire.BothDirections, Channel: wire.ReliableOrdered,
@@ -45,7 +45,14 @@ func registry(t *testing.T) *wire.Registry {
 	return reg
 }
 
-func startRig(t *testing.T, mod func(*web.Config)) *rig {
+func startRig(t testing.TB, mod func(*web.Config)) *rig {
+	t.Helper()
+	return startRigWith(t, mod, nil)
+}
+
+// startRigWith is startRig with the netstack server's config changed by
+// modNet too.
+func startRigWith(t testing.TB, mod func(*web.Config), modNet func(*netstack.ServerConfig)) *rig {
 	t.Helper()
 	u, err := transport.ListenUDP("udp4", netip.AddrPortFrom(loopback, 0), 0)
 	if err != nil {
@@ -55,12 +62,16 @@ func startRig(t *testing.T, mod func(*web.Config)) *rig {
 	r.mux = transport.NewMux(u, r.hub)
 	t.Cleanup(func() { r.mux.Close(); r.hub.Close() })
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	r.srv, err = netstack.NewServer(netstack.ServerConfig{Transport: r.mux, Identity: priv, Registry: r.reg,
+	nc := netstack.ServerConfig{Transport: r.mux, Identity: priv, Registry: r.reg,
 		Logger: slog.New(slog.DiscardHandler),
 		Welcome: func(client uint32, dst []byte) (wire.MessageType, wire.Channel, []byte) {
 			return gamemsg.TypeGameStateSync, wire.ReliableOrdered, gamemsg.AppendGameStateSync(dst, &gamemsg.GameStateSync{
 				ClientID: client, TickRate: 60, ReplicationRate: 20, ServerName: "web", Mode: gamemsg.ModeCustom})
-		}})
+		}}
+	if modNet != nil {
+		modNet(&nc)
+	}
+	r.srv, err = netstack.NewServer(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
