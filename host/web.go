@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/sparkhost/sparkhost/host/webpage"
 	"net"
 	"net/netip"
 	"strconv"
@@ -55,6 +56,8 @@ func (s *Server) openWeb() error {
 		s.web.hub.Close()
 		return fmt.Errorf("web transports: %w", err)
 	}
+	// The game page (host/webpage) on the same origin as /ws and /web.json.
+	srv.Handle("GET /", webpage.Handler())
 	s.web.srv = srv
 	return nil
 }

@@ -150,6 +150,9 @@ func TestMain(m *testing.M) {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+	if npmDir != "" {
+		os.RemoveAll(npmDir)
+	}
 	os.Exit(code)
 }
 
@@ -197,6 +200,15 @@ func TestRuntimeMatchesProtocolVectors(t *testing.T) {
 	vectors, _ := filepath.Abs("../../netstack/testdata")
 	if out := runNode(t, dir, "test/vectors.js", vectors); !strings.Contains(out, "vectors ok") {
 		t.Fatalf("vectors:\n%s", out)
+	}
+}
+
+// TestTSRooms: the room payloads and the password vector of §13.7 over
+// node:crypto.
+func TestTSRooms(t *testing.T) {
+	dir := compiled(t)
+	if out := runNode(t, dir, "test/rooms.js"); !strings.Contains(out, "rooms ok (crypto: node:crypto)") {
+		t.Fatalf("rooms:\n%s", out)
 	}
 }
 

@@ -1,4 +1,4 @@
-// A sparkhost protocol v4 client for Node.js, written from docs/protocol.md:
+// A sparkhost protocol v4 client for Node.js and browsers, written from docs/protocol.md:
 // the handshake (§3.10), sealed frames (§4), packed bodies (§5.1),
 // reliability with acknowledgements, ordering and fragmentation (§5.3, §5.4),
 // refusals (§5.6), heartbeats and close (§6), and the ModuleSchemas table
@@ -15,9 +15,7 @@ import { Channel, Record, parseBody, recordHeaderLen, writeRecord } from "./body
 import { MessageSchema, ModuleProtocols, ModuleSchemas, RefuseReason, checkFromServer, fieldLayout, parseModuleProtocols, parseModuleSchemas, BUILTIN_CLIENT_TYPES } from "./schemas";
 import { HoldQueue } from "./hold";
 import { GameStateSync, parseGameStateSync } from "./gamestate";
-
-const dgram = require("dgram");
-const crypto = require("crypto");
+import { Transport, cryptoOf, debug, now, openDefaultTransport } from "./platform";
 
 // Message types the runtime handles itself (§9).
 const T_DISCONNECT = 4;
@@ -75,6 +73,12 @@ export interface ClientOptions {
   schemas?: MessageSchema[];
   /** UDP payload bytes per datagram (§5.5), 1200..65507; 1200 by default. */
   datagramSize?: number;
+  /**
+   * The datagram path to the server; by default the platform's (Node: a UDP
+   * socket to host:port). Browsers pass a WebTransport or WebSocket one
+   * (connectWeb does). The client packs into min(datagramSize, its maxDatagram).
+   */
+  transport?: () => Promise<Transport>;
 }
 
 /** A message received from the server, after its schema check. */
@@ -134,10 +138,6 @@ interface Reassembly {
 
 type Held = Message | null; // null: a refused or abandoned message keeps its ordered turn
 
-function now(): number {
-  return Number(process.hrtime.bigint() / 1000000n);
-}
-
 export class ClientError extends Error {
   constructor(readonly reason: string, detail: string) {
     super(`${reason}: ${detail}`);
@@ -152,6 +152,12 @@ export class Client {
   readonly th: Uint8Array;
   /** The server's identity pin. */
   readonly serverPin: string;
+  /**
+   * Which handshake primitives came from the platform's asynchronous crypto
+   * ("async: X25519 SHA-256 Ed25519 HKDF HMAC" with a browser's WebCrypto),
+   * or "sync" (node:crypto, or a browser without them in WebCrypto).
+   */
+  handshakeCrypto = "sync";
   /** The admission's GameStateSync header and entity types. */
   gameState: GameStateSync | undefined;
   /** The highest-revision ModuleSchemas announcement received (§10.2). */
@@ -183,8 +189,8 @@ export class Client {
   private readonly closeWaiters: ((c: CloseInfo) => void)[] = [];
   private admitted = false;
   private admission: { resolve: () => void; reject: (e: Error) => void } | undefined;
-  private service: unknown;
-  private flushTimer: unknown;
+  private service: ReturnType<typeof setInterval> | undefined;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   // Send side.
   private nextReliable = 1;
@@ -223,13 +229,13 @@ export class Client {
   private noticeRefill = now();
   private noticeSuppressed = 0;
 
-  private constructor(private readonly socket: NodeSocket, private readonly opts: ClientOptions, session: Session) {
+  private constructor(private readonly socket: Transport, private readonly opts: ClientOptions, session: Session) {
     this.id = session.clientId;
     this.th = session.th;
     this.serverPin = pinOf(session.identity);
     this.sealer = new Sealer(session.kc2s, now);
     this.opener = new Opener(session.ks2c, now);
-    this.datagramSize = opts.datagramSize ?? 1200;
+    this.datagramSize = Math.min(opts.datagramSize ?? 1200, socket.maxDatagram ?? 65507);
     for (const s of opts.schemas ?? []) this.known.set(s.id, s);
   }
 
@@ -281,14 +287,24 @@ export class Client {
     const nameBytes = utf8Bytes(opts.name);
     if (nameBytes.length > 64) return Promise.reject(new Error("name longer than 64 bytes"));
 
-    const family = opts.host.includes(":") ? "udp6" : "udp4";
-    const socket = dgram.createSocket(family);
-    const hs = new ClientHandshake();
+    const open = opts.transport ?? (() => openDefaultTransport(opts.host, opts.port));
+    return open().then((socket) => Client.handshake(socket, opts, trusts, nameBytes));
+  }
+
+  /** The transport is open: the handshake over it. */
+  private static async handshake(socket: Transport, opts: ClientOptions, trusts: (identity: Uint8Array) => boolean, nameBytes: Uint8Array): Promise<Client> {
+    let hs: ClientHandshake;
+    try {
+      hs = await ClientHandshake.create();
+    } catch (e) {
+      socket.close();
+      throw e;
+    }
     return new Promise<Client>((resolve, reject) => {
       let client: Client | undefined;
       let resends = 0;
       let cookieReplies = 0;
-      let timer: unknown;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       let done = false;
       const fail = (e: Error) => {
         if (done) return;
@@ -299,7 +315,7 @@ export class Client {
         reject(e);
       };
       const sendHello = () => {
-        socket.send(hs.helloDatagram(), opts.port, opts.host);
+        socket.send(hs.helloDatagram());
         clearTimeout(timer);
         timer = setTimeout(() => {
           if (client) return;
@@ -311,9 +327,11 @@ export class Client {
           sendHello();
         }, HELLO_RESEND_MS);
       };
-      socket.on("error", (e: Error) => fail(e));
-      socket.on("message", (msg: Uint8Array, rinfo: NodeRemoteInfo) => {
-        if (!sameEndpoint(rinfo, opts.host, opts.port)) return; // §3.10 step 2
+      socket.onError((e: Error) => {
+        if (client && client.admitted) client.shutdown({ reason: 0, reasonName: "Unknown", detail: `transport: ${e.message}`, byServer: false });
+        else fail(e);
+      });
+      socket.onDatagram((msg: Uint8Array) => {
         if (client) {
           client.receive(msg);
           return;
@@ -332,13 +350,19 @@ export class Client {
             cookieReplies++;
             sendHello(); // the hello echoing a cookie is a send, not a resend
           } else if (pkt.type === T_CONNECT_ACCEPTED) {
-            const session = hs.accept(pkt.payload, trusts);
-            if (!session) return;
-            clearTimeout(timer);
-            const c = new Client(socket, opts, session);
-            client = c;
-            c.admission = { resolve: () => { done = true; resolve(c); }, reject: fail };
-            c.start(nameBytes);
+            // Checked asynchronously where the platform's crypto is (WebCrypto);
+            // the first that yields a session wins.
+            hs.acceptAsync(pkt.payload, trusts).then((session) => {
+              if (!session || client || done) return;
+              clearTimeout(timer);
+              const c = new Client(socket, opts, session);
+              c.handshakeCrypto = hs.asyncUsed.length > 0 ? `async: ${hs.asyncUsed.join(" ")}` : "sync";
+              client = c;
+              c.admission = { resolve: () => { done = true; resolve(c); }, reject: fail };
+              c.start(nameBytes);
+            }, (e) => {
+              if (e instanceof HandshakeFailure) fail(new ClientError(e.reason, e.message));
+            });
           } else if (pkt.type === T_CONNECT_REJECTED) {
             const rej = parseRejected(pkt.payload);
             fail(new ClientError(rej.reasonName, `server refused (server_version ${rej.serverVersion}): ${rej.detail}`));
@@ -348,7 +372,7 @@ export class Client {
           // Anything else is a malformed answer: ignored, keep waiting.
         }
       });
-      socket.bind(0, family === "udp6" ? "::" : "0.0.0.0", () => sendHello());
+      sendHello();
     });
   }
 
@@ -439,7 +463,7 @@ export class Client {
     }
     if (this.admitted && t >= this.nextHeartbeat) {
       this.nextHeartbeat = t + HEARTBEAT_MS;
-      this.heartbeatToken = (crypto.randomBytes(4)[0] | 1) * 0x1000000 + (t & 0xffffff); // nonzero
+      this.heartbeatToken = (cryptoOf().randomBytes(1)[0] | 1) * 0x1000000 + (t & 0xffffff); // nonzero
       this.heartbeatToken >>>= 0;
       if (this.heartbeatToken === 0) this.heartbeatToken = 1;
       this.heartbeatSentAt = t;
@@ -581,7 +605,7 @@ export class Client {
   private write(datagram: Uint8Array): void {
     this.writesPending++;
     this.stats.datagramsSent++;
-    this.socket.send(datagram, this.opts.port, this.opts.host, () => {
+    this.socket.send(datagram, () => {
       this.writesPending--;
       if (this.writesPending === 0 && this.socketCloseWanted) this.closeSocket();
     });
@@ -677,7 +701,7 @@ export class Client {
     } catch (e) {
       // A bug in a handler must not stop the receive loop.
       this.stats.malformedDropped++;
-      if (process.env.SPARK_TS_DEBUG) console.error("sparkhost client: receive:", e);
+      debug("sparkhost client: receive:", e);
     }
   }
 
@@ -971,12 +995,4 @@ export class Client {
     if (this.onClose) this.onClose(info);
     for (const w of this.closeWaiters.splice(0)) w(info);
   }
-}
-
-/** Whether a datagram's source is the server's address and port. */
-function sameEndpoint(rinfo: NodeRemoteInfo, host: string, port: number): boolean {
-  if (rinfo.port !== port) return false;
-  const a = rinfo.address.toLowerCase().replace(/^::ffff:/, "");
-  const b = host.toLowerCase().replace(/^::ffff:/, "").replace(/^\[|\]$/g, "");
-  return a === b || (b === "localhost" && (a === "127.0.0.1" || a === "::1"));
 }

@@ -3,8 +3,7 @@
 // schedule, ConnectRejected, and the identity pin (§8).
 
 import { Reader, Writer, WireError, MAX_PAYLOAD, concat, equalBytes, utf8Bytes } from "./wire";
-
-const crypto = require("crypto");
+import { AsyncX25519Key, X25519Key, cryptoOf } from "./platform";
 
 export const PACKET_MAGIC = 0x5350524b; // bytes 4B 52 50 53
 export const HANDSHAKE_MAGIC = 0x484e5053; // bytes 53 50 4E 48, "SPNH"
@@ -73,17 +72,26 @@ export function parsePacket(b: Uint8Array): Packet {
 export class ClientHandshake {
   readonly nonce: Uint8Array;
   readonly core: Uint8Array;
-  private readonly privateKey: NodeKeyObject;
+  private readonly key: X25519Key | AsyncX25519Key;
   cookie: Uint8Array = new Uint8Array(0);
+  /** The primitives the platform's asynchronous implementation gave this handshake ("X25519", "Ed25519", ...). */
+  readonly asyncUsed: string[] = [];
 
-  constructor(secret?: Uint8Array, nonce?: Uint8Array) {
-    if (secret) {
-      this.privateKey = x25519Private(secret); // deterministic keys: test vectors only
-    } else {
-      this.privateKey = crypto.generateKeyPairSync("x25519").privateKey;
-    }
-    const pub = fromB64url(this.privateKey.export({ format: "jwk" }).x!);
-    this.nonce = nonce ?? crypto.randomBytes(16);
+  /**
+   * A handshake with a fresh key from the platform's asynchronous X25519
+   * (WebCrypto) where it has one, else its synchronous one.
+   */
+  static async create(): Promise<ClientHandshake> {
+    const key = await cryptoOf().handshake?.x25519();
+    return new ClientHandshake(undefined, undefined, key);
+  }
+
+  constructor(secret?: Uint8Array, nonce?: Uint8Array, key?: AsyncX25519Key) {
+    const c = cryptoOf();
+    this.key = key ?? c.x25519(secret); // a fixed secret: test vectors only
+    if (key) this.asyncUsed.push("X25519");
+    const pub = this.key.publicKey;
+    this.nonce = nonce ?? c.randomBytes(16);
     const w = new Writer();
     w.u32(HANDSHAKE_MAGIC).u16(PROTOCOL_VERSION).u8(SUITE).raw(pub).raw(this.nonce);
     this.core = w.bytesOut();
@@ -135,18 +143,57 @@ export class ClientHandshake {
     const signature = r.raw(64);
     if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
     const th = transcriptHash(this.core, payload);
-    const idKey = crypto.createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: b64url(identity) }, format: "jwk" });
-    if (!crypto.verify(null, th, idKey, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
+    if (!cryptoOf().ed25519Verify(identity, th, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
     if (clientId === 0) return undefined;
-    let ss: Uint8Array;
-    try {
-      const peer = crypto.createPublicKey({ key: { kty: "OKP", crv: "X25519", x: b64url(serverEphemeral) }, format: "jwk" });
-      ss = crypto.diffieHellman({ privateKey: this.privateKey, publicKey: peer });
-    } catch {
-      return undefined; // a key Node refuses (small order): treated as an all-zero secret
-    }
+    const ss = this.key.agree(serverEphemeral);
+    if (ss instanceof Promise) throw new Error("an asynchronous key: use acceptAsync");
+    if (!ss) return undefined; // a key the platform refuses (small order): treated as an all-zero secret
     if (ss.every((b) => b === 0)) return undefined;
     return deriveSession(clientId, identity, th, ss);
+  }
+
+  /**
+   * accept with the platform's asynchronous primitives where it has them
+   * (WebCrypto's SHA-256, Ed25519, X25519, HKDF and HMAC), the same checks
+   * in the same order.
+   */
+  async acceptAsync(payload: Uint8Array, trusts: (identity: Uint8Array) => boolean): Promise<Session | undefined> {
+    const c = cryptoOf();
+    const a = c.handshake;
+    if (!a) return this.accept(payload, trusts);
+    if (payload.length !== ACCEPT_LEN) return undefined;
+    const r = new Reader(payload);
+    const clientId = r.u32();
+    r.f32(); // server time
+    if (r.u16() !== PROTOCOL_VERSION || r.u8() !== SUITE) return undefined;
+    const identity = r.raw(32);
+    const serverEphemeral = r.raw(32);
+    r.raw(16); // server nonce
+    const signature = r.raw(64);
+    if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
+    const used = (name: string, v: unknown) => {
+      if (v !== undefined && !this.asyncUsed.includes(name)) this.asyncUsed.push(name);
+    };
+    let th = await a.sha256(utf8Bytes("SPNH-v4"), this.core, payload.subarray(0, 10), payload.subarray(10, 91));
+    used("SHA-256", th);
+    th ??= transcriptHash(this.core, payload);
+    let ok = await a.ed25519Verify(identity, th, signature);
+    used("Ed25519", ok);
+    ok ??= c.ed25519Verify(identity, th, signature);
+    if (!ok) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
+    if (clientId === 0) return undefined;
+    const ss = await this.key.agree(serverEphemeral);
+    if (!ss) return undefined; // a key the platform refuses (small order): treated as an all-zero secret
+    if (ss.every((b) => b === 0)) return undefined;
+    const s = await a.hkdfSha256(ss, th, utf8Bytes("spark-net-100 session v4"), 32);
+    used("HKDF", s);
+    if (!s) return deriveSession(clientId, identity, th, ss);
+    const expand = async (label: string) => {
+      const k = await a.hmacSha256(s, concat(utf8Bytes(label), Uint8Array.of(1)));
+      used("HMAC", k);
+      return k ?? hkdfExpand(s, label);
+    };
+    return { clientId, identity: identity.slice(), th, kc2s: await expand("spark-net-100 c2s"), ks2c: await expand("spark-net-100 s2c") };
   }
 }
 
@@ -168,17 +215,11 @@ export class HandshakeFailure extends Error {
 
 /** th = SHA-256("SPNH-v4" ‖ hello core ‖ accept prefix ‖ ServerHello bytes 0..80). */
 export function transcriptHash(core: Uint8Array, accepted: Uint8Array): Uint8Array {
-  return crypto
-    .createHash("sha256")
-    .update(utf8Bytes("SPNH-v4"))
-    .update(core)
-    .update(accepted.subarray(0, 10))
-    .update(accepted.subarray(10, 91))
-    .digest();
+  return cryptoOf().sha256(utf8Bytes("SPNH-v4"), core, accepted.subarray(0, 10), accepted.subarray(10, 91));
 }
 
 export function deriveSession(clientId: number, identity: Uint8Array, th: Uint8Array, ss: Uint8Array): Session {
-  const s = new Uint8Array(crypto.hkdfSync("sha256", ss, th, utf8Bytes("spark-net-100 session v4"), 32));
+  const s = cryptoOf().hkdfSha256(ss, th, utf8Bytes("spark-net-100 session v4"), 32);
   return {
     clientId,
     identity: identity.slice(),
@@ -190,7 +231,7 @@ export function deriveSession(clientId: number, identity: Uint8Array, th: Uint8A
 
 /** HKDF-Expand (RFC 5869) for L = 32: one HMAC block. */
 export function hkdfExpand(prk: Uint8Array, label: string): Uint8Array {
-  return crypto.createHmac("sha256", prk).update(concat(utf8Bytes(label), Uint8Array.of(1))).digest();
+  return cryptoOf().hmacSha256(prk, concat(utf8Bytes(label), Uint8Array.of(1)));
 }
 
 /** A ConnectRejected payload (§3.11). */
@@ -251,10 +292,4 @@ export function fromB64url(s: string): Uint8Array {
     }
   }
   return Uint8Array.from(out);
-}
-
-/** The X25519 private key object of a raw 32-byte secret (PKCS#8 DER). */
-function x25519Private(secret: Uint8Array): NodeKeyObject {
-  const prefix = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20);
-  return crypto.createPrivateKey({ key: concat(prefix, secret), format: "der", type: "pkcs8" });
 }

@@ -1,11 +1,5 @@
-// The sparkhost TypeScript client runtime (protocol v4, docs/protocol.md).
-export * from "./wire";
-export { Channel, Record, parseBody, buildBody } from "./body";
-export {
-  Direction, MessageSchema, ModuleProtocol, ModuleProtocols, ModuleSchemas, NO_STRING_FIELD, RefuseReason, parseModuleProtocols, parseModuleSchemas,
-  Kind, FieldSchema, Layout, MAX_FIELDS, MAX_FIELD_NAME, fieldLayout, checkFields, validFieldName,
-} from "./schemas";
-export { HoldQueue, HeldMessage, HOLD_MAX_MESSAGES, HOLD_MAX_BYTES, HOLD_UNANNOUNCED_MS } from "./hold";
-export { GameStateSync, EntityType, EntityField, parseGameStateSync } from "./gamestate";
-export { pinOf, parsePin, RejectReason } from "./handshake";
-export { Client, ClientOptions, ClientError, ClientStats, CloseInfo, DisconnectReason, Message } from "./client";
+// The sparkhost TypeScript client runtime for Node.js (protocol v4,
+// docs/protocol.md): node:crypto and UDP. Browsers import browser.ts.
+import "./node";
+export * from "./core";
+export { nodeCrypto, udpTransport } from "./node";

@@ -3,8 +3,7 @@
 
 import { WireError } from "./wire";
 import { hkdfExpand, FRAME_SEALED } from "./handshake";
-
-const crypto = require("crypto");
+import { cryptoOf } from "./platform";
 
 export const SECURE_VERSION = 1;
 export const SEAL_HEADER = 11;
@@ -66,16 +65,11 @@ export class Sealer {
     if (this.epochStarted < 0) this.epochStarted = this.now();
     this.framesInEpoch++;
     const h = header(this.epoch, this.seq);
-    const c = crypto.createCipheriv("chacha20-poly1305", this.key, nonce(this.epoch, this.seq), { authTagLength: TAG_LEN });
-    c.setAAD(h, { plaintextLength: plaintext.length });
-    const body = c.update(plaintext);
-    c.final();
-    const tag = c.getAuthTag();
+    const sealed = cryptoOf().seal(this.key, nonce(this.epoch, this.seq), h, plaintext);
     this.seq++;
-    const out = new Uint8Array(SEAL_HEADER + body.length + TAG_LEN);
+    const out = new Uint8Array(SEAL_HEADER + sealed.length);
     out.set(h, 0);
-    out.set(body, SEAL_HEADER);
-    out.set(tag, SEAL_HEADER + body.length);
+    out.set(sealed, SEAL_HEADER);
     return out;
   }
 }
@@ -115,17 +109,8 @@ export class Opener {
     }
     const key = this.keyOf(e);
     if (!key) throw new WireError("epoch key");
-    const ct = frame.subarray(SEAL_HEADER, frame.length - TAG_LEN);
-    const d = crypto.createDecipheriv("chacha20-poly1305", key, nonce(e, s), { authTagLength: TAG_LEN });
-    d.setAAD(frame.subarray(0, SEAL_HEADER), { plaintextLength: ct.length });
-    d.setAuthTag(frame.subarray(frame.length - TAG_LEN));
-    let plain: Uint8Array;
-    try {
-      plain = d.update(ct);
-      d.final();
-    } catch {
-      throw new WireError("authentication failed");
-    }
+    const plain = cryptoOf().open(key, nonce(e, s), frame.subarray(0, SEAL_HEADER), frame.subarray(SEAL_HEADER));
+    if (!plain) throw new WireError("authentication failed");
     // Only an authenticated frame moves the window and the epoch.
     this.mark(s);
     if (e === this.epoch + 1) {

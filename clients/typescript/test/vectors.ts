@@ -4,10 +4,12 @@
 //
 // usage: node build/test/vectors.js DIR   (DIR holds the two JSON files)
 
+import "../src/node";
 import { fromHex, hex, Reader, Writer, WireError } from "../src/wire";
 import { ClientHandshake, pinOf, parsePin, transcriptHash } from "../src/handshake";
 import { Sealer, Opener } from "../src/seal";
 import { parseBody, buildBody } from "../src/body";
+import { cryptoOf } from "../src/platform";
 import { FieldSchema, RefuseReason, checkFields, checkFromServer, parseModuleSchemas } from "../src/schemas";
 
 const fs = require("fs");
@@ -227,4 +229,4 @@ if (failures > 0) {
   console.error(`${failures} vector checks failed`);
   process.exit(1);
 }
-console.log("vectors ok");
+console.log(`vectors ok (crypto: ${cryptoOf().name})`);

@@ -84,6 +84,7 @@ interface NodeCrypto {
   randomBytes(n: number): Uint8Array;
   createHash(alg: "sha256"): NodeHash;
   createHmac(alg: "sha256", key: Uint8Array): NodeHash;
+  pbkdf2(password: Uint8Array, salt: Uint8Array, iterations: number, len: number, digest: "sha256", cb: (err: Error | null, key: Uint8Array) => void): void;
   hkdfSync(alg: "sha256", ikm: Uint8Array, salt: Uint8Array, info: Uint8Array, len: number): ArrayBuffer;
   generateKeyPairSync(type: "x25519"): { publicKey: NodeKeyObject; privateKey: NodeKeyObject };
   createPublicKey(key: { key: { kty: string; crv: string; x: string }; format: "jwk" }): NodeKeyObject;

@@ -1,0 +1,3 @@
+// The room checks (rooms.ts) over the browser's crypto provider.
+import "./browser_crypto";
+import "./rooms";
