@@ -100,7 +100,18 @@ type ClientConfig struct {
 	// means 1 s (DefaultCloseLinger), negative closes at once. Unconfirmed
 	// tells, after the close, how many messages were given up.
 	CloseLinger time.Duration
+	// ServiceInterval is how often the client runs its timers: heartbeats,
+	// retransmissions, delayed Acks, the send of what waited FlushInterval.
+	// 0 means DefaultServiceInterval (10 ms). A load generator holding
+	// thousands of idle clients in one process raises it so that their
+	// wake-ups do not cost a core; a player's client keeps the default (a
+	// longer interval delays Acks, retransmissions and unflushed sends by up
+	// to that much).
+	ServiceInterval time.Duration
 }
+
+// DefaultServiceInterval is ClientConfig.ServiceInterval's default.
+const DefaultServiceInterval = 10 * time.Millisecond
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.
 const DefaultClientFlushInterval = 2 * time.Millisecond
@@ -135,6 +146,9 @@ func (c *ClientConfig) populate() {
 	}
 	if c.CloseLinger == 0 {
 		c.CloseLinger = DefaultCloseLinger
+	}
+	if c.ServiceInterval <= 0 {
+		c.ServiceInterval = DefaultServiceInterval
 	}
 }
 

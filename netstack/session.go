@@ -103,7 +103,7 @@ type keyState struct {
 	sealer *seal.Sealer
 	opener *seal.Opener
 	th     [32]byte // handshake transcript hash: the channel-binding value
-	open   []byte   // scratch for opened plaintext, reused per datagram
+	open   []byte   // scratch for opened plaintext, reused per datagram; grows on demand
 }
 
 // reliability is a session's reliability and reassembly, and what becomes
@@ -211,8 +211,9 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 		rc.MaxFragmentPayload = 0
 	}
 	s := &session{tr: tr, id: id, server: server, version: version, origin: origin}
-	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th,
-		open: make([]byte, 0, 2048)}
+	// open starts empty and grows to the largest datagram received: an idle
+	// session's heartbeats keep it a few dozen bytes, not a full datagram.
+	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th}
 	s.rel.engine = reliable.New(rc, now)
 	s.rel.holdFor = cfg.holdFor
 	s.rel.deliverRefusals = cfg.deliverRefusals
