@@ -61,6 +61,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 		return false
 	}
 	s.keys.open = pkt[:0]
+	s.wakeService() // acks, answers, held messages, a linger's end: the next service pass looks
 	s.path.lastAuth = now
 	s.ctr.PacketsReceived.Add(1)
 	s.ctr.BytesReceived.Add(uint64(len(datagram)))

@@ -665,7 +665,11 @@ func (s *Server) serviceLoop() {
 			s.halfOpen.expire(time.Now())
 			s.closedSessions.expire(time.Now())
 			peers = s.snapshotPeers(peers)
+			pass := time.Since(s.origin)
 			for _, p := range peers {
+				if due := p.svcDue.Load(); due != 0 && int64(pass) < due {
+					continue // nothing due: an idle session is not locked
+				}
 				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
@@ -684,6 +688,11 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 			p.rel.rx0 = rxContext{}
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
+		due := int64(0) // held messages wait for a handler: looked at every pass
+		if len(p.rel.held) == 0 {
+			due = p.nextServiceLocked()
+		}
+		p.svcDue.Store(due)
 	}
 	info := p.info()
 	p.mu.Unlock()

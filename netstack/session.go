@@ -84,6 +84,11 @@ type session struct {
 	origin  time.Time
 	global  *Counters // the server's totals (nil on a client)
 	ctr     Counters
+	// svcDue is when the server's service loop next has work here, as an
+	// offset from origin (nextServiceLocked); 0: at its next pass. Anything
+	// that may make work due sooner stores 0 (wakeService), under mu, so
+	// that a loop over many idle sessions only locks the few that are due.
+	svcDue atomic.Int64
 
 	mu   sync.Mutex
 	keys keyState
@@ -342,6 +347,41 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 		s.flushLocked(now, b)
 	}
 	return s.life.closed
+}
+
+// wakeService makes the server's next service pass look at the session:
+// something was queued or received, or a close began.
+func (s *session) wakeService() { s.svcDue.Store(0) }
+
+// nextServiceLocked returns, as an offset from origin, the earliest time at
+// which serviceLocked may have something to do: the liveness timeout, the
+// next heartbeat, the reliability engine's deadline, the flush of queued
+// messages, the end of a linger; 0 when something is due at once.
+func (s *session) nextServiceLocked() int64 {
+	if s.out.urgent || s.life.closed {
+		return 0
+	}
+	d := s.path.lastAuth.Add(s.path.timeout)
+	if !s.life.finishing {
+		d = minTime(d, s.path.nextHeartbeat)
+	}
+	if e := s.rel.engine.NextDeadline(); !e.IsZero() {
+		d = minTime(d, e)
+	}
+	if !s.out.queuedAt.IsZero() {
+		d = minTime(d, s.out.queuedAt.Add(s.out.flushDelay))
+	}
+	if s.life.lingering {
+		d = minTime(d, s.life.lingerUntil)
+	}
+	return max(int64(d.Sub(s.origin)), 1)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // countSent counts datagrams sealed and written: their bytes and the
