@@ -478,8 +478,12 @@ func (s *Server) Flush() {
 	}
 	f := <-s.tickFree
 	now := time.Now()
+	pass := int64(now.Sub(s.origin))
 	s.tickPeers = s.snapshotPeers(s.tickPeers)
 	for _, p := range s.tickPeers {
+		if due := p.svcDue.Load(); due != 0 && pass < due {
+			continue // nothing queued, urgent or due since the service loop looked (wakeService)
+		}
 		p.mu.Lock()
 		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
 			p.flushLocked(now, &f.b)
