@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -38,14 +39,16 @@ import (
 // sessions each (one UDP socket per session, each from its own loopback
 // address 127.c.x.y, so that per-source budgets see many sources). The
 // server is the defaults with a lobby (rooms enabled: the clients stay in
-// no room), max_clients raised to fit, the per-source and
-// per-prefix connect budgets lifted (every client is on one machine); the
+// no room), max_clients raised to fit, the per-source and per-prefix
+// connect budgets and half-open caps lifted (every client is on one
+// machine, 250 to a /24); the
 // handshake budget is the default (1,000 signatures a second) unless
 // SPARK_IDLE_HANDSHAKES sets it.
 //
 //	SPARK_IDLE_SESSIONS=20000 go test -run XXX -bench IdleSessions -benchtime 1x -timeout 20m ./host/
 //	SPARK_IDLE_HEAPPROFILE=/tmp/idle.heap ...   # the server's heap profile at load
 //	SPARK_IDLE_CPUPROFILE=/tmp/idle.cpu ...     # its CPU profile over the idle window
+//	SPARK_IDLE_BURSTPROFILE=/tmp/burst.cpu ...  # and over the burst of arrivals
 func BenchmarkIdleSessions(b *testing.B) {
 	if os.Getenv(idleChildEnv) != "" {
 		b.Skip("the clients' processes run TestIdleClients")
@@ -70,6 +73,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		c.Network.ConnectBurst, c.Network.ConnectRefillPerSecond = 10000, 10000
 		c.Network.PrefixBurst, c.Network.PrefixRefillPerSecond = 10000, 10000
 		c.Network.HalfOpenMax = max(c.Network.HalfOpenMax, burst+64)
+		c.Network.HalfOpenPerAddress, c.Network.HalfOpenPerPrefix = 1024, 4096
 		if hsRate > 0 {
 			c.Network.HandshakesPerSecond = float64(hsRate)
 			c.Network.UnvalidatedRepliesPerSecond = float64(2 * hsRate)
@@ -97,10 +101,13 @@ func BenchmarkIdleSessions(b *testing.B) {
 	if path := os.Getenv("SPARK_IDLE_HEAPPROFILE"); path != "" {
 		writeHeapProfile(b, path)
 	}
+	debug.FreeOSMemory() // what the sessions hold, without the garbage of the fill
+	rss2 := rssBytes()
 	b.StopTimer()
 	b.ReportMetric(float64(n), "sessions")
 	b.ReportMetric(float64(rss1)/float64(n), "RSS-B/session")
 	b.ReportMetric(float64(rss1-rss0)/float64(n), "RSS-added-B/session")
+	b.ReportMetric(float64(rss2-rss0)/float64(n), "RSS-added-freed-B/session")
 	b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/session")
 	b.ReportMetric(idle.avg, "tick-avg-ms")
 	b.ReportMetric(idle.peak, "tick-peak-ms")
@@ -108,8 +115,8 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.ReportMetric(idle.lowRate, "lowest-ticks/s")
 	b.ReportMetric(idle.cpu*100, "server-CPU-%")
 	b.ReportMetric(idle.retx, "retx/s")
-	b.Logf("server RSS %.1f MiB (%.1f before the sessions), heap in use %.1f MiB (%.1f before)",
-		mib(rss1), mib(rss0), mib(heap1), mib(heap0))
+	b.Logf("server RSS %.1f MiB (%.1f before the sessions; %.1f once free memory is returned), heap in use %.1f MiB (%.1f before)",
+		mib(rss1), mib(rss0), mib(rss2), mib(heap1), mib(heap0))
 	if burst > 0 {
 		admitBurst(b, srv, kids[0], n, burst)
 	}
@@ -234,7 +241,13 @@ func measureIdle(b *testing.B, srv *host.Server, d time.Duration) idleFigures {
 // with the default timers) while n are connected, and reports how long the
 // last one waited for its admission and the tick meanwhile.
 func admitBurst(b *testing.B, srv *host.Server, k *idleChild, n, burst int) {
-	before := srv.Stats()
+	if path := os.Getenv("SPARK_IDLE_BURSTPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
+	before, cpu0 := srv.Stats(), cpuTime()
 	fmt.Fprintf(k.stdin, "burst %d\n", burst)
 	line := k.await(b, "burst")
 	var secs float64
@@ -242,8 +255,9 @@ func admitBurst(b *testing.B, srv *host.Server, k *idleChild, n, burst int) {
 	if _, err := fmt.Sscanf(line, "burst %f %d", &secs, &failed); err != nil {
 		b.Fatalf("clients' process: %q: %v", line, err)
 	}
-	after := srv.Stats()
+	after, cpu := srv.Stats(), cpuTime()-cpu0
 	b.ReportMetric(secs, "burst-admit-s")
+	b.ReportMetric(cpu.Seconds(), "burst-server-CPU-s")
 	b.ReportMetric(float64(failed), "burst-failed")
 	b.ReportMetric(after.PeakTickMS, "run-peak-tick-ms")
 	b.Logf("%d players arriving at once with %d connected: all admitted %.2f s after the first dial, %d failed; players %d → %d; handshakes signed %d, refused by the budget %d",

@@ -158,7 +158,7 @@ func (e *Endpoint) growOut() {
 }
 
 // minOutSlots is the first size of the ring out.
-const minOutSlots = 8
+const minOutSlots = 4
 
 func (e *Endpoint) slot(s uint32) *outPacket { return &e.out[s%uint32(len(e.out))] }
 
