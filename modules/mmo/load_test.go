@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/netstack"
 	"golang.org/x/sys/unix"
 )
 
@@ -185,6 +186,8 @@ func startLoadClients(b *testing.B, srv *server, n int, moving time.Duration, sp
 				return
 			case strings.HasPrefix(line, "load: error"), strings.HasPrefix(line, "--- FAIL"):
 				b.Error(line)
+			case strings.Contains(line, "_test.go:"): // the clients' own failures, as they happen
+				fmt.Fprintln(os.Stderr, "clients:", line)
 			}
 		}
 		if !readyClosed {
@@ -270,7 +273,8 @@ func runLoadClients(tb testing.TB, addr netip.AddrPort, pinText string, n int, m
 		go func() {
 			defer wg.Done()
 			for i := range dials {
-				players[i] = dialAt(tb, addr, pinText, fmt.Sprintf("p%d", i))
+				players[i] = dialWith(tb, netstack.ClientConfig{Server: addr, Name: fmt.Sprintf("p%d", i), Pin: pinText,
+					ServiceInterval: loadServiceInterval()})
 			}
 		}()
 	}
@@ -371,6 +375,15 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// loadServiceInterval is how often each load client runs its timers:
+// netstack's default (10 ms), or SPARK_MMO_CLIENT_SERVICE (a duration) so
+// that a few thousand clients in one process do not spend their core
+// waking up.
+func loadServiceInterval() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SPARK_MMO_CLIENT_SERVICE"))
+	return d
 }
 
 // loadSessions is how many sessions BenchmarkLoad1000 runs: 1,000, or
