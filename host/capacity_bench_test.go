@@ -145,7 +145,9 @@ func startIdleChildren(b *testing.B, srv *host.Server, n, cpu int) []*idleChild 
 		m := min(n, idlePerChild)
 		n -= m
 		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClients$", "-test.v")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, i, cpu))
+		// Four Ps on the clients' one core: with one, thousands of
+		// clients' network wake-ups queue behind each other (bench/many).
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, i, cpu), "GOMAXPROCS=4")
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			b.Fatal(err)
