@@ -58,7 +58,7 @@ type Client struct {
 
 func (c *Client) serviceLoop() {
 	defer c.wg.Done()
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(c.cfg.ServiceInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -113,8 +113,20 @@ type ClientConfig struct {
 	// same seat within the server's hold window.
 	Resumable bool
 
+	// ServiceInterval is how often the client runs its timers: heartbeats,
+	// retransmissions, delayed Acks, the send of what waited FlushInterval.
+	// 0 means DefaultServiceInterval (10 ms). A load generator holding
+	// thousands of idle clients in one process raises it so that their
+	// wake-ups do not cost a core; a player's client keeps the default (a
+	// longer interval delays Acks, retransmissions and unflushed sends by up
+	// to that much).
+	ServiceInterval time.Duration
+
 	resuming *resumeFrom // set by Client.Resume for its Dial
 }
+
+// DefaultServiceInterval is ClientConfig.ServiceInterval's default.
+const DefaultServiceInterval = 10 * time.Millisecond
 
 // DefaultClientFlushInterval is ClientConfig.FlushInterval's default.
 const DefaultClientFlushInterval = 2 * time.Millisecond
@@ -149,6 +161,9 @@ func (c *ClientConfig) populate() {
 	}
 	if c.CloseLinger == 0 {
 		c.CloseLinger = DefaultCloseLinger
+	}
+	if c.ServiceInterval <= 0 {
+		c.ServiceInterval = DefaultServiceInterval
 	}
 }
 

@@ -44,6 +44,7 @@ func (s *session) beginCloseLocked(reason wire.DisconnectReason, detail string, 
 		s.life.reason, s.life.detail = reason, detail
 		s.life.lingerUntil = now.Add(linger)
 		s.out.urgent = true // what is queued leaves at the next flush
+		s.wakeService()
 	}
 	return s.lingerDoneLocked(now)
 }

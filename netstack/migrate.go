@@ -255,6 +255,29 @@ func (s *session) migrateServiceLocked(now time.Time, b *datagramBatch) {
 	}
 }
 
+// migrateDueLocked returns the earlier of d and the next time
+// migrateServiceLocked has something to do.
+func (s *session) migrateDueLocked(d time.Time) time.Time {
+	m := &s.path.mig
+	if !s.server {
+		if m.wanted && !m.hasID && !m.refused && m.reqTries > 0 {
+			d = minTime(d, m.reqAt.Add(s.retryAfter()))
+		}
+		if !m.againAt.IsZero() {
+			d = minTime(d, m.againAt)
+		}
+		return d
+	}
+	if m.old.IsValid() {
+		d = minTime(d, m.oldUntil)
+	}
+	if m.cand.IsValid() && !m.validated {
+		d = minTime(d, m.candSince.Add(pathValidationTimeout))
+		d = minTime(d, m.challengedAt.Add(s.retryAfter()))
+	}
+	return d
+}
+
 // retryAfter is the wait before a path message is sent again: twice the
 // latest round trip, at least challengeRetryMin.
 func (s *session) retryAfter() time.Duration {

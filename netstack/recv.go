@@ -45,15 +45,23 @@ type rxContext struct {
 	ready func(wire.MessageType) bool
 }
 
+// minOpenScratch is the first capacity of a session's scratch for opened
+// plaintext: a heartbeat's datagram fits.
+const minOpenScratch = 128
+
 // receiveLocked authenticates a sealed datagram and handles every message
 // in it. It returns false when the datagram was dropped (counted).
 func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, deliver deliverFunc, ready func(wire.MessageType) bool) bool {
+	if cap(s.keys.open) < len(datagram) { // room for the plaintext, grown by doubling
+		s.keys.open = make([]byte, 0, max(len(datagram), 2*cap(s.keys.open), minOpenScratch))
+	}
 	pkt, err := s.keys.opener.Open(s.keys.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)
 		return false
 	}
 	s.keys.open = pkt[:0]
+	s.wakeService() // acks, answers, held messages, a linger's end: the next service pass looks
 	s.path.lastAuth = now
 	if s.life.seat.adopt != nil {
 		s.adoptLocked(now) // the server's answer to a resumption (resume_session.go)

@@ -137,13 +137,6 @@ func (c *Client) holdDeadlineLocked() time.Time {
 	return minTime(d, c.rt.expires)
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // takeResume hands the held session's state to a resuming Dial, once.
 func (c *Client) takeResume() (*resumeFrom, error) {
 	c.sess.mu.Lock()

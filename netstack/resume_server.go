@@ -139,6 +139,16 @@ func (s *Server) resumeServiceLocked(p *peer, now time.Time) {
 	}
 }
 
+// resumeDueLocked is when resumeServiceLocked next has something to do for
+// p (its ticket's reissue), zero for never: the service loop skips a
+// session until then (session.nextServiceLocked).
+func (s *Server) resumeDueLocked(p *peer) time.Time {
+	if !p.resume.wants || s.resume.hold <= 0 || p.life.seat.held {
+		return time.Time{}
+	}
+	return p.resume.issuedAt.Add(s.resume.lifetime / 2)
+}
+
 // holdSeat moves a peer whose session is held out of the endpoint map (its
 // path is dark; its address counts no more) into the held seats. It keeps
 // its id and its slot.

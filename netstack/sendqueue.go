@@ -48,6 +48,7 @@ func (s *session) sendLocked(typ wire.MessageType, ch wire.Channel, payload []by
 	if s.out.queuedAt.IsZero() {
 		s.out.queuedAt = now
 	}
+	s.wakeService()
 	return nil
 }
 
@@ -77,6 +78,7 @@ func (s *session) queueUnreliable(typ wire.MessageType, payload []byte) {
 	s.out.uq = binary.LittleEndian.AppendUint16(s.out.uq, uint16(typ))
 	s.out.uq = binary.LittleEndian.AppendUint32(s.out.uq, uint32(len(payload)))
 	s.out.uq = append(s.out.uq, payload...)
+	s.wakeService()
 }
 
 // flushLocked packs and seals everything due into b. A delivery failure or

@@ -504,8 +504,12 @@ func (s *Server) Flush() {
 	}
 	f := <-s.tickFree
 	now := time.Now()
+	pass := int64(now.Sub(s.origin))
 	s.tickPeers = s.snapshotPeers(s.tickPeers)
 	for _, p := range s.tickPeers {
+		if due := p.svcDue.Load(); due != 0 && pass < due {
+			continue // nothing queued, urgent or due since the service loop looked (wakeService)
+		}
 		p.mu.Lock()
 		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
 			p.flushLocked(now, &f.b)
@@ -705,7 +709,11 @@ func (s *Server) serviceLoop() {
 			s.closedSessions.expire(time.Now())
 			s.expireHeld(time.Now())
 			peers = s.snapshotPeers(peers)
+			pass := time.Since(s.origin)
 			for _, p := range peers {
+				if due := p.svcDue.Load(); due != 0 && int64(pass) < due {
+					continue // nothing due: an idle session is not locked
+				}
 				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
@@ -725,6 +733,14 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
 		s.resumeServiceLocked(p, now)
+		due := int64(0) // held messages wait for a handler: looked at every pass
+		if len(p.rel.held) == 0 {
+			due = p.nextServiceLocked()
+			if t := s.resumeDueLocked(p); !t.IsZero() {
+				due = min(due, max(int64(t.Sub(p.origin)), 1))
+			}
+		}
+		p.svcDue.Store(due)
 	}
 	held := p.state == slotConnected && p.life.seat.held
 	info := p.info()

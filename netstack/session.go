@@ -86,6 +86,11 @@ type session struct {
 	global  *Counters          // the server's totals (nil on a client)
 	hist    *sessionHistograms // the server's session histograms (nil on a client)
 	ctr     Counters
+	// svcDue is when the server's service loop next has work here, as an
+	// offset from origin (nextServiceLocked); 0: at its next pass. Anything
+	// that may make work due sooner stores 0 (wakeService), under mu, so
+	// that a loop over many idle sessions only locks the few that are due.
+	svcDue atomic.Int64
 
 	mu   sync.Mutex
 	keys keyState
@@ -105,7 +110,7 @@ type keyState struct {
 	sealer *seal.Sealer
 	opener *seal.Opener
 	th     [32]byte // handshake transcript hash: the channel-binding value
-	open   []byte   // scratch for opened plaintext, reused per datagram
+	open   []byte   // scratch for opened plaintext, reused per datagram; grows on demand
 }
 
 // reliability is a session's reliability and reassembly, and what becomes
@@ -229,8 +234,9 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 		rc.MaxFragmentPayload = 0
 	}
 	s := &session{tr: tr, id: id, server: server, version: version, origin: origin}
-	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th,
-		open: make([]byte, 0, 2048)}
+	// open starts empty and grows to the largest datagram received: an idle
+	// session's heartbeats keep it a few dozen bytes, not a full datagram.
+	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th}
 	s.rel.engine = reliable.New(rc, now)
 	s.rel.holdFor = cfg.holdFor
 	s.rel.deliverRefusals = cfg.deliverRefusals
@@ -366,6 +372,48 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	}
 	s.ccSampleLocked(now)
 	return s.life.closed
+}
+
+// wakeService makes the server's next service pass look at the session:
+// something was queued or received, or a close began.
+func (s *session) wakeService() { s.svcDue.Store(0) }
+
+// nextServiceLocked returns, as an offset from origin, the earliest time at
+// which serviceLocked may have something to do: the liveness timeout, the
+// next heartbeat, the reliability engine's deadline, the flush of queued
+// messages (entity state the pacer holds among them), the end of a linger,
+// migration's timers, congestion control's sample; 0 when something is due
+// at once. Whatever serviceLocked does on a timer must be here.
+func (s *session) nextServiceLocked() int64 {
+	if s.out.urgent || s.life.closed {
+		return 0
+	}
+	d := s.path.lastAuth.Add(s.path.timeout)
+	if !s.life.finishing {
+		d = minTime(d, s.path.nextHeartbeat)
+	}
+	if e := s.rel.engine.NextDeadline(); !e.IsZero() {
+		d = minTime(d, e)
+	}
+	if !s.out.queuedAt.IsZero() {
+		d = minTime(d, s.out.queuedAt.Add(s.out.flushDelay))
+	}
+	if s.life.lingering {
+		d = minTime(d, s.life.lingerUntil)
+	}
+	d = s.migrateDueLocked(d)
+	if cc := &s.path.cc; cc.on && s.hist != nil {
+		d = minTime(d, cc.sampledAt.Add(time.Second)) // ccSampleLocked's once a second
+	}
+	return max(int64(d.Sub(s.origin)), 1)
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // countSent counts datagrams sealed and written: their bytes and the

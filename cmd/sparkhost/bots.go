@@ -40,7 +40,7 @@ restarts it at the spawn, the module's Map message (and MatchStart,
 GameStateSync) say which map is played. docs/deathmatch.md has the rest.
 
 flags:
-  --count N         bots to run, 1..1024 (required)
+  --count N         bots to run, 1..4096 (required)
   --server ADDR     the server's IPv4 address and port, e.g. 127.0.0.1:27015 (required)
   --pin PIN         accept only this server identity (ed25519:...); without it
                     known_hosts in --data-dir decides, trusting a new server on first use
@@ -64,7 +64,7 @@ correction while alive. The exit code is 0 when every bot connected and stayed
 connected until the end, 1 otherwise, 2 for bad flags.
 `
 
-const maxBots = 1024
+const maxBots = 4096
 
 // botsOptions are the parsed flags.
 type botsOptions struct {

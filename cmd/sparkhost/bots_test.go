@@ -29,7 +29,7 @@ func TestBotsFlags(t *testing.T) {
 	}{
 		{"help", []string{"--help"}, 0, "usage: sparkhost bots"},
 		{"no count", []string{"--server", "127.0.0.1:1"}, 2, "--count is required"},
-		{"zero count", []string{"--count", "0", "--server", "127.0.0.1:1"}, 2, "--count 0: want 1..1024"},
+		{"zero count", []string{"--count", "0", "--server", "127.0.0.1:1"}, 2, "--count 0: want 1..4096"},
 		{"too many", []string{"--count", "5000", "--server", "127.0.0.1:1"}, 2, "--count 5000"},
 		{"not a number", []string{"--count", "x"}, 2, `invalid value "x" for flag -count`},
 		{"no server", []string{"--count", "1"}, 2, "--server is required"},

@@ -54,7 +54,7 @@ type ServerSection struct {
 	Name              string  `toml:"name"`               // shown to clients; 1..64 bytes
 	MOTD              string  `toml:"motd"`               // message of the day; at most 256 bytes
 	Port              int     `toml:"port"`               // UDP game port; 0 means any free port; 0..65535
-	MaxClients        int     `toml:"max_clients"`        // admitted clients (half-open handshakes do not count); 1..4096
+	MaxClients        int     `toml:"max_clients"`        // admitted clients (half-open handshakes do not count); 1..65536
 	TickRate          int     `toml:"tick_rate"`          // simulation ticks per second (Hz); 1..1000
 	ClientTimeout     float64 `toml:"client_timeout"`     // seconds without an authenticated packet; 1..600
 	HeartbeatInterval float64 `toml:"heartbeat_interval"` // seconds between heartbeats; > 0 and < ClientTimeout

@@ -31,8 +31,11 @@ const (
 	maxGlobalRate = 1e6
 	// maxHalfOpen bounds the half-open caps (a few hundred bytes each).
 	maxHalfOpen = 65536
-	// maxClients bounds server.max_clients and the admission caps.
+	// maxClients bounds the admission caps.
 	maxClients = 4096
+	// maxServerClients bounds server.max_clients: an idle session costs
+	// the server a few KiB (docs/performance.md, "Capacity").
+	maxServerClients = 65536
 )
 
 // maxMapNameLen bounds one match.map_rotation entry, in bytes.
@@ -71,7 +74,7 @@ func (c *Config) checkServer() *Error {
 	if e := c.intIn("server.port", s.Port, 0, 65535, ""); e != nil {
 		return e
 	}
-	if e := c.intIn("server.max_clients", s.MaxClients, 1, maxClients, ""); e != nil {
+	if e := c.intIn("server.max_clients", s.MaxClients, 1, maxServerClients, ""); e != nil {
 		return e
 	}
 	if e := c.intIn("server.tick_rate", s.TickRate, 1, 1000, " Hz"); e != nil {

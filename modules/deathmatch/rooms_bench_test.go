@@ -157,7 +157,7 @@ func benchRoomMemory(b *testing.B) {
 	o := &opener{b: b, c: c}
 	time.Sleep(time.Second)
 	h0 := liveHeap()
-	o.open("../../scripts/tag.lua", n)
+	o.open("tag", n)
 	time.Sleep(time.Second)
 	h1 := liveHeap()
 	o.open("deathmatch", 1)
@@ -204,6 +204,12 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	}()
 	began := time.Now()
 	for deadline := time.Now().Add(10 * time.Minute); srv.Stats().Players < n; time.Sleep(250 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred stop
+			b.Fatalf("the bots ended before all were in (%v)\n%s", err, out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d bots in after 10 min\n%s", srv.Stats().Players, n, out.String())
 		}

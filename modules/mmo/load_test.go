@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/netstack"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,6 +159,12 @@ func startLoadClients(b *testing.B, srv *server, n int, moving time.Duration, sp
 	// The child is told its CPU: started from this process, pinned to
 	// CPU 0, its runtime.NumCPU would be 1.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %s %d", loadChildEnv, srv.Addr(), srv.Pin(), n, moving, runtime.NumCPU()-1))
+	if p := os.Getenv("SPARK_MMO_CLIENT_PROCS"); p != "" {
+		// The clients' Ps on their one core: with one P and a few
+		// thousand clients, their network wake-ups queue behind each
+		// other (bench/many measured 8.8k against 50k msgs/s at 1 and 4).
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+p)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -185,6 +192,8 @@ func startLoadClients(b *testing.B, srv *server, n int, moving time.Duration, sp
 				return
 			case strings.HasPrefix(line, "load: error"), strings.HasPrefix(line, "--- FAIL"):
 				b.Error(line)
+			case strings.Contains(line, "_test.go:"): // the clients' own failures, as they happen
+				fmt.Fprintln(os.Stderr, "clients:", line)
 			}
 		}
 		if !readyClosed {
@@ -270,7 +279,8 @@ func runLoadClients(tb testing.TB, addr netip.AddrPort, pinText string, n int, m
 		go func() {
 			defer wg.Done()
 			for i := range dials {
-				players[i] = dialAt(tb, addr, pinText, fmt.Sprintf("p%d", i))
+				players[i] = dialWith(tb, netstack.ClientConfig{Server: addr, Name: fmt.Sprintf("p%d", i), Pin: pinText,
+					ServiceInterval: loadServiceInterval()})
 			}
 		}()
 	}
@@ -371,6 +381,15 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// loadServiceInterval is how often each load client runs its timers:
+// netstack's default (10 ms), or SPARK_MMO_CLIENT_SERVICE (a duration) so
+// that a few thousand clients in one process do not spend their core
+// waking up.
+func loadServiceInterval() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SPARK_MMO_CLIENT_SERVICE"))
+	return d
 }
 
 // loadSessions is how many sessions BenchmarkLoad1000 runs: 1,000, or

@@ -37,8 +37,11 @@ type ackRange struct {
 	sent   int           // emissions since the last arrival merged in
 }
 
+// ackRanges holds the pending ranges in r[:n]. r grows on demand up to
+// ackRangeSlots and is kept once grown: an idle peer costs no slots, a busy
+// one stops allocating.
 type ackRanges struct {
-	r [ackRangeSlots]ackRange
+	r []ackRange
 	n int
 }
 
@@ -61,7 +64,12 @@ func (a *ackRanges) add(s uint32, t time.Duration) bool {
 		}
 	}
 	if a.n == len(a.r) {
-		return false
+		if a.n >= ackRangeSlots {
+			return false
+		}
+		grown := make([]ackRange, min(max(2*a.n, 4), ackRangeSlots))
+		copy(grown, a.r[:a.n])
+		a.r = grown
 	}
 	a.r[a.n] = ackRange{lo: s, hi: s, at: t}
 	a.n++

@@ -35,7 +35,8 @@ type Endpoint struct {
 
 	// Sending half. Reliability sequences in [oldest, nextSeq) occupy the ring
 	// out, at index seq % len(out); those in [firstUnsent, nextSeq) have never
-	// been transmitted. nextSeq − oldest ≤ MaxInFlight.
+	// been transmitted. nextSeq − oldest ≤ len(out) ≤ MaxInFlight: the ring
+	// grows on demand (growOut).
 	out            []outPacket
 	oldest         uint32
 	firstUnsent    uint32
@@ -107,7 +108,6 @@ func New(cfg Config, now time.Time) *Endpoint {
 	return &Endpoint{
 		cfg:            cfg,
 		base:           now,
-		out:            make([]outPacket, cfg.MaxInFlight),
 		oldest:         1,
 		firstUnsent:    1,
 		nextSeq:        1,
@@ -120,7 +120,6 @@ func New(cfg Config, now time.Time) *Endpoint {
 		recv:           newSeqWindow(cfg.ReceiveWindow),
 		ackDue:         never,
 		expectOrd:      1,
-		held:           make([]heldPacket, cfg.MaxReorderAhead),
 		partialDue:     never,
 	}
 }

@@ -8,7 +8,8 @@ import (
 
 // heldPacket is a ReliableOrdered message that arrived ahead of its turn. Slot
 // i holds OrderedSequence os with os % len(held) == i; since only sequences in
-// (expectOrd, expectOrd+MaxReorderAhead] are held, they never collide. A
+// (expectOrd, expectOrd+len(held)] are held, they never collide. The ring
+// starts empty and grows on demand up to MaxReorderAhead (growHeld). A
 // tombstone (a refused message) holds its place without a payload, so that
 // the messages after it are not held behind it for ever.
 type heldPacket struct {
@@ -161,6 +162,7 @@ func (e *Endpoint) deliverOrdered(h *wire.Header, payload []byte, deliver func(*
 // reusing an OrderedSequence under a new Sequence (a retransmission keeps
 // both): the first copy is kept, the second counted stale.
 func (e *Endpoint) hold(h *wire.Header, payload []byte, buf *[]byte, tomb bool) {
+	e.growHeld(h.OrderedSequence - e.expectOrd)
 	hp := &e.held[h.OrderedSequence%uint32(len(e.held))]
 	if hp.used {
 		e.st.staleOrdered++
@@ -174,3 +176,25 @@ func (e *Endpoint) hold(h *wire.Header, payload []byte, buf *[]byte, tomb bool) 
 	*hp = heldPacket{hdr: *h, buf: buf, used: true, tomb: tomb}
 	e.nHeld++
 }
+
+// growHeld makes the ring held cover OrderedSequences up to ahead beyond the
+// next expected one (ahead ≤ MaxReorderAhead, checked by Receive): it
+// doubles it, at least to ahead and at most to MaxReorderAhead, and moves
+// every held message to its slot in the new ring. An in-order peer never
+// pays for the ring; one that reorders stops allocating once it is grown.
+func (e *Endpoint) growHeld(ahead uint32) {
+	if ahead <= uint32(len(e.held)) {
+		return
+	}
+	size := min(max(2*uint32(len(e.held)), ahead, minHeldSlots), e.cfg.MaxReorderAhead)
+	grown := make([]heldPacket, size)
+	for _, hp := range e.held {
+		if hp.used {
+			grown[hp.hdr.OrderedSequence%size] = hp
+		}
+	}
+	e.held = grown
+}
+
+// minHeldSlots is the first size of the ring held.
+const minHeldSlots = 8

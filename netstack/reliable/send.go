@@ -139,12 +139,32 @@ func (e *Endpoint) admit(m queued, t time.Duration) {
 	e.queue.push(m)
 }
 
-func (e *Endpoint) windowHasRoom() bool { return e.nextSeq-e.oldest < uint32(len(e.out)) }
+func (e *Endpoint) windowHasRoom() bool { return e.nextSeq-e.oldest < uint32(e.cfg.MaxInFlight) }
+
+// growOut makes room in the ring out for one more sequence, doubling it up to
+// MaxInFlight, and moves every sequence in [oldest, nextSeq) to its slot in
+// the new ring. The ring starts empty: an idle peer does not pay for a full
+// window (MaxInFlight slots), a busy one stops allocating once grown.
+func (e *Endpoint) growOut() {
+	span := e.nextSeq - e.oldest
+	if span < uint32(len(e.out)) {
+		return
+	}
+	grown := make([]outPacket, min(max(2*len(e.out), minOutSlots), e.cfg.MaxInFlight))
+	for s := e.oldest; s != e.nextSeq; s++ {
+		grown[s%uint32(len(grown))] = *e.slot(s)
+	}
+	e.out = grown
+}
+
+// minOutSlots is the first size of the ring out.
+const minOutSlots = 4
 
 func (e *Endpoint) slot(s uint32) *outPacket { return &e.out[s%uint32(len(e.out))] }
 
 // enterWindow gives m the next reliability sequence and makes it sendable.
 func (e *Endpoint) enterWindow(m queued, t time.Duration) {
+	e.growOut()
 	s := e.nextSeq
 	e.nextSeq++
 	*e.slot(s) = outPacket{

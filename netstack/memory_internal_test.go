@@ -1,0 +1,73 @@
+package netstack
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"github.com/sparkhost/sparkhost/netstack/memlink"
+	"github.com/sparkhost/sparkhost/netstack/transport"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// idleSessionBytes bounds what the server's session of an idle client
+// allocates: keys, reliability, queues and path, and what its heartbeats
+// make it keep. A full datagram's scratch or a full reliability window per
+// session would not fit.
+const idleSessionBytes = 4 << 10
+
+// TestIdleSessionIsSmall: a server session that received a client's
+// heartbeat and sent its own holds no buffer sized for traffic it never had.
+func TestIdleSessionIsSmall(t *testing.T) {
+	mc, err := memlink.NewNetwork(memlink.Config{}).Attach(memlink.Addr(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := transport.FromPacketConn(mc)
+	var k1, k2 [32]byte
+	k1[0], k2[0] = 1, 2
+	now := time.Now()
+	scfg := ServerConfig{}
+	scfg.populate()
+	cfg := scfg.channelConfig(conn.MaxDatagram())
+	addr := netip.MustParseAddrPort("127.0.0.2:5000")
+	reg := gamemsg.NewRegistry()
+	deliver := func(*wire.Header, []byte) {}
+
+	// The client's heartbeat, a second after the session began.
+	cli := newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)
+	cli.life.finishing = false
+	var hb datagramBatch
+	cli.serviceLocked(now.Add(time.Second), &hb)
+	if len(hb.spans) != 1 {
+		t.Fatalf("the client's service sent %d datagrams, want its heartbeat", len(hb.spans))
+	}
+	datagram := hb.buf[hb.spans[0].start:hb.spans[0].end]
+
+	const n = 100
+	sessions := make([]*session, n)
+	var b datagramBatch
+	b.reserve(4096)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range sessions {
+		s := newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
+		if !s.receiveLocked(reg, datagram, now.Add(time.Second), deliver, nil) {
+			t.Fatal("the heartbeat was dropped")
+		}
+		s.serviceLocked(now.Add(time.Second), &b)
+		b.reset()
+		sessions[i] = s
+	}
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(sessions)
+	per := int(after.TotalAlloc-before.TotalAlloc) / n
+	if per > idleSessionBytes {
+		t.Fatalf("an idle server session allocated %d bytes, want at most %d", per, idleSessionBytes)
+	}
+	t.Logf("an idle server session allocated %d bytes", per)
+}
