@@ -423,7 +423,8 @@ func connectSessions(b *testing.B, srv *loadServer, kind string, n int) []*loadS
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			s := &loadSession{more: make(chan struct{}, 1)}
-			cfg := netstack.ClientConfig{Server: srv.addr, Name: fmt.Sprintf("s%d", i), Pin: srv.pin, Registry: loadRegistry()}
+			cfg := netstack.ClientConfig{Server: srv.addr, Name: fmt.Sprintf("s%d", i), Pin: srv.pin, Registry: loadRegistry(),
+				Timeout: 30 * time.Second} // a loaded client process must not time its sessions out
 			var err error
 			switch kind {
 			case overWebTransport:
@@ -499,7 +500,8 @@ func echoAll(b *testing.B, sessions []*loadSession, msgs, rate int) (missing int
 			defer tk.Stop()
 			for range msgs {
 				if err := s.c.Send(typeEchoIn, wire.Reliable, payload); err != nil {
-					errs <- err
+					reason, text := s.c.CloseReason()
+					errs <- fmt.Errorf("session %d: %w (reason %v %q)", i, err, reason, text)
 					return
 				}
 				s.c.Flush()
