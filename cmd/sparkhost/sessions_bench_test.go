@@ -44,13 +44,13 @@ import (
 //
 //	taskset -c 1 go test -run X -bench Sessions -benchtime 1x ./cmd/sparkhost/
 //
-// SPARK_SESSIONS (200), SPARK_SESSION_MESSAGES (150 per session, at
-// SPARK_SESSION_RATE 30 per second) and SPARK_SESSION_ROUNDS (2) change
+// SPARK_SESSIONS (200), SPARK_SESSION_MESSAGES (100 per session, at
+// SPARK_SESSION_RATE 20 per second) and SPARK_SESSION_ROUNDS (2) change
 // the load; SPARK_SESSION_PERF=DIR records `perf record` of the server
 // during each message phase into DIR.
 func BenchmarkSessions(b *testing.B) {
-	n, msgs, rate, rounds := envInt("SPARK_SESSIONS", 200), envInt("SPARK_SESSION_MESSAGES", 150),
-		envInt("SPARK_SESSION_RATE", 30), envInt("SPARK_SESSION_ROUNDS", 2)
+	n, msgs, rate, rounds := envInt("SPARK_SESSIONS", 200), envInt("SPARK_SESSION_MESSAGES", 100),
+		envInt("SPARK_SESSION_RATE", 20), envInt("SPARK_SESSION_ROUNDS", 2)
 	bin := buildBinary(b)
 	all := map[string][]loadResult{}
 	for b.Loop() {
@@ -86,6 +86,7 @@ func BenchmarkSessions(b *testing.B) {
 type loadResult struct {
 	heapBefore, heapAfter, rssBefore, rssAfter float64 // bytes
 	heapPerSession, rssPerSession              float64 // bytes
+	goroutinesPerSession, stackPerSession      float64 // goroutines, and their stacks' bytes
 	idleCPUms, idleTickMS                      float64 // server CPU ms per second idle; tick average idle
 	loadTickMS, cpuPerMsgUS                    float64 // tick average and server CPU per message under load
 	netPerMsgUS                                float64 // CPU per message less the idle CPU rate over the same time
@@ -94,8 +95,8 @@ type loadResult struct {
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %d echoes missing",
-		r.heapBefore/(1<<20), r.heapAfter/(1<<20), r.heapPerSession, r.rssBefore/(1<<20), r.rssAfter/(1<<20), r.rssPerSession,
+	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %d echoes missing",
+		r.heapBefore/(1<<20), r.heapAfter/(1<<20), r.heapPerSession, r.rssBefore/(1<<20), r.rssAfter/(1<<20), r.rssPerSession, r.goroutinesPerSession, r.stackPerSession,
 		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.missing)
 }
 
@@ -188,6 +189,8 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 	m1 := srv.metrics(b)
 	r.heapAfter, r.rssAfter = m1["go_memstats_heap_alloc_bytes"], srv.rss(b)
 	r.heapPerSession = (r.heapAfter - r.heapBefore) / float64(n)
+	r.goroutinesPerSession = (m1["go_goroutines"] - m0["go_goroutines"]) / float64(n)
+	r.stackPerSession = (m1["go_memstats_stack_inuse_bytes"] - m0["go_memstats_stack_inuse_bytes"]) / float64(n)
 	r.rssPerSession = (r.rssAfter - r.rssBefore) / float64(n)
 
 	cpu0 := srv.cpu(b)
