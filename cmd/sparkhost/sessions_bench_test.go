@@ -91,13 +91,14 @@ type loadResult struct {
 	loadTickMS, cpuPerMsgUS                    float64 // tick average and server CPU per message under load
 	netPerMsgUS                                float64 // CPU per message less the idle CPU rate over the same time
 	loadSeconds                                float64
-	missing                                    int64 // echoes that did not come back within 20 s
+	missing                                    int64   // echoes that did not come back within 20 s
+	datagramsPerMsg                            float64 // v4 datagrams the server received and sent per message echoed
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %d echoes missing",
+	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %.2f v4 datagrams in+out/msg, %d echoes missing",
 		r.heapBefore/(1<<20), r.heapAfter/(1<<20), r.heapPerSession, r.rssBefore/(1<<20), r.rssAfter/(1<<20), r.rssPerSession, r.goroutinesPerSession, r.stackPerSession,
-		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.missing)
+		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.datagramsPerMsg, r.missing)
 }
 
 func span(rs []loadResult, f func(loadResult) float64) string {
@@ -221,6 +222,10 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 		}
 	}
 	r.loadTickMS = tickAvgMS(m2, m3)
+	dgrams := func(m map[string]float64) float64 {
+		return m["sparkhost_net_datagrams_received_total"] + m["sparkhost_net_datagrams_sent_total"]
+	}
+	r.datagramsPerMsg = (dgrams(m3) - dgrams(m2)) / float64(n*msgs)
 	r.cpuPerMsgUS = float64(cpu2-cpu1) / float64(time.Microsecond) / float64(n*msgs)
 	r.netPerMsgUS = r.cpuPerMsgUS - r.idleCPUms*1000*r.loadSeconds/float64(n*msgs)
 	return r
