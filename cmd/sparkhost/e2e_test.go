@@ -15,7 +15,7 @@ import (
 )
 
 // shortTempDir keeps the admin socket path under the Unix limit (~108 bytes).
-func shortTempDir(t *testing.T) string {
+func shortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sh")
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // buildBinary compiles sparkhost once per test run.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sparkhost")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()

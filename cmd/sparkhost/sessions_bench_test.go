@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/transport"
+	"github.com/sparkhost/sparkhost/netstack/transport/web"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
+)
+
+// BenchmarkSessions: many concurrent sessions over UDP, WebTransport and
+// WebSocket on one real `sparkhost run` each (the echo Lua module, [web]
+// on, GOMAXPROCS=1, pinned to CPU 0 with taskset), the clients in the
+// benchmark's process. Per transport, in turn, for some rounds: the
+// server's Go heap and RSS before and after the sessions connect, the
+// server's CPU time and tick average while they sit idle, and while each
+// sends a fixed number of echo messages (reliable, 32 bytes, a steady
+// rate) and waits for every echo; CPU per message is the server's
+// /proc/PID/stat user+system time over the messages echoed. Pin the
+// clients to the other core:
+//
+//	taskset -c 1 go test -run X -bench Sessions -benchtime 1x ./cmd/sparkhost/
+//
+// SPARK_SESSIONS (200), SPARK_SESSION_MESSAGES (100 per session, at
+// SPARK_SESSION_RATE 20 per second) and SPARK_SESSION_ROUNDS (2) change
+// the load; SPARK_SESSION_PERF=DIR records `perf record` of the server
+// during each message phase into DIR.
+func BenchmarkSessions(b *testing.B) {
+	n, msgs, rate, rounds := envInt("SPARK_SESSIONS", 200), envInt("SPARK_SESSION_MESSAGES", 100),
+		envInt("SPARK_SESSION_RATE", 20), envInt("SPARK_SESSION_ROUNDS", 2)
+	bin := buildBinary(b)
+	all := map[string][]loadResult{}
+	for b.Loop() {
+		for round := range rounds {
+			for _, kind := range allTransports {
+				r := runSessionLoad(b, bin, kind, n, msgs, rate, round)
+				all[kind] = append(all[kind], r)
+				b.Logf("round %d %-12s %s", round+1, kind, r)
+			}
+		}
+	}
+	for _, kind := range allTransports {
+		rs := all[kind]
+		b.Logf("%-12s heap/session %s B, RSS/session %s B, idle CPU %s ms/s, idle tick %s ms, load tick %s ms, CPU/msg %s µs, less idle %s µs",
+			kind, span(rs, func(r loadResult) float64 { return r.heapPerSession }),
+			span(rs, func(r loadResult) float64 { return r.rssPerSession }),
+			span(rs, func(r loadResult) float64 { return r.idleCPUms }),
+			span(rs, func(r loadResult) float64 { return r.idleTickMS }),
+			span(rs, func(r loadResult) float64 { return r.loadTickMS }),
+			span(rs, func(r loadResult) float64 { return r.cpuPerMsgUS }),
+			span(rs, func(r loadResult) float64 { return r.netPerMsgUS }))
+	}
+	udp, wt, ws := median(all[overUDP]), median(all[overWebTransport]), median(all[overWebSocket])
+	b.ReportMetric(wt.cpuPerMsgUS/udp.cpuPerMsgUS, "wt/udp-cpu")
+	b.ReportMetric(wt.heapPerSession/udp.heapPerSession, "wt/udp-heap")
+	b.ReportMetric(wt.rssPerSession/udp.rssPerSession, "wt/udp-rss")
+	b.ReportMetric(wt.netPerMsgUS/udp.netPerMsgUS, "wt/udp-cpu-less-idle")
+	b.ReportMetric(ws.cpuPerMsgUS/udp.cpuPerMsgUS, "ws/udp-cpu")
+	b.ReportMetric(ws.heapPerSession/udp.heapPerSession, "ws/udp-heap")
+}
+
+// loadResult is one transport's figures in one round.
+type loadResult struct {
+	heapBefore, heapAfter, rssBefore, rssAfter float64 // bytes
+	heapPerSession, rssPerSession              float64 // bytes
+	goroutinesPerSession, stackPerSession      float64 // goroutines, and their stacks' bytes
+	idleCPUms, idleTickMS                      float64 // server CPU ms per second idle; tick average idle
+	loadTickMS, cpuPerMsgUS                    float64 // tick average and server CPU per message under load
+	netPerMsgUS                                float64 // CPU per message less the idle CPU rate over the same time
+	loadSeconds                                float64
+	missing                                    int64   // echoes that did not come back within 20 s
+	datagramsPerMsg                            float64 // v4 datagrams the server received and sent per message echoed
+}
+
+func (r loadResult) String() string {
+	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %.2f v4 datagrams in+out/msg, %d echoes missing",
+		r.heapBefore/(1<<20), r.heapAfter/(1<<20), r.heapPerSession, r.rssBefore/(1<<20), r.rssAfter/(1<<20), r.rssPerSession, r.goroutinesPerSession, r.stackPerSession,
+		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.datagramsPerMsg, r.missing)
+}
+
+func span(rs []loadResult, f func(loadResult) float64) string {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	if hi >= 1000 {
+		return fmt.Sprintf("%.0f–%.0f", lo, hi)
+	}
+	return fmt.Sprintf("%.3g–%.3g", lo, hi)
+}
+
+// median is the round with the median CPU per message (the memory figures
+// of the same round).
+func median(rs []loadResult) loadResult {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b loadResult) int {
+		switch {
+		case a.cpuPerMsgUS < b.cpuPerMsgUS:
+			return -1
+		case a.cpuPerMsgUS > b.cpuPerMsgUS:
+			return 1
+		}
+		return 0
+	})
+	return s[len(s)/2]
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// loadConfig lets one address (every client is 127.0.0.1) open and hold
+// every session, with the echo module loaded and the ops listener on.
+const loadConfig = `[server]
+max_clients = 2048
+client_timeout = 30.0
+
+[network]
+connect_burst = 1048576
+connect_refill_per_second = 1000000.0
+prefix_burst = 1048576
+prefix_refill_per_second = 1000000.0
+half_open_per_address = 65536
+half_open_per_prefix = 65536
+
+[ops]
+listen = "127.0.0.1:0"
+
+[web]
+enabled = true
+port = 0
+max_sessions = 4096
+connections_per_address = 1024
+`
+
+// loadServer is one `sparkhost run` of the benchmark.
+type loadServer struct {
+	cmd     *exec.Cmd
+	addr    netip.AddrPort
+	pin     string
+	webPort int
+	ops     string
+}
+
+func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) loadResult {
+	srv := startLoadServer(b, bin)
+	defer srv.stop()
+	time.Sleep(2 * time.Second) // start-up done
+	var r loadResult
+	m0 := srv.metrics(b)
+	r.heapBefore, r.rssBefore = m0["go_memstats_heap_alloc_bytes"], srv.rss(b)
+
+	sessions := connectSessions(b, srv, kind, n)
+	defer func() {
+		for _, s := range sessions {
+			s.c.Close()
+			if s.tr != nil {
+				s.tr.Close()
+			}
+		}
+	}()
+	time.Sleep(3 * time.Second) // handshakes' garbage and timers settle
+	m1 := srv.metrics(b)
+	r.heapAfter, r.rssAfter = m1["go_memstats_heap_alloc_bytes"], srv.rss(b)
+	r.heapPerSession = (r.heapAfter - r.heapBefore) / float64(n)
+	r.goroutinesPerSession = (m1["go_goroutines"] - m0["go_goroutines"]) / float64(n)
+	r.stackPerSession = (m1["go_memstats_stack_inuse_bytes"] - m0["go_memstats_stack_inuse_bytes"]) / float64(n)
+	r.rssPerSession = (r.rssAfter - r.rssBefore) / float64(n)
+
+	cpu0 := srv.cpu(b)
+	idle := 3 * time.Second
+	time.Sleep(idle)
+	cpu1, m2 := srv.cpu(b), srv.metrics(b)
+	r.idleCPUms = float64(cpu1-cpu0) / float64(time.Millisecond) / idle.Seconds()
+	r.idleTickMS = tickAvgMS(m1, m2)
+
+	stopPerf := srv.perf(b, fmt.Sprintf("%s-%d", kind, round+1))
+	start := time.Now()
+	r.missing = echoAll(b, sessions, msgs, rate)
+	r.loadSeconds = time.Since(start).Seconds()
+	cpu2, m3 := srv.cpu(b), srv.metrics(b)
+	stopPerf()
+	if r.missing > 0 {
+		var dropped, overflowed uint64
+		for _, s := range sessions {
+			if c, ok := s.tr.(*web.Client); ok {
+				dropped, overflowed = dropped+c.Dropped.Load(), overflowed+c.Overflowed.Load()
+			}
+		}
+		b.Logf("%s: %d echoes missing; the clients' transports dropped %d datagrams at a full queue, sent %d on the overflow stream", kind, r.missing, dropped, overflowed)
+		for name, v := range m3 {
+			if v != 0 && (strings.Contains(name, "drop") || strings.Contains(name, "refused") || strings.Contains(name, "overflow") || strings.Contains(name, "retrans")) {
+				b.Logf("%s %s: %s = %v", kind, "echoes missing", name, v)
+			}
+		}
+	}
+	r.loadTickMS = tickAvgMS(m2, m3)
+	dgrams := func(m map[string]float64) float64 {
+		return m["sparkhost_net_datagrams_received_total"] + m["sparkhost_net_datagrams_sent_total"]
+	}
+	r.datagramsPerMsg = (dgrams(m3) - dgrams(m2)) / float64(n*msgs)
+	r.cpuPerMsgUS = float64(cpu2-cpu1) / float64(time.Microsecond) / float64(n*msgs)
+	r.netPerMsgUS = r.cpuPerMsgUS - r.idleCPUms*1000*r.loadSeconds/float64(n*msgs)
+	return r
+}
+
+// tickAvgMS is the mean tick duration between two scrapes.
+func tickAvgMS(a, b map[string]float64) float64 {
+	dn := b["sparkhost_tick_duration_seconds_count"] - a["sparkhost_tick_duration_seconds_count"]
+	if dn <= 0 {
+		return 0
+	}
+	return (b["sparkhost_tick_duration_seconds_sum"] - a["sparkhost_tick_duration_seconds_sum"]) / dn * 1000
+}
+
+func startLoadServer(b *testing.B, bin string) *loadServer {
+	b.Helper()
+	tmp := shortTempDir(b)
+	echo := filepath.Join(tmp, "echo.lua")
+	cfg := filepath.Join(tmp, "config.toml")
+	if err := os.WriteFile(echo, []byte(echoScript), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(loadConfig+"\n[modules]\nload = ["+strconv.Quote(echo)+"]\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{bin, "run", "--config", cfg, "--port", "0", "--bind", "127.0.0.1", "--data-dir", filepath.Join(tmp, "data")}
+	if _, err := exec.LookPath("taskset"); err == nil {
+		args = append([]string{"taskset", "-c", "0"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=", "GOMAXPROCS=1")
+	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	s := &loadServer{cmd: cmd}
+	sc := bufio.NewScanner(stdout)
+	for (s.pin == "" || !s.addr.IsValid() || s.webPort == 0 || s.ops == "") && sc.Scan() {
+		l := sc.Text()
+		if a, ok := strings.CutPrefix(l, "sparkhost listening on "); ok {
+			s.addr = netip.MustParseAddrPort(a)
+		}
+		if p, ok := strings.CutPrefix(l, "server identity pin: "); ok {
+			s.pin = p
+		}
+		if w, ok := strings.CutPrefix(l, "web transports on port "); ok {
+			s.webPort, _ = strconv.Atoi(w[:strings.IndexByte(w, ':')])
+		}
+		if u, ok := strings.CutPrefix(l, "status page, metrics and probes on http://"); ok {
+			s.ops = strings.TrimSuffix(u, "/")
+		}
+	}
+	if s.pin == "" || s.webPort == 0 || s.ops == "" {
+		s.stop()
+		b.Fatal("the server did not print its addresses and pin")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return s
+}
+
+func (s *loadServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpu is the server process's user+system time (/proc/PID/stat).
+func (s *loadServer) cpu(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	// After the command: state is field 3 of the whole line, utime 14, stime 15.
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck
+}
+
+// rss is the server's resident set (/proc/PID/status VmRSS), in bytes.
+func (s *loadServer) rss(b *testing.B) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// metrics reads the server's /metrics: counters, gauges, and histograms'
+// _sum and _count.
+func (s *loadServer) metrics(b *testing.B) map[string]float64 {
+	rsp, err := http.Get("http://" + s.ops + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rsp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(rsp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				out[name] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[name] += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				out[name+"_sum"] += m.GetHistogram().GetSampleSum()
+				out[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// perf records the server with `perf record` until the returned func is
+// called, when SPARK_SESSION_PERF names a directory.
+func (s *loadServer) perf(b *testing.B, name string) func() {
+	dir := os.Getenv("SPARK_SESSION_PERF")
+	if dir == "" {
+		return func() {}
+	}
+	p := exec.Command("perf", "record", "-g", "-F", "999", "-o", filepath.Join(dir, name+".perf.data"), "-p", strconv.Itoa(s.cmd.Process.Pid))
+	if err := p.Start(); err != nil {
+		b.Logf("perf: %v", err)
+		return func() {}
+	}
+	return func() {
+		_ = p.Process.Signal(syscall.SIGINT)
+		_ = p.Wait()
+	}
+}
+
+// loadSession is one client of the benchmark and its echo count.
+type loadSession struct {
+	c      *netstack.Client
+	tr     transport.Transport // the web transport, nil over UDP
+	echoes atomic.Int64
+	more   chan struct{}
+}
+
+func loadRegistry() *wire.Registry {
+	reg := gamemsg.NewRegistry()
+	for _, s := range []wire.Schema{
+		{ID: typeEchoIn, Name: "echo_in", Direction: wire.ClientToServer, Channel: wire.Reliable, MinLen: 2, MaxLen: 3002, StringFieldOffset: 0, RequiresAdmitted: true},
+		{ID: typeEchoOut, Name: "echo_out", Direction: wire.ServerToClient, Channel: wire.Reliable, MinLen: 2, MaxLen: 3002, StringFieldOffset: 0, RequiresAdmitted: true},
+	} {
+		if err := reg.Register("echo", s); err != nil {
+			panic(err)
+		}
+	}
+	return reg
+}
+
+// connectSessions admits n clients over kind, eight handshakes at a time.
+func connectSessions(b *testing.B, srv *loadServer, kind string, n int) []*loadSession {
+	b.Helper()
+	var wtURL, wsURL string
+	var hashes [][32]byte
+	if kind != overUDP {
+		in := srv.webInfo(b)
+		wsURL = fmt.Sprintf("ws://127.0.0.1:%d%s", in.Port, in.WebSocket.Path)
+		wtURL = fmt.Sprintf("https://127.0.0.1:%d%s", in.Port, in.WebTransport.Path)
+		for _, h := range in.WebTransport.CertHashes {
+			v, _ := base64.StdEncoding.DecodeString(h.Value)
+			hashes = append(hashes, [32]byte(v))
+		}
+	}
+	out := make([]*loadSession, n)
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s := &loadSession{more: make(chan struct{}, 1)}
+			cfg := netstack.ClientConfig{Server: srv.addr, Name: fmt.Sprintf("s%d", i), Pin: srv.pin, Registry: loadRegistry(),
+				Timeout: 30 * time.Second} // a loaded client process must not time its sessions out
+			var err error
+			switch kind {
+			case overWebTransport:
+				var c *web.Client
+				c, err = web.DialWebTransport(ctx, wtURL, web.ClientOptions{CertHashes: hashes})
+				if err == nil {
+					s.tr, cfg.Transport, cfg.Server = c, c, c.Peer()
+				}
+			case overWebSocket:
+				var c *web.Client
+				c, err = web.DialWebSocket(ctx, wsURL, web.ClientOptions{})
+				if err == nil {
+					s.tr, cfg.Transport, cfg.Server = c, c, c.Peer()
+				}
+			}
+			if err == nil {
+				s.c, _, err = client.Dial(ctx, cfg)
+			}
+			if err != nil {
+				if s.tr != nil {
+					s.tr.Close()
+				}
+				errs <- fmt.Errorf("session %d over %s: %w", i, kind, err)
+				return
+			}
+			go s.count()
+			out[i] = s
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// count counts the echoes the session receives until it closes.
+func (s *loadSession) count() {
+	for {
+		m, err := s.c.Receive(context.Background())
+		if err != nil {
+			return
+		}
+		if m.Header.Type == typeEchoOut {
+			s.echoes.Add(1)
+			select {
+			case s.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// echoAll has every session send msgs echo messages at rate a second
+// (staggered, each flushed at once) and returns when every echo came back,
+// or 20 s after the last was sent with the number of echoes missing.
+func echoAll(b *testing.B, sessions []*loadSession, msgs, rate int) (missing int64) {
+	b.Helper()
+	payload := echoPayload(strings.Repeat("x", 30))
+	every := time.Second / time.Duration(rate)
+	base := make([]int64, len(sessions))
+	for i, s := range sessions {
+		base[i] = s.echoes.Load()
+	}
+	var wg sync.WaitGroup
+	var lost atomic.Int64
+	errs := make(chan error, len(sessions))
+	for i, s := range sessions {
+		wg.Go(func() {
+			time.Sleep(every * time.Duration(i) / time.Duration(len(sessions)))
+			tk := time.NewTicker(every)
+			defer tk.Stop()
+			for range msgs {
+				if err := s.c.Send(typeEchoIn, wire.Reliable, payload); err != nil {
+					reason, text := s.c.CloseReason()
+					errs <- fmt.Errorf("session %d: %w (reason %v %q)", i, err, reason, text)
+					return
+				}
+				s.c.Flush()
+				<-tk.C
+			}
+			deadline := time.After(20 * time.Second)
+			for s.echoes.Load()-base[i] < int64(msgs) {
+				select {
+				case <-s.more:
+				case <-deadline:
+					lost.Add(int64(msgs) - (s.echoes.Load() - base[i]))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return lost.Load()
+}
+
+// webInfo fetches /web.json.
+func (s *loadServer) webInfo(b *testing.B) web.Info {
+	rsp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", s.webPort, web.PathInfo))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rsp.Body.Close()
+	var in web.Info
+	if err := json.NewDecoder(rsp.Body).Decode(&in); err != nil {
+		b.Fatal(err)
+	}
+	if in.WebTransport == nil || in.WebSocket == nil || len(in.WebTransport.CertHashes) == 0 {
+		b.Fatalf("%s: %+v", web.PathInfo, in)
+	}
+	return in
+}
