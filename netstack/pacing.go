@@ -151,7 +151,8 @@ func (s *session) ccMarkLocked(now time.Time) {
 }
 
 // ccStateLocked adds queued state to the pack while the pacer's budget
-// lasts, oldest first; state past staleAfter is dropped, the rest waits.
+// lasts and the bytes in flight stay under the estimator's bound (about
+// one and a half round trips at the bandwidth), oldest first; state past staleAfter is dropped, the rest waits.
 func (s *session) ccStateLocked(now time.Time) {
 	cc := &s.path.cc
 	if len(cc.kq) == 0 {
@@ -167,7 +168,7 @@ func (s *session) ccStateLocked(now time.Time) {
 		case wait > staleAfter:
 			s.add(stateDropped, 1)
 			continue
-		case len(keep) > 0 || !cc.pacer.Allows(pk.packed()+m.len):
+		case len(keep) > 0 || !cc.pacer.Allows(pk.packed()+m.len) || !cc.est.InFlightAllows(now, pk.packed()+m.len):
 			keep = append(keep, m)
 			continue
 		}

@@ -27,6 +27,17 @@ const (
 	// marker may have waited in for its interval to give a rate sample: a
 	// bottleneck near full drops, and then what was sent was not delivered.
 	sampleQueue = 100 * time.Millisecond
+	// cruiseGain is the share of the bandwidth estimate a congested path is
+	// paced at between probes: less than all of it, so that a queue the
+	// estimate's error builds drains (BBR's cruising, kept below one).
+	cruiseGain = 0.9
+	// probeGain is the pacing gain of a probing round, one in probeCycle.
+	probeGain  = 1.25
+	probeCycle = 4
+	// inflightRTTs bounds the bytes in flight to this many round trips
+	// (the minimum) at the estimated bandwidth, plus inflightSlack.
+	inflightRTTs  = 1.5
+	inflightSlack = 50 * time.Millisecond
 	// recentSamples is how many of the latest round trips the queue
 	// estimate takes the smallest of (jitter only ever adds).
 	recentSamples = 4
@@ -83,10 +94,15 @@ type Estimator struct {
 	lastProbe  time.Time
 	firstProbe time.Time
 	lastEcho   time.Time
-	prior      marker // the newest marker echoed: the start of the next sample
-	probes     uint64 // markers sent
-	lost       uint64 // markers that were never echoed
-	loss       float64
+	prior      marker // the newest marker echoed: the end of what is known delivered
+	// echoed are the latest markers echoed, a ring: a rate sample spans
+	// from one of them long enough ago that round-trip spread is small
+	// beside the span.
+	echoed  [markerSlots]marker
+	nechoed int
+	probes  uint64 // markers sent
+	lost    uint64 // markers that were never echoed
+	loss    float64
 
 	bw       [bwBuckets]float64 // per-bucket maximum of the samples
 	bwAt     time.Time          // start of the current bucket
@@ -101,9 +117,10 @@ type Estimator struct {
 	// pacer (SetAppLimited).
 	appLimited bool
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
-	// then on a free path the pacer limits is probed gently, not given
-	// twice the estimate.
+	// then on a free path the pacer limits cruises under the estimate and
+	// probes above it one round in probeCycle.
 	congestedAt time.Time
+	rounds      uint64 // rate adjustments, which pick the probing round
 }
 
 // New returns an Estimator with cfg (zero values: the defaults).
@@ -168,29 +185,83 @@ func (e *Estimator) Echo(id uint32, now time.Time) bool {
 	return false
 }
 
-// deliverySample takes a rate sample from the prior marker to m: what was
-// sent between them, over the longer of their send and echo spacings (the
-// bottleneck cannot have delivered it faster than either).
+// deliverySample takes a rate sample ending at m: what was sent since an
+// earlier echoed marker, over the longer of their send and echo spacings
+// (the bottleneck cannot have delivered it faster than either). The
+// earlier marker is the newest one at least sampleSpan before m: over a
+// short span the round trips' spread (jitter) shortens an echo spacing
+// as much as a queue lengthens it, and the largest sample would then be
+// the sender's rate, not the link's.
 func (e *Estimator) deliverySample(m marker, now time.Time) {
-	p := e.prior
-	if p.at.IsZero() || !m.at.After(p.at) {
-		if p.at.IsZero() || m.at.After(p.at) {
-			e.prior = m
-		}
+	if e.prior.at.IsZero() || m.at.After(e.prior.at) {
+		e.prior = m
+	}
+	p, ok := e.sampleStart(m)
+	e.echoed[e.nechoed%markerSlots] = m
+	e.nechoed++
+	if !ok {
 		return
 	}
 	interval := max(m.at.Sub(p.at), m.ackAt.Sub(p.ackAt))
-	e.prior = m
-	// What was sent is what was delivered only if nothing between the two
-	// markers was dropped: a marker lost between them (a full bottleneck
-	// drops the datagrams that carry markers too), or a queue long enough
-	// to drain, and the interval gives no sample.
-	if interval < 5*time.Millisecond || m.n != p.n+1 || m.ackAt.Sub(m.at)-e.minRTT > 2*e.queueTarget()+sampleQueue {
+	// What was sent is what was delivered only if the bottleneck dropped
+	// nothing: a queue long enough to drop at either end, and the
+	// interval gives no sample.
+	limit := 2*e.queueTarget() + sampleQueue
+	if interval < 5*time.Millisecond || m.ackAt.Sub(m.at)-e.minRTT > limit || p.ackAt.Sub(p.at)-e.minRTT > limit {
 		return
 	}
 	rate := float64(m.sent-p.sent) / interval.Seconds()
 	e.bwSample = rate
 	e.addBandwidth(rate, now)
+}
+
+// sampleSpan is how long before a marker its rate sample starts: sixteen
+// times the jitter, at least ProbeInterval, at most a second.
+func (e *Estimator) sampleSpan() time.Duration {
+	return min(max(16*e.jitter, ProbeInterval), time.Second)
+}
+
+// sampleStart finds the newest echoed marker sent at least sampleSpan
+// before m; before any estimate, the oldest one sent before m will do.
+// Every marker between the two must have been echoed: a full bottleneck
+// drops the datagrams that carry markers too, and then what was sent was
+// not delivered.
+func (e *Estimator) sampleStart(m marker) (marker, bool) {
+	span := e.sampleSpan()
+	var oldest marker
+	for i := 1; i <= min(e.nechoed, markerSlots); i++ {
+		p := e.echoed[(e.nechoed-i)%markerSlots]
+		if p.n >= m.n {
+			continue
+		}
+		if m.at.Sub(p.at) >= span {
+			return p, e.echoedBetween(p.n, m.n)
+		}
+		oldest = p
+	}
+	ok := !oldest.at.IsZero() && e.lastBW == 0 && e.bwEmpty() && e.echoedBetween(oldest.n, m.n)
+	return oldest, ok
+}
+
+// echoedBetween reports whether every marker numbered between a and b
+// was echoed.
+func (e *Estimator) echoedBetween(a, b uint64) bool {
+	var n uint64
+	for i := range min(e.nechoed, markerSlots) {
+		if q := e.echoed[i].n; q > a && q < b {
+			n++
+		}
+	}
+	return n == b-a-1
+}
+
+func (e *Estimator) bwEmpty() bool {
+	for _, v := range e.bw {
+		if v > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // bwWindow is the bandwidth filter's window: ten round trips, 2 to 10 s.
@@ -272,6 +343,23 @@ func (e *Estimator) starved(now time.Time) bool {
 // sender is application-limited gets room to grow even after a queue: its
 // estimate measures the game, not the link.
 func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
+
+// InFlightAllows reports whether n more bytes may leave without the bytes
+// in flight passing about one and a half path round trips (the minimum) at
+// the estimated bandwidth: more only waits in the bottleneck's queue.
+// What is in flight is what was sent after the newest echoed marker, less
+// what the bandwidth delivered since its echo. Before an estimate, and
+// before a queue was first seen, anything goes.
+func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
+	bw := e.lastBW
+	if bw == 0 || e.congestedAt.IsZero() || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+		return true
+	}
+	delivered := bw * now.Sub(e.prior.ackAt).Seconds()
+	inflight := float64(e.sent-e.prior.sent) - delivered
+	limit := bw * (inflightRTTs*e.minRTT.Seconds() + inflightSlack.Seconds())
+	return inflight+float64(n) <= max(limit, 2*float64(n))
+}
 
 // Latest is the latest round-trip sample.
 func (e *Estimator) Latest() time.Duration { return e.latest }
@@ -356,7 +444,13 @@ func (e *Estimator) State() State {
 // (at most half). Markers unanswered (starved): half, every round trip.
 func (e *Estimator) Rate(now time.Time) float64 {
 	round := max(e.srtt, 50*time.Millisecond)
-	if e.rate > 0 && now.Sub(e.rateAt) < round {
+	// A long queue cuts the rate at once (after half a round trip, which
+	// the last cut needs to show), not a round trip later.
+	wait := round
+	if e.State() == Drain {
+		wait = round / 2
+	}
+	if e.rate > 0 && now.Sub(e.rateAt) < wait {
 		return e.rate
 	}
 	bw := e.Bandwidth(now)
@@ -370,6 +464,7 @@ func (e *Estimator) Rate(now time.Time) float64 {
 	if starved {
 		state = Drain
 	}
+	e.rounds++
 	switch state {
 	case Free:
 		if e.congestedAt.IsZero() || e.appLimited && sending <= bw/2 {
@@ -377,23 +472,30 @@ func (e *Estimator) Rate(now time.Time) float64 {
 			// less than the estimate: room to grow.
 			r = max(2*bw, e.cfg.InitialRate)
 		} else if bw > 0 {
-			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
+			// After a queue: cruise under the estimate, so that the
+			// bottleneck's queue empties, and probe above it one round in
+			// probeCycle while the queue is short (a link that got faster
+			// shows it in the samples of that round).
+			r = cruiseGain * bw
+			if e.rounds%probeCycle == 0 && e.QueueDelay() <= e.queueTarget()/2 {
+				r = probeGain * bw
+			}
 		}
 	default:
-		// Hold and drain: the estimate, less what drains the queue beyond
-		// the target within a round trip (at most half; in hold at most a
-		// tenth).
+		// Hold and drain: the cruise rate, less what drains the queue
+		// beyond the target within a round trip (at most half; in hold
+		// at most a twentieth). Starved: half the last rate, every round.
 		e.congestedAt = now
 		if bw == 0 {
 			bw = max(r, e.cfg.InitialRate)
 		}
 		excess := float64(e.QueueDelay()-e.queueTarget()) / float64(round)
+		r = cruiseGain * bw * min(max(1-excess, 0.5), 1)
 		if starved {
-			excess = 1
+			r = min(e.rate, bw) / 2
 		}
-		r = min(r, bw) * min(max(1-excess, 0.5), 1)
 		if state == Hold {
-			r = max(r, 0.9*bw)
+			r = max(r, 0.85*bw)
 		}
 	}
 	e.rate, e.rateAt = min(max(r, e.cfg.MinRate), e.cfg.MaxRate), now

@@ -1,6 +1,7 @@
 package congestion
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -11,8 +12,10 @@ import (
 type link struct {
 	rate          float64       // bytes/s
 	delay         time.Duration // round trip without queue
-	queue         float64       // bytes waiting
-	limit         float64       // bytes the queue holds; more are dropped
+	jitter        time.Duration // each echo's round trip spread uniformly over ±jitter/2
+	rng           *rand.Rand
+	queue         float64 // bytes waiting
+	limit         float64 // bytes the queue holds; more are dropped
 	at            time.Time
 	echo          []pendingEcho
 	maxQ          time.Duration // the longest wait seen
@@ -60,6 +63,12 @@ func (l *link) mark(id uint32, now time.Time) {
 		return // the datagram that carries it is dropped
 	}
 	wait := time.Duration(l.queue / l.rate * float64(time.Second))
+	if l.jitter > 0 {
+		if l.rng == nil {
+			l.rng = rand.New(rand.NewPCG(1, 2))
+		}
+		wait += time.Duration((l.rng.Float64() - 0.5) * float64(l.jitter))
+	}
 	l.echo = append(l.echo, pendingEcho{id, now.Add(wait + l.delay)})
 }
 
@@ -92,7 +101,7 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 		l.deliver(e, now)
 		p.Refill(now, e.Rate(now), 1200)
 		*backlog = min(*backlog+want*0.01, want) // stale state is superseded: at most a second's worth waits
-		for *backlog >= 1 && p.Allows(1) {
+		for *backlog >= 1 && p.Allows(1) && e.InFlightAllows(now, int(min(*backlog, 1200))) {
 			n := int(min(*backlog, 1200))
 			p.Spend(n)
 			e.Sent(n)
@@ -157,7 +166,7 @@ func TestPacingFitsANarrowLink(t *testing.T) {
 		t.Errorf("bandwidth %.0f B/s; want the link's 12000 (±20%%)", bw)
 	}
 	if got < 0.75*12_000 || got > 1.1*12_000 {
-		t.Errorf("sent %.0f B/s into a 12000 B/s link; want about the link's rate", got)
+		t.Errorf("sent %.0f B/s into a 12000 B/s link; want about the link's rate (%+v)", got, e.Snapshot(now))
 	}
 	// One 1200-byte datagram is 100 ms of this link: the queue is never
 	// much below that while the sender has more to send.
@@ -166,6 +175,31 @@ func TestPacingFitsANarrowLink(t *testing.T) {
 	}
 	if d := l.dropped / l.sent; d > 0.05 {
 		t.Errorf("the bottleneck dropped %.1f%% of what was sent; want ≤ 5%% once paced", 100*d)
+	}
+}
+
+// TestPacingKeepsAJitteryLinksQueueShort: a game wanting twice what a
+// 256 kbit/s link with 300±80 ms round trips carries keeps the
+// bottleneck's queue short: round-trip spread must not pass for
+// bandwidth (the samples span long enough), and the steady rate stays
+// under the estimate.
+func TestPacingKeepsAJitteryLinksQueueShort(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 32_000, delay: 300 * time.Millisecond, jitter: 160 * time.Millisecond, limit: 32_000 * 0.4}
+	_, now := run(t, e, l, 64_000, 10*time.Second, t0) // converge
+	l.reset()
+	got, now := run(t, e, l, 64_000, 60*time.Second, now)
+	if bw := e.Bandwidth(now); bw > 1.15*32_000 {
+		t.Errorf("bandwidth %.0f B/s; want at most the link's 32000 (+15%%)", bw)
+	}
+	if got < 0.7*32_000 {
+		t.Errorf("sent %.0f B/s into a 32000 B/s link; want at least 70%% of it", got)
+	}
+	if q := l.meanQueue(); q > 60*time.Millisecond || l.maxQ > 250*time.Millisecond {
+		t.Errorf("bottleneck queue %v on average, at most %v; want ≤ 60ms and ≤ 250ms", q, l.maxQ)
+	}
+	if d := l.dropped / l.sent; d > 0.01 {
+		t.Errorf("the bottleneck dropped %.1f%% of what was sent; want ≤ 1%%", 100*d)
 	}
 }
 
