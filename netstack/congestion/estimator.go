@@ -33,7 +33,7 @@ const (
 	cruiseGain = 0.9
 	// probeGain is the pacing gain of a probing round, one in probeCycle.
 	probeGain  = 1.25
-	probeCycle = 4
+	probeCycle = 6
 	// inflightRTTs bounds the bytes in flight to this many round trips
 	// (the minimum) at the estimated bandwidth, plus inflightSlack.
 	inflightRTTs  = 1.5
@@ -397,18 +397,19 @@ func (e *Estimator) QueueDelay() time.Duration {
 // queueTarget is the queue delay taken for congestion: more than the
 // path's own variation (jitter only adds), at least 25 ms, at most 100 ms.
 func (e *Estimator) queueTarget() time.Duration {
-	return min(max(2*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
+	return min(max(16*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
 }
 
 // State says how the pacer treats the path.
 type State uint8
 
 const (
-	// Free: no queue seen; the pacer allows twice the estimate.
+	// Free: no queue seen; the pacer allows twice the estimate until a
+	// queue was first seen, then cruises and probes (Rate).
 	Free State = iota
-	// Hold: a queue is building; the pacer holds to the estimate.
+	// Hold: a short queue; the pacer cruises and probes as in Free.
 	Hold
-	// Drain: a long queue; the pacer sends less than the estimate.
+	// Drain: a long queue; the pacer cuts the rate to drain it.
 	Drain
 )
 
@@ -435,13 +436,17 @@ func (e *Estimator) State() State {
 }
 
 // Rate is the pacing rate in bytes/s at now, adjusted at most once a
-// round trip. Free: twice the estimate (at least the initial rate) until a
-// queue was first seen, and afterwards while the sender sends all it has
-// and under half the estimate; otherwise five percent more a round trip,
-// at most a tenth over the estimate. Hold: the estimate (at least nine
-// tenths of it). Drain: the lower of the last rate and the estimate, less
-// the share that drains the queue beyond the target within a round trip
-// (at most half). Markers unanswered (starved): half, every round trip.
+// round trip (in drain, once half a round trip). Free: twice the estimate
+// (at least the initial rate) until a queue was first seen, and afterwards
+// while the sender sends all it has and under half the estimate. Otherwise
+// free or hold: nine tenths of the estimate (cruising, so that a queue
+// the estimate's error builds empties), and 1.25 times it one round in
+// six (probing, so that the estimate can grow: a sender held under it
+// samples only its own rate). Drain: nine tenths of the estimate less the
+// share that drains the queue beyond the target within a round trip (at
+// most half). Markers unanswered (starved): half the last rate. The pacer
+// also holds state while the bytes in flight pass the bound of
+// InFlightAllows, which keeps a probe's queue short.
 func (e *Estimator) Rate(now time.Time) float64 {
 	round := max(e.srtt, 50*time.Millisecond)
 	// A long queue cuts the rate at once (after half a round trip, which
@@ -465,26 +470,29 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		state = Drain
 	}
 	e.rounds++
-	switch state {
-	case Free:
-		if e.congestedAt.IsZero() || e.appLimited && sending <= bw/2 {
-			// No queue ever seen, or the sender sends all it has and far
-			// less than the estimate: room to grow.
-			r = max(2*bw, e.cfg.InitialRate)
-		} else if bw > 0 {
-			// After a queue: cruise under the estimate, so that the
-			// bottleneck's queue empties, and probe above it one round in
-			// probeCycle while the queue is short (a link that got faster
-			// shows it in the samples of that round).
-			r = cruiseGain * bw
-			if e.rounds%probeCycle == 0 && e.QueueDelay() <= e.queueTarget()/2 {
-				r = probeGain * bw
-			}
+	switch {
+	case state == Free && (e.congestedAt.IsZero() || e.appLimited && sending <= bw/2):
+		// No queue ever seen, or the sender sends all it has and far less
+		// than the estimate: room to grow.
+		r = max(2*bw, e.cfg.InitialRate)
+	case state != Drain && bw > 0:
+		// After a queue, or with a short one: cruise under the estimate,
+		// so that a queue its error builds empties, and probe above it one
+		// round in probeCycle whatever the queue (a sender held under the
+		// estimate samples only its own rate: without probes the estimate
+		// would only ever fall). The bound on bytes in flight keeps a
+		// probe's queue short.
+		if state == Hold {
+			e.congestedAt = now
 		}
-	default:
-		// Hold and drain: the cruise rate, less what drains the queue
-		// beyond the target within a round trip (at most half; in hold
-		// at most a twentieth). Starved: half the last rate, every round.
+		r = cruiseGain * bw
+		if e.rounds%probeCycle == 0 {
+			r = probeGain * bw
+		}
+	case state != Free:
+		// Drain (or no estimate yet): the cruise rate less what drains the
+		// queue beyond the target within a round trip, at most half.
+		// Starved: half the last rate.
 		e.congestedAt = now
 		if bw == 0 {
 			bw = max(r, e.cfg.InitialRate)
@@ -493,9 +501,6 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		r = cruiseGain * bw * min(max(1-excess, 0.5), 1)
 		if starved {
 			r = min(e.rate, bw) / 2
-		}
-		if state == Hold {
-			r = max(r, 0.85*bw)
 		}
 	}
 	e.rate, e.rateAt = min(max(r, e.cfg.MinRate), e.cfg.MaxRate), now
