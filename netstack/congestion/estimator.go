@@ -34,10 +34,9 @@ const (
 	// probeGain is the pacing gain of a probing round, one in probeCycle.
 	probeGain  = 1.25
 	probeCycle = 6
-	// inflightRTTs bounds the bytes in flight to this many round trips
-	// (the minimum) at the estimated bandwidth, plus inflightSlack.
-	inflightRTTs  = 1.5
-	inflightSlack = 50 * time.Millisecond
+	// queueBound is the longest queue InFlightAllows lets state build at
+	// the bottleneck.
+	queueBound = 60 * time.Millisecond
 	// recentSamples is how many of the latest round trips the queue
 	// estimate takes the smallest of (jitter only ever adds).
 	recentSamples = 4
@@ -344,21 +343,21 @@ func (e *Estimator) starved(now time.Time) bool {
 // estimate measures the game, not the link.
 func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
 
-// InFlightAllows reports whether n more bytes may leave without the bytes
-// in flight passing about one and a half path round trips (the minimum) at
-// the estimated bandwidth: more only waits in the bottleneck's queue.
-// What is in flight is what was sent after the newest echoed marker, less
-// what the bandwidth delivered since its echo. Before an estimate, and
-// before a queue was first seen, anything goes.
+// InFlightAllows reports whether n more bytes may leave without the
+// bottleneck's queue passing queueBound at the estimated bandwidth. The
+// queue is estimated from the newest echoed marker: what was sent since it
+// left, less what the bandwidth carried since, plus the queue it met (its
+// round trip beyond the minimum and twice the jitter). Send times carry
+// no jitter, so the bound holds on a path whose round trips spread widely.
+// Before an estimate, and before a queue was first seen, anything goes.
 func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	bw := e.lastBW
 	if bw == 0 || e.congestedAt.IsZero() || e.prior.ackAt.IsZero() || e.minRTT == 0 {
 		return true
 	}
-	delivered := bw * now.Sub(e.prior.ackAt).Seconds()
-	inflight := float64(e.sent-e.prior.sent) - delivered
-	limit := bw * (inflightRTTs*e.minRTT.Seconds() + inflightSlack.Seconds())
-	return inflight+float64(n) <= max(limit, 2*float64(n))
+	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
+	queued := float64(e.sent-e.prior.sent) - bw*now.Sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
+	return queued+float64(n) <= max(bw*queueBound.Seconds(), 2*float64(n))
 }
 
 // Latest is the latest round-trip sample.
