@@ -151,8 +151,9 @@ func (s *session) ccMarkLocked(now time.Time) {
 }
 
 // ccStateLocked adds queued state to the pack while the pacer's budget
-// lasts and the bytes in flight stay under the estimator's bound (about
-// one and a half round trips at the bandwidth), oldest first; state past staleAfter is dropped, the rest waits.
+// lasts and the bottleneck's queue stays under the estimator's bound
+// (InFlightAllows: 60 ms at the estimate), oldest first; state past
+// staleAfter is dropped, the rest waits.
 func (s *session) ccStateLocked(now time.Time) {
 	cc := &s.path.cc
 	if len(cc.kq) == 0 {

@@ -23,11 +23,11 @@
 // it one round trip in six (BBR's gain cycle, kept under one on average so
 // that the bottleneck's queue empties rather than sits), and past twice
 // the jitter it cuts by what drains the excess within a round trip, at
-// once. The bytes in flight are bounded too: state waits while what was
-// sent since the newest echoed marker, less what the estimate delivered
-// since its echo, passes one and a half minimum round trips (plus 50 ms) at
-// the estimate — the queue at the bottleneck cannot then grow past about
-// half a round trip whatever the rate's error. A sender that sends all it
+// once. The bottleneck's queue is bounded too: state waits while what was
+// sent since the newest echoed marker left, less what the estimate carried
+// since, plus the queue that marker met, passes 60 ms at the estimate —
+// reckoned from send times, which carry no jitter, so the queue stays short
+// whatever the rate's error. A sender that sends all it
 // has (application-limited) gets twice the estimate again. Markers that go
 // unanswered for two round trips (at least two seconds) are the strongest
 // sign (a full bottleneck drops them too): the rate halves each round trip
