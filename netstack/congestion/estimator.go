@@ -120,6 +120,10 @@ type Estimator struct {
 	// probes above it one round in probeCycle.
 	congestedAt time.Time
 	rounds      uint64 // rate adjustments, which pick the probing round
+	// fullBW is the estimate that the start last grew by a quarter to, and
+	// fullRounds the rounds since (checkFull).
+	fullBW     float64
+	fullRounds int
 }
 
 // New returns an Estimator with cfg (zero values: the defaults).
@@ -349,10 +353,11 @@ func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
 // left, less what the bandwidth carried since, plus the queue it met (its
 // round trip beyond the minimum and twice the jitter). Send times carry
 // no jitter, so the bound holds on a path whose round trips spread widely.
-// Before an estimate, and before a queue was first seen, anything goes.
+// Before an estimate, and before a queue was first seen while the sender
+// sent all it had (a game's tick is a burst), anything goes.
 func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	bw := e.lastBW
-	if bw == 0 || e.congestedAt.IsZero() || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+	if bw == 0 || e.congestedAt.IsZero() && e.appLimited || e.prior.ackAt.IsZero() || e.minRTT == 0 {
 		return true
 	}
 	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
@@ -469,11 +474,18 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		state = Drain
 	}
 	e.rounds++
+	e.checkFull(bw, now)
 	switch {
-	case state == Free && (e.congestedAt.IsZero() || e.appLimited && sending <= bw/2):
-		// No queue ever seen, or the sender sends all it has and far less
-		// than the estimate: room to grow.
+	case state == Free && e.appLimited && (e.congestedAt.IsZero() || sending <= bw/2):
+		// The sender sends all it has, and no queue was ever seen or it
+		// sends far less than the estimate: room to grow.
 		r = max(2*bw, e.cfg.InitialRate)
+	case state == Free && e.congestedAt.IsZero():
+		// The start with more to send than the pacer lets out: a quarter
+		// more a round trip (the samples follow), until the estimate stops
+		// growing (checkFull) or a queue shows. Twice the estimate here
+		// filled a 400 ms queue within a second.
+		r = max(probeGain*bw, e.cfg.InitialRate)
 	case state != Drain && bw > 0:
 		// After a queue, or with a short one: cruise under the estimate,
 		// so that a queue its error builds empties, and probe above it one
@@ -504,6 +516,25 @@ func (e *Estimator) Rate(now time.Time) float64 {
 	}
 	e.rate, e.rateAt = min(max(r, e.cfg.MinRate), e.cfg.MaxRate), now
 	return e.rate
+}
+
+// checkFull ends the start (twice the estimate) once the pipe is full, as
+// BBR's startup ends: the sender had more to send than the pacer let out,
+// and the estimate grew by less than a quarter in three rounds. Sessions
+// that start together (a match) would otherwise fill the bottleneck's
+// queue together before a queue shows in their round trips.
+func (e *Estimator) checkFull(bw float64, now time.Time) {
+	if !e.congestedAt.IsZero() || e.appLimited || bw == 0 {
+		e.fullBW, e.fullRounds = 0, 0
+		return
+	}
+	if bw >= 1.25*e.fullBW {
+		e.fullBW, e.fullRounds = bw, 0
+		return
+	}
+	if e.fullRounds++; e.fullRounds >= 3 {
+		e.congestedAt = now
+	}
 }
 
 // Snapshot is what an Estimator knows, for statistics.

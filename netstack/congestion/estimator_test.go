@@ -320,3 +320,18 @@ func TestAnApplicationLimitedSenderIsNotHeldAfterAQueue(t *testing.T) {
 		t.Errorf("rate %.0f application-limited, %.0f pacer-limited; want the first at least the initial rate", free, held)
 	}
 }
+
+// TestStartEndsBeforeTheQueueFills: a sender that wants twice a jittery
+// link from its first second ends its start (twice the estimate) when the
+// estimate stops growing, before the bottleneck's queue fills: a match's
+// sessions start together and would fill it together.
+func TestStartEndsBeforeTheQueueFills(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 32_000, delay: 300 * time.Millisecond, jitter: 160 * time.Millisecond, limit: 32_000 * 0.4, loss: 0.15}
+	run(t, e, l, 64_000, 10*time.Second, t0)
+	// The first second, before any estimate, goes at the initial rate,
+	// which is this link's: some queue is unavoidable, a full one is not.
+	if l.maxQ > 350*time.Millisecond || l.dropped > 0 {
+		t.Errorf("bottleneck queue reached %v, %.0f bytes dropped in the first 10 s; want ≤ 350ms and none", l.maxQ, l.dropped)
+	}
+}
