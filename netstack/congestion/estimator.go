@@ -353,11 +353,12 @@ func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
 // left, less what the bandwidth carried since, plus the queue it met (its
 // round trip beyond the minimum and twice the jitter). Send times carry
 // no jitter, so the bound holds on a path whose round trips spread widely.
-// Before an estimate, and before a queue was first seen while the sender
-// sent all it had (a game's tick is a burst), anything goes.
+// Before an estimate, and while the sender sends all it has (its last
+// flush left no state waiting: a game's tick is a burst, and its estimate
+// is its own rate), anything goes.
 func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	bw := e.lastBW
-	if bw == 0 || e.congestedAt.IsZero() && e.appLimited || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+	if bw == 0 || e.appLimited || e.prior.ackAt.IsZero() || e.minRTT == 0 {
 		return true
 	}
 	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
@@ -441,16 +442,19 @@ func (e *Estimator) State() State {
 
 // Rate is the pacing rate in bytes/s at now, adjusted at most once a
 // round trip (in drain, once half a round trip). Free: twice the estimate
-// (at least the initial rate) until a queue was first seen, and afterwards
-// while the sender sends all it has and under half the estimate. Otherwise
-// free or hold: nine tenths of the estimate (cruising, so that a queue
-// the estimate's error builds empties), and 1.25 times it one round in
-// six (probing, so that the estimate can grow: a sender held under it
-// samples only its own rate). Drain: nine tenths of the estimate less the
-// share that drains the queue beyond the target within a round trip (at
-// most half). Markers unanswered (starved): half the last rate. The pacer
-// also holds state while the bytes in flight pass the bound of
-// InFlightAllows, which keeps a probe's queue short.
+// (at least the initial rate) while the sender sends all it has and no
+// queue was ever seen, or it sends under half the estimate; otherwise,
+// while it sends all it has, five percent more a round trip, at most a
+// tenth over the estimate. A sender with more than the pacer lets out
+// starts at a quarter over the estimate a round (until the estimate stops
+// growing: checkFull), then, free or in hold, cruises at nine tenths of
+// the estimate (so that a queue the estimate's error builds empties) and
+// probes at 1.25 times it one round in six (a sender held under the
+// estimate samples only its own rate). Drain: nine tenths of the estimate
+// less the share that drains the queue beyond the target within a round
+// trip (at most half). Markers unanswered (starved): half the last rate.
+// Such a sender's state also waits while the bottleneck's queue would pass
+// the bound of InFlightAllows, which keeps a probe's queue short.
 func (e *Estimator) Rate(now time.Time) float64 {
 	round := max(e.srtt, 50*time.Millisecond)
 	// A long queue cuts the rate at once (after half a round trip, which
@@ -486,6 +490,11 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		// growing (checkFull) or a queue shows. Twice the estimate here
 		// filled a 400 ms queue within a second.
 		r = max(probeGain*bw, e.cfg.InitialRate)
+	case state == Free && e.appLimited && bw > 0:
+		// The sender sends all it has, near the estimate (which is then
+		// its own rate): five percent more a round trip, at most a tenth
+		// over the estimate, so that its bursts are not held.
+		r = min(max(r, bw)*1.05, 1.1*bw)
 	case state != Drain && bw > 0:
 		// After a queue, or with a short one: cruise under the estimate,
 		// so that a queue its error builds empties, and probe above it one
