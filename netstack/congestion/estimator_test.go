@@ -114,6 +114,10 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 			sent += float64(n)
 		}
 		e.SetAppLimited(*backlog < 1)
+		st.steps++
+		if *backlog >= 1 {
+			st.held++
+		}
 		if e.ProbeDue(now) {
 			*id++
 			e.Mark(*id, now)
@@ -127,9 +131,10 @@ var t0 = time.Unix(1000, 0)
 
 // sender is a paced sender's state between runs of one Estimator.
 type sender struct {
-	p       Pacer
-	backlog float64
-	id      uint32
+	p           Pacer
+	backlog     float64
+	id          uint32
+	steps, held int // flushes, and those that left some waiting
 }
 
 var senders = map[*Estimator]*sender{}
@@ -333,5 +338,21 @@ func TestStartEndsBeforeTheQueueFills(t *testing.T) {
 	// which is this link's: some queue is unavoidable, a full one is not.
 	if l.maxQ > 350*time.Millisecond || l.dropped > 0 {
 		t.Errorf("bottleneck queue reached %v, %.0f bytes dropped in the first 10 s; want ≤ 350ms and none", l.maxQ, l.dropped)
+	}
+}
+
+// TestAGameUnderItsLinkIsNotHeldAfterAQueue: a game that once wanted more
+// than a jittery mobile link (a queue was seen) and then sends far less
+// is not held to its own rate: its flushes leave nothing waiting.
+func TestAGameUnderItsLinkIsNotHeldAfterAQueue(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 125_000, delay: 150 * time.Millisecond, jitter: 30 * time.Millisecond, limit: 125_000 * 0.2, loss: 0.06}
+	_, now := run(t, e, l, 300_000, 5*time.Second, t0) // a queue, then pacing
+	_, now = run(t, e, l, 10_000, 5*time.Second, now)
+	st := senders[e]
+	st.steps, st.held = 0, 0
+	got, _ := run(t, e, l, 10_000, 30*time.Second, now)
+	if held := float64(st.held) / float64(st.steps); held > 0.02 || got < 0.98*10_000 {
+		t.Errorf("sent %.0f B/s of 10000, %.1f%% of flushes left state waiting; want all of it, ≤ 2%%", got, 100*held)
 	}
 }
