@@ -158,7 +158,7 @@ func (s *session) ccStateLocked(now time.Time) {
 	cc := &s.path.cc
 	if len(cc.kq) == 0 {
 		cc.backlogged = false
-		cc.est.SetAppLimited(true)
+		cc.est.SetAppLimited(true, now)
 		return
 	}
 	pk := &s.out.pk
@@ -178,7 +178,7 @@ func (s *session) ccStateLocked(now time.Time) {
 		cc.queueDelay = max(cc.queueDelay, wait)
 	}
 	cc.kq = keep
-	cc.est.SetAppLimited(len(keep) == 0)
+	cc.est.SetAppLimited(len(keep) == 0, now)
 	// Backlogged once state has waited a while, not at every brief hold:
 	// the signal makes modules and replication change what they send.
 	cc.backlogged = len(keep) > 0 && now.Sub(keep[0].at) >= backlogAfter

@@ -115,6 +115,7 @@ type Estimator struct {
 	// appLimited: the sender's last flush left nothing waiting for the
 	// pacer (SetAppLimited).
 	appLimited bool
+	appSince   time.Time // when the sender's flushes began to leave nothing waiting
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
 	// then on a free path the pacer limits cruises under the estimate and
 	// probes above it one round in probeCycle.
@@ -345,7 +346,21 @@ func (e *Estimator) starved(now time.Time) bool {
 // had (true) or left some waiting for the pacer (false). A free path whose
 // sender is application-limited gets room to grow even after a queue: its
 // estimate measures the game, not the link.
-func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
+// It counts once the sender has sent all it had for a round trip (at least
+// 100 ms): a sender held by the pacer now and then, as one that wants more
+// than the link is, stays paced and bounded between its backlogs.
+func (e *Estimator) SetAppLimited(v bool, now time.Time) {
+	if v && !e.appLimited {
+		e.appSince = now
+	}
+	e.appLimited = v
+}
+
+// appLimitedAt reports whether the sender has sent all it had for a round
+// trip (at least 100 ms) at now.
+func (e *Estimator) appLimitedAt(now time.Time) bool {
+	return e.appLimited && now.Sub(e.appSince) >= max(e.srtt, 100*time.Millisecond)
+}
 
 // InFlightAllows reports whether n more bytes may leave without the
 // bottleneck's queue passing queueBound at the estimated bandwidth. The
@@ -358,7 +373,7 @@ func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
 // is its own rate), anything goes.
 func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	bw := e.lastBW
-	if bw == 0 || e.appLimited || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+	if bw == 0 || e.appLimitedAt(now) || e.prior.ackAt.IsZero() || e.minRTT == 0 {
 		return true
 	}
 	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
@@ -478,9 +493,10 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		state = Drain
 	}
 	e.rounds++
-	e.checkFull(bw, now)
+	app := e.appLimitedAt(now)
+	e.checkFull(bw, app, now)
 	switch {
-	case state == Free && e.appLimited && (e.congestedAt.IsZero() || sending <= bw/2):
+	case state == Free && app && (e.congestedAt.IsZero() || sending <= bw/2):
 		// The sender sends all it has, and no queue was ever seen or it
 		// sends far less than the estimate: room to grow.
 		r = max(2*bw, e.cfg.InitialRate)
@@ -490,7 +506,7 @@ func (e *Estimator) Rate(now time.Time) float64 {
 		// growing (checkFull) or a queue shows. Twice the estimate here
 		// filled a 400 ms queue within a second.
 		r = max(probeGain*bw, e.cfg.InitialRate)
-	case state == Free && e.appLimited && bw > 0:
+	case state == Free && app && bw > 0:
 		// The sender sends all it has, near the estimate (which is then
 		// its own rate): five percent more a round trip, at most a tenth
 		// over the estimate, so that its bursts are not held.
@@ -532,8 +548,8 @@ func (e *Estimator) Rate(now time.Time) float64 {
 // and the estimate grew by less than a quarter in three rounds. Sessions
 // that start together (a match) would otherwise fill the bottleneck's
 // queue together before a queue shows in their round trips.
-func (e *Estimator) checkFull(bw float64, now time.Time) {
-	if !e.congestedAt.IsZero() || e.appLimited || bw == 0 {
+func (e *Estimator) checkFull(bw float64, app bool, now time.Time) {
+	if !e.congestedAt.IsZero() || app || bw == 0 {
 		e.fullBW, e.fullRounds = 0, 0
 		return
 	}

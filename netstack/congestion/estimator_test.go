@@ -113,7 +113,7 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 			*backlog -= float64(n)
 			sent += float64(n)
 		}
-		e.SetAppLimited(*backlog < 1)
+		e.SetAppLimited(*backlog < 1, now)
 		st.steps++
 		if *backlog >= 1 {
 			st.held++
@@ -316,10 +316,10 @@ func TestAnApplicationLimitedSenderIsNotHeldAfterAQueue(t *testing.T) {
 		e.RTT(300*time.Millisecond, now)
 		now = now.Add(100 * time.Millisecond)
 	}
-	e.SetAppLimited(false)
+	e.SetAppLimited(false, now)
 	now = now.Add(time.Second)
 	held := e.Rate(now)
-	e.SetAppLimited(true)
+	e.SetAppLimited(true, now)
 	now = now.Add(time.Second)
 	if free := e.Rate(now); free < DefaultInitialRate || free <= held {
 		t.Errorf("rate %.0f application-limited, %.0f pacer-limited; want the first at least the initial rate", free, held)
