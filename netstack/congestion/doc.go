@@ -27,8 +27,14 @@
 // sent since the newest echoed marker left, less what the estimate carried
 // since, plus the queue that marker met, passes 60 ms at the estimate —
 // reckoned from send times, which carry no jitter, so the queue stays short
-// whatever the rate's error. A sender that sends all it
-// has (application-limited) gets twice the estimate again. Markers that go
+// whatever the rate's error. Cruising, probing and the queue bound apply
+// to a sender that has more than the pacer lets out; one that has sent all
+// it had for a round trip (application-limited: its estimate is its own
+// rate) is paced as it was, five percent more a round up to a tenth over
+// the estimate, or twice it when it sends under half of it. A start with
+// more to send grows a quarter a round and ends when the estimate stops
+// growing for three rounds (BBR's startup), before a queue would show:
+// sessions of a match start together and would fill it together. Markers that go
 // unanswered for two round trips (at least two seconds) are the strongest
 // sign (a full bottleneck drops them too): the rate halves each round trip
 // until one comes back.
