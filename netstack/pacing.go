@@ -151,12 +151,14 @@ func (s *session) ccMarkLocked(now time.Time) {
 }
 
 // ccStateLocked adds queued state to the pack while the pacer's budget
-// lasts, oldest first; state past staleAfter is dropped, the rest waits.
+// lasts and the bottleneck's queue stays under the estimator's bound
+// (InFlightAllows: 60 ms at the estimate), oldest first; state past
+// staleAfter is dropped, the rest waits.
 func (s *session) ccStateLocked(now time.Time) {
 	cc := &s.path.cc
 	if len(cc.kq) == 0 {
 		cc.backlogged = false
-		cc.est.SetAppLimited(true)
+		cc.est.SetAppLimited(true, now)
 		return
 	}
 	pk := &s.out.pk
@@ -167,7 +169,7 @@ func (s *session) ccStateLocked(now time.Time) {
 		case wait > staleAfter:
 			s.add(stateDropped, 1)
 			continue
-		case len(keep) > 0 || !cc.pacer.Allows(pk.packed()+m.len):
+		case len(keep) > 0 || !cc.pacer.Allows(pk.packed()+m.len) || !cc.est.InFlightAllows(now, pk.packed()+m.len):
 			keep = append(keep, m)
 			continue
 		}
@@ -176,7 +178,7 @@ func (s *session) ccStateLocked(now time.Time) {
 		cc.queueDelay = max(cc.queueDelay, wait)
 	}
 	cc.kq = keep
-	cc.est.SetAppLimited(len(keep) == 0)
+	cc.est.SetAppLimited(len(keep) == 0, now)
 	// Backlogged once state has waited a while, not at every brief hold:
 	// the signal makes modules and replication change what they send.
 	cc.backlogged = len(keep) > 0 && now.Sub(keep[0].at) >= backlogAfter

@@ -27,6 +27,16 @@ const (
 	// marker may have waited in for its interval to give a rate sample: a
 	// bottleneck near full drops, and then what was sent was not delivered.
 	sampleQueue = 100 * time.Millisecond
+	// cruiseGain is the share of the bandwidth estimate a congested path is
+	// paced at between probes: less than all of it, so that a queue the
+	// estimate's error builds drains (BBR's cruising, kept below one).
+	cruiseGain = 0.9
+	// probeGain is the pacing gain of a probing round, one in probeCycle.
+	probeGain  = 1.25
+	probeCycle = 6
+	// queueBound is the longest queue InFlightAllows lets state build at
+	// the bottleneck.
+	queueBound = 60 * time.Millisecond
 	// recentSamples is how many of the latest round trips the queue
 	// estimate takes the smallest of (jitter only ever adds).
 	recentSamples = 4
@@ -83,10 +93,15 @@ type Estimator struct {
 	lastProbe  time.Time
 	firstProbe time.Time
 	lastEcho   time.Time
-	prior      marker // the newest marker echoed: the start of the next sample
-	probes     uint64 // markers sent
-	lost       uint64 // markers that were never echoed
-	loss       float64
+	prior      marker // the newest marker echoed: the end of what is known delivered
+	// echoed are the latest markers echoed, a ring: a rate sample spans
+	// from one of them long enough ago that round-trip spread is small
+	// beside the span.
+	echoed  [markerSlots]marker
+	nechoed int
+	probes  uint64 // markers sent
+	lost    uint64 // markers that were never echoed
+	loss    float64
 
 	bw       [bwBuckets]float64 // per-bucket maximum of the samples
 	bwAt     time.Time          // start of the current bucket
@@ -100,10 +115,16 @@ type Estimator struct {
 	// appLimited: the sender's last flush left nothing waiting for the
 	// pacer (SetAppLimited).
 	appLimited bool
+	appSince   time.Time // when the sender's flushes began to leave nothing waiting
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
-	// then on a free path the pacer limits is probed gently, not given
-	// twice the estimate.
+	// then on a free path the pacer limits cruises under the estimate and
+	// probes above it one round in probeCycle.
 	congestedAt time.Time
+	rounds      uint64 // rate adjustments, which pick the probing round
+	// fullBW is the estimate that the start last grew by a quarter to, and
+	// fullRounds the rounds since (checkFull).
+	fullBW     float64
+	fullRounds int
 }
 
 // New returns an Estimator with cfg (zero values: the defaults).
@@ -168,29 +189,83 @@ func (e *Estimator) Echo(id uint32, now time.Time) bool {
 	return false
 }
 
-// deliverySample takes a rate sample from the prior marker to m: what was
-// sent between them, over the longer of their send and echo spacings (the
-// bottleneck cannot have delivered it faster than either).
+// deliverySample takes a rate sample ending at m: what was sent since an
+// earlier echoed marker, over the longer of their send and echo spacings
+// (the bottleneck cannot have delivered it faster than either). The
+// earlier marker is the newest one at least sampleSpan before m: over a
+// short span the round trips' spread (jitter) shortens an echo spacing
+// as much as a queue lengthens it, and the largest sample would then be
+// the sender's rate, not the link's.
 func (e *Estimator) deliverySample(m marker, now time.Time) {
-	p := e.prior
-	if p.at.IsZero() || !m.at.After(p.at) {
-		if p.at.IsZero() || m.at.After(p.at) {
-			e.prior = m
-		}
+	if e.prior.at.IsZero() || m.at.After(e.prior.at) {
+		e.prior = m
+	}
+	p, ok := e.sampleStart(m)
+	e.echoed[e.nechoed%markerSlots] = m
+	e.nechoed++
+	if !ok {
 		return
 	}
 	interval := max(m.at.Sub(p.at), m.ackAt.Sub(p.ackAt))
-	e.prior = m
-	// What was sent is what was delivered only if nothing between the two
-	// markers was dropped: a marker lost between them (a full bottleneck
-	// drops the datagrams that carry markers too), or a queue long enough
-	// to drain, and the interval gives no sample.
-	if interval < 5*time.Millisecond || m.n != p.n+1 || m.ackAt.Sub(m.at)-e.minRTT > 2*e.queueTarget()+sampleQueue {
+	// What was sent is what was delivered only if the bottleneck dropped
+	// nothing: a queue long enough to drop at either end, and the
+	// interval gives no sample.
+	limit := 2*e.queueTarget() + sampleQueue
+	if interval < 5*time.Millisecond || m.ackAt.Sub(m.at)-e.minRTT > limit || p.ackAt.Sub(p.at)-e.minRTT > limit {
 		return
 	}
 	rate := float64(m.sent-p.sent) / interval.Seconds()
 	e.bwSample = rate
 	e.addBandwidth(rate, now)
+}
+
+// sampleSpan is how long before a marker its rate sample starts: sixteen
+// times the jitter, at least ProbeInterval, at most a second.
+func (e *Estimator) sampleSpan() time.Duration {
+	return min(max(16*e.jitter, ProbeInterval), time.Second)
+}
+
+// sampleStart finds the newest echoed marker sent at least sampleSpan
+// before m; before any estimate, the oldest one sent before m will do.
+// Every marker between the two must have been echoed: a full bottleneck
+// drops the datagrams that carry markers too, and then what was sent was
+// not delivered.
+func (e *Estimator) sampleStart(m marker) (marker, bool) {
+	span := e.sampleSpan()
+	var oldest marker
+	for i := 1; i <= min(e.nechoed, markerSlots); i++ {
+		p := e.echoed[(e.nechoed-i)%markerSlots]
+		if p.n >= m.n {
+			continue
+		}
+		if m.at.Sub(p.at) >= span {
+			return p, e.echoedBetween(p.n, m.n)
+		}
+		oldest = p
+	}
+	ok := !oldest.at.IsZero() && e.lastBW == 0 && e.bwEmpty() && e.echoedBetween(oldest.n, m.n)
+	return oldest, ok
+}
+
+// echoedBetween reports whether every marker numbered between a and b
+// was echoed.
+func (e *Estimator) echoedBetween(a, b uint64) bool {
+	var n uint64
+	for i := range min(e.nechoed, markerSlots) {
+		if q := e.echoed[i].n; q > a && q < b {
+			n++
+		}
+	}
+	return n == b-a-1
+}
+
+func (e *Estimator) bwEmpty() bool {
+	for _, v := range e.bw {
+		if v > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // bwWindow is the bandwidth filter's window: ten round trips, 2 to 10 s.
@@ -271,7 +346,40 @@ func (e *Estimator) starved(now time.Time) bool {
 // had (true) or left some waiting for the pacer (false). A free path whose
 // sender is application-limited gets room to grow even after a queue: its
 // estimate measures the game, not the link.
-func (e *Estimator) SetAppLimited(v bool) { e.appLimited = v }
+// It counts once the sender has sent all it had for a round trip (at least
+// 100 ms): a sender held by the pacer now and then, as one that wants more
+// than the link is, stays paced and bounded between its backlogs.
+func (e *Estimator) SetAppLimited(v bool, now time.Time) {
+	if v && !e.appLimited {
+		e.appSince = now
+	}
+	e.appLimited = v
+}
+
+// appLimitedAt reports whether the sender has sent all it had for a round
+// trip (at least 100 ms) at now.
+func (e *Estimator) appLimitedAt(now time.Time) bool {
+	return e.appLimited && now.Sub(e.appSince) >= max(e.srtt, 100*time.Millisecond)
+}
+
+// InFlightAllows reports whether n more bytes may leave without the
+// bottleneck's queue passing queueBound at the estimated bandwidth. The
+// queue is estimated from the newest echoed marker: what was sent since it
+// left, less what the bandwidth carried since, plus the queue it met (its
+// round trip beyond the minimum and twice the jitter). Send times carry
+// no jitter, so the bound holds on a path whose round trips spread widely.
+// Before an estimate, and while the sender sends all it has (its last
+// flush left no state waiting: a game's tick is a burst, and its estimate
+// is its own rate), anything goes.
+func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
+	bw := e.lastBW
+	if bw == 0 || e.appLimitedAt(now) || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+		return true
+	}
+	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
+	queued := float64(e.sent-e.prior.sent) - bw*now.Sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
+	return queued+float64(n) <= max(bw*queueBound.Seconds(), 2*float64(n))
+}
 
 // Latest is the latest round-trip sample.
 func (e *Estimator) Latest() time.Duration { return e.latest }
@@ -309,18 +417,19 @@ func (e *Estimator) QueueDelay() time.Duration {
 // queueTarget is the queue delay taken for congestion: more than the
 // path's own variation (jitter only adds), at least 25 ms, at most 100 ms.
 func (e *Estimator) queueTarget() time.Duration {
-	return min(max(2*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
+	return min(max(16*e.jitter, 25*time.Millisecond), 150*time.Millisecond)
 }
 
 // State says how the pacer treats the path.
 type State uint8
 
 const (
-	// Free: no queue seen; the pacer allows twice the estimate.
+	// Free: no queue seen; the pacer allows twice the estimate until a
+	// queue was first seen, then cruises and probes (Rate).
 	Free State = iota
-	// Hold: a queue is building; the pacer holds to the estimate.
+	// Hold: a short queue; the pacer cruises and probes as in Free.
 	Hold
-	// Drain: a long queue; the pacer sends less than the estimate.
+	// Drain: a long queue; the pacer cuts the rate to drain it.
 	Drain
 )
 
@@ -347,16 +456,29 @@ func (e *Estimator) State() State {
 }
 
 // Rate is the pacing rate in bytes/s at now, adjusted at most once a
-// round trip. Free: twice the estimate (at least the initial rate) until a
-// queue was first seen, and afterwards while the sender sends all it has
-// and under half the estimate; otherwise five percent more a round trip,
-// at most a tenth over the estimate. Hold: the estimate (at least nine
-// tenths of it). Drain: the lower of the last rate and the estimate, less
-// the share that drains the queue beyond the target within a round trip
-// (at most half). Markers unanswered (starved): half, every round trip.
+// round trip (in drain, once half a round trip). Free: twice the estimate
+// (at least the initial rate) while the sender sends all it has and no
+// queue was ever seen, or it sends under half the estimate; otherwise,
+// while it sends all it has, five percent more a round trip, at most a
+// tenth over the estimate. A sender with more than the pacer lets out
+// starts at a quarter over the estimate a round (until the estimate stops
+// growing: checkFull), then, free or in hold, cruises at nine tenths of
+// the estimate (so that a queue the estimate's error builds empties) and
+// probes at 1.25 times it one round in six (a sender held under the
+// estimate samples only its own rate). Drain: nine tenths of the estimate
+// less the share that drains the queue beyond the target within a round
+// trip (at most half). Markers unanswered (starved): half the last rate.
+// Such a sender's state also waits while the bottleneck's queue would pass
+// the bound of InFlightAllows, which keeps a probe's queue short.
 func (e *Estimator) Rate(now time.Time) float64 {
 	round := max(e.srtt, 50*time.Millisecond)
-	if e.rate > 0 && now.Sub(e.rateAt) < round {
+	// A long queue cuts the rate at once (after half a round trip, which
+	// the last cut needs to show), not a round trip later.
+	wait := round
+	if e.State() == Drain {
+		wait = round / 2
+	}
+	if e.rate > 0 && now.Sub(e.rateAt) < wait {
 		return e.rate
 	}
 	bw := e.Bandwidth(now)
@@ -370,34 +492,74 @@ func (e *Estimator) Rate(now time.Time) float64 {
 	if starved {
 		state = Drain
 	}
-	switch state {
-	case Free:
-		if e.congestedAt.IsZero() || e.appLimited && sending <= bw/2 {
-			// No queue ever seen, or the sender sends all it has and far
-			// less than the estimate: room to grow.
-			r = max(2*bw, e.cfg.InitialRate)
-		} else if bw > 0 {
-			r = min(max(r, bw)*1.05, 1.1*bw) // after a queue: probe up gently
+	e.rounds++
+	app := e.appLimitedAt(now)
+	e.checkFull(bw, app, now)
+	switch {
+	case state == Free && app && (e.congestedAt.IsZero() || sending <= bw/2):
+		// The sender sends all it has, and no queue was ever seen or it
+		// sends far less than the estimate: room to grow.
+		r = max(2*bw, e.cfg.InitialRate)
+	case state == Free && e.congestedAt.IsZero():
+		// The start with more to send than the pacer lets out: a quarter
+		// more a round trip (the samples follow), until the estimate stops
+		// growing (checkFull) or a queue shows. Twice the estimate here
+		// filled a 400 ms queue within a second.
+		r = max(probeGain*bw, e.cfg.InitialRate)
+	case state == Free && app && bw > 0:
+		// The sender sends all it has, near the estimate (which is then
+		// its own rate): five percent more a round trip, at most a tenth
+		// over the estimate, so that its bursts are not held.
+		r = min(max(r, bw)*1.05, 1.1*bw)
+	case state != Drain && bw > 0:
+		// After a queue, or with a short one: cruise under the estimate,
+		// so that a queue its error builds empties, and probe above it one
+		// round in probeCycle whatever the queue (a sender held under the
+		// estimate samples only its own rate: without probes the estimate
+		// would only ever fall). The bound on bytes in flight keeps a
+		// probe's queue short.
+		if state == Hold {
+			e.congestedAt = now
 		}
-	default:
-		// Hold and drain: the estimate, less what drains the queue beyond
-		// the target within a round trip (at most half; in hold at most a
-		// tenth).
+		r = cruiseGain * bw
+		if e.rounds%probeCycle == 0 {
+			r = probeGain * bw
+		}
+	case state != Free:
+		// Drain (or no estimate yet): the cruise rate less what drains the
+		// queue beyond the target within a round trip, at most half.
+		// Starved: half the last rate.
 		e.congestedAt = now
 		if bw == 0 {
 			bw = max(r, e.cfg.InitialRate)
 		}
 		excess := float64(e.QueueDelay()-e.queueTarget()) / float64(round)
+		r = cruiseGain * bw * min(max(1-excess, 0.5), 1)
 		if starved {
-			excess = 1
-		}
-		r = min(r, bw) * min(max(1-excess, 0.5), 1)
-		if state == Hold {
-			r = max(r, 0.9*bw)
+			r = min(e.rate, bw) / 2
 		}
 	}
 	e.rate, e.rateAt = min(max(r, e.cfg.MinRate), e.cfg.MaxRate), now
 	return e.rate
+}
+
+// checkFull ends the start (twice the estimate) once the pipe is full, as
+// BBR's startup ends: the sender had more to send than the pacer let out,
+// and the estimate grew by less than a quarter in three rounds. Sessions
+// that start together (a match) would otherwise fill the bottleneck's
+// queue together before a queue shows in their round trips.
+func (e *Estimator) checkFull(bw float64, app bool, now time.Time) {
+	if !e.congestedAt.IsZero() || app || bw == 0 {
+		e.fullBW, e.fullRounds = 0, 0
+		return
+	}
+	if bw >= 1.25*e.fullBW {
+		e.fullBW, e.fullRounds = bw, 0
+		return
+	}
+	if e.fullRounds++; e.fullRounds >= 3 {
+		e.congestedAt = now
+	}
 }
 
 // Snapshot is what an Estimator knows, for statistics.

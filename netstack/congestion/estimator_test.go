@@ -1,6 +1,7 @@
 package congestion
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -11,8 +12,11 @@ import (
 type link struct {
 	rate          float64       // bytes/s
 	delay         time.Duration // round trip without queue
-	queue         float64       // bytes waiting
-	limit         float64       // bytes the queue holds; more are dropped
+	jitter        time.Duration // each echo's round trip spread uniformly over ±jitter/2
+	rng           *rand.Rand
+	loss          float64 // the share of markers (or their echoes) lost at random, after the queue
+	queue         float64 // bytes waiting
+	limit         float64 // bytes the queue holds; more are dropped
 	at            time.Time
 	echo          []pendingEcho
 	maxQ          time.Duration // the longest wait seen
@@ -60,6 +64,15 @@ func (l *link) mark(id uint32, now time.Time) {
 		return // the datagram that carries it is dropped
 	}
 	wait := time.Duration(l.queue / l.rate * float64(time.Second))
+	if l.rng == nil {
+		l.rng = rand.New(rand.NewPCG(1, 2))
+	}
+	if l.rng.Float64() < l.loss {
+		return
+	}
+	if l.jitter > 0 {
+		wait += time.Duration((l.rng.Float64() - 0.5) * float64(l.jitter))
+	}
 	l.echo = append(l.echo, pendingEcho{id, now.Add(wait + l.delay)})
 }
 
@@ -92,7 +105,7 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 		l.deliver(e, now)
 		p.Refill(now, e.Rate(now), 1200)
 		*backlog = min(*backlog+want*0.01, want) // stale state is superseded: at most a second's worth waits
-		for *backlog >= 1 && p.Allows(1) {
+		for *backlog >= 1 && p.Allows(1) && e.InFlightAllows(now, int(min(*backlog, 1200))) {
 			n := int(min(*backlog, 1200))
 			p.Spend(n)
 			e.Sent(n)
@@ -100,7 +113,11 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 			*backlog -= float64(n)
 			sent += float64(n)
 		}
-		e.SetAppLimited(*backlog < 1)
+		e.SetAppLimited(*backlog < 1, now)
+		st.steps++
+		if *backlog >= 1 {
+			st.held++
+		}
 		if e.ProbeDue(now) {
 			*id++
 			e.Mark(*id, now)
@@ -114,9 +131,10 @@ var t0 = time.Unix(1000, 0)
 
 // sender is a paced sender's state between runs of one Estimator.
 type sender struct {
-	p       Pacer
-	backlog float64
-	id      uint32
+	p           Pacer
+	backlog     float64
+	id          uint32
+	steps, held int // flushes, and those that left some waiting
 }
 
 var senders = map[*Estimator]*sender{}
@@ -157,7 +175,7 @@ func TestPacingFitsANarrowLink(t *testing.T) {
 		t.Errorf("bandwidth %.0f B/s; want the link's 12000 (±20%%)", bw)
 	}
 	if got < 0.75*12_000 || got > 1.1*12_000 {
-		t.Errorf("sent %.0f B/s into a 12000 B/s link; want about the link's rate", got)
+		t.Errorf("sent %.0f B/s into a 12000 B/s link; want about the link's rate (%+v)", got, e.Snapshot(now))
 	}
 	// One 1200-byte datagram is 100 ms of this link: the queue is never
 	// much below that while the sender has more to send.
@@ -166,6 +184,32 @@ func TestPacingFitsANarrowLink(t *testing.T) {
 	}
 	if d := l.dropped / l.sent; d > 0.05 {
 		t.Errorf("the bottleneck dropped %.1f%% of what was sent; want ≤ 5%% once paced", 100*d)
+	}
+}
+
+// TestPacingKeepsAJitteryLinksQueueShort: a game wanting twice what a
+// 256 kbit/s link with 300±80 ms round trips carries keeps the
+// bottleneck's queue short: round-trip spread must not pass for
+// bandwidth (the samples span long enough), and the steady rate stays
+// under the estimate. 15% of the markers are lost at random (8% each
+// way), as on the rig's bad link.
+func TestPacingKeepsAJitteryLinksQueueShort(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 32_000, delay: 300 * time.Millisecond, jitter: 160 * time.Millisecond, limit: 32_000 * 0.4, loss: 0.15}
+	_, now := run(t, e, l, 64_000, 10*time.Second, t0) // converge
+	l.reset()
+	got, now := run(t, e, l, 64_000, 60*time.Second, now)
+	if bw := e.Bandwidth(now); bw > 1.15*32_000 {
+		t.Errorf("bandwidth %.0f B/s; want at most the link's 32000 (+15%%)", bw)
+	}
+	if got < 0.7*32_000 {
+		t.Errorf("sent %.0f B/s into a 32000 B/s link; want at least 70%% of it", got)
+	}
+	if q := l.meanQueue(); q > 60*time.Millisecond || l.maxQ > 250*time.Millisecond {
+		t.Errorf("bottleneck queue %v on average, at most %v; want ≤ 60ms and ≤ 250ms", q, l.maxQ)
+	}
+	if d := l.dropped / l.sent; d > 0.01 {
+		t.Errorf("the bottleneck dropped %.1f%% of what was sent; want ≤ 1%%", 100*d)
 	}
 }
 
@@ -272,12 +316,43 @@ func TestAnApplicationLimitedSenderIsNotHeldAfterAQueue(t *testing.T) {
 		e.RTT(300*time.Millisecond, now)
 		now = now.Add(100 * time.Millisecond)
 	}
-	e.SetAppLimited(false)
+	e.SetAppLimited(false, now)
 	now = now.Add(time.Second)
 	held := e.Rate(now)
-	e.SetAppLimited(true)
+	e.SetAppLimited(true, now)
 	now = now.Add(time.Second)
 	if free := e.Rate(now); free < DefaultInitialRate || free <= held {
 		t.Errorf("rate %.0f application-limited, %.0f pacer-limited; want the first at least the initial rate", free, held)
+	}
+}
+
+// TestStartEndsBeforeTheQueueFills: a sender that wants twice a jittery
+// link from its first second ends its start (twice the estimate) when the
+// estimate stops growing, before the bottleneck's queue fills: a match's
+// sessions start together and would fill it together.
+func TestStartEndsBeforeTheQueueFills(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 32_000, delay: 300 * time.Millisecond, jitter: 160 * time.Millisecond, limit: 32_000 * 0.4, loss: 0.15}
+	run(t, e, l, 64_000, 10*time.Second, t0)
+	// The first second, before any estimate, goes at the initial rate,
+	// which is this link's: some queue is unavoidable, a full one is not.
+	if l.maxQ > 350*time.Millisecond || l.dropped > 0 {
+		t.Errorf("bottleneck queue reached %v, %.0f bytes dropped in the first 10 s; want ≤ 350ms and none", l.maxQ, l.dropped)
+	}
+}
+
+// TestAGameUnderItsLinkIsNotHeldAfterAQueue: a game that once wanted more
+// than a jittery mobile link (a queue was seen) and then sends far less
+// is not held to its own rate: its flushes leave nothing waiting.
+func TestAGameUnderItsLinkIsNotHeldAfterAQueue(t *testing.T) {
+	e := New(Config{})
+	l := &link{rate: 125_000, delay: 150 * time.Millisecond, jitter: 30 * time.Millisecond, limit: 125_000 * 0.2, loss: 0.06}
+	_, now := run(t, e, l, 300_000, 5*time.Second, t0) // a queue, then pacing
+	_, now = run(t, e, l, 10_000, 5*time.Second, now)
+	st := senders[e]
+	st.steps, st.held = 0, 0
+	got, _ := run(t, e, l, 10_000, 30*time.Second, now)
+	if held := float64(st.held) / float64(st.steps); held > 0.02 || got < 0.98*10_000 {
+		t.Errorf("sent %.0f B/s of 10000, %.1f%% of flushes left state waiting; want all of it, ≤ 2%%", got, 100*held)
 	}
 }
