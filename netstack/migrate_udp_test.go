@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -363,4 +364,48 @@ func TestMigrationOnlyWhenAsked(t *testing.T) {
 	if st := srv.Stats(); st.ConnectionIDsIssued != 0 {
 		t.Fatalf("ids issued: %d", st.ConnectionIDsIssued)
 	}
+}
+
+// TestMigrationNotToABannedAddress: a session does not move to an address
+// the server bans (no hello from there would be served); it moves to the
+// next address that is not banned.
+func TestMigrationNotToABannedAddress(t *testing.T) {
+	banned := netip.MustParseAddr("127.0.0.3")
+	srv := quietServer(t, func(c *netstack.ServerConfig) {
+		c.Registry = soakRegistry(t)
+		c.IsBanned = func(a netip.Addr) bool { return a == banned }
+	})
+	cli := dialMigrating(t, srv, nil)
+	eventually(t, "the connection id", cli.MigrationReady)
+	home := srv.Clients()[0].Addr
+
+	conn, err := net.ListenPacket("udp4", netip.AddrPortFrom(banned, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Rebind(conn); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Stats().PacketsReceived
+	for i := range uint32(20) {
+		if err := cli.Send(soakOrdered, wire.ReliableOrdered, streamPayload(i)); err != nil {
+			t.Fatal(err)
+		}
+		cli.Flush()
+	}
+	eventually(t, "frames from the banned address", func() bool { return srv.Stats().PacketsReceived >= before+10 })
+	if st := srv.Stats(); st.PathValidationsStarted != 0 || st.Migrations != 0 || srv.Clients()[0].Addr != home {
+		t.Fatalf("validations %d, migrations %d, address %v (home %v): moved toward a banned address", st.PathValidationsStarted, st.Migrations, srv.Clients()[0].Addr, home)
+	}
+
+	if err := cli.Rebind(nil); err != nil { // a new socket on 127.0.0.1: not banned
+		t.Fatal(err)
+	}
+	for i := range uint32(5) {
+		if err := cli.Send(soakOrdered, wire.ReliableOrdered, streamPayload(20+i)); err != nil {
+			t.Fatal(err)
+		}
+		cli.Flush()
+	}
+	eventually(t, "the move to the address that is not banned", func() bool { return srv.Stats().Migrations == 1 })
 }

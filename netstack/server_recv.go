@@ -97,6 +97,15 @@ func (s *Server) handleSealed(d []byte, from netip.AddrPort, now time.Time) {
 	s.receiveOn(p, d, from, now)
 }
 
+// bannedAddr reports whether from is banned (ServerConfig.IsBanned): a
+// session never moves to a banned address, as no hello from one is served.
+// Its frames are still taken (they authenticated); if the client really
+// moved there, its session ends by timeout, as a new connection from there
+// would be refused.
+func (s *Server) bannedAddr(from netip.AddrPort) bool {
+	return s.cfg.IsBanned != nil && s.cfg.IsBanned(from.Addr())
+}
+
 // receiveOn hands a sealed frame from from to its session p (found by its
 // source, or by its connection id), dispatches what it delivered, and
 // moves the session when the frame completed a path validation.
@@ -111,7 +120,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 	ok := p.receiveLocked(s.reg, d, now, s.rxd.collectFn, s.readyFn)
 	woke := ok && p.wakeLocked(now) // a held seat heard from its client (resume_server.go)
 	move, challenged := false, false
-	if ok && from != p.path.addr && p.state == slotConnected && !p.life.closed {
+	if ok && from != p.path.addr && p.state == slotConnected && !p.life.closed && !s.bannedAddr(from) {
 		spans := len(s.rxFlush.b.spans)
 		move = p.fromOtherAddressLocked(from, len(d), now, &s.rxFlush.b)
 		challenged = len(s.rxFlush.b.spans) > spans // written at the end of this pass
