@@ -33,26 +33,8 @@ import (
 //
 //	go test -run TestRigDeathmatchMigration -v ./cmd/sparkhost/
 func TestRigDeathmatchMigration(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the rig scenario builds sparkhost and runs for about a minute")
-	}
-	rebinds := rigEnvInt(t, "SPARK_RIG_REBINDS", 100)
-	profile := netrig.Home
-	if p := os.Getenv("SPARK_RIG_PROFILE"); p != "" {
-		var err error
-		if profile, err = netrig.ProfileByName(p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const namespaces, perNamespace = 8, 8
-	rig := netrig.New(t, netrig.Config{Clients: namespaces, Profile: profile, NAT: true})
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "rig.toml")
-	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 64\n"+rigServerConf), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rebinds, rig, bin, dir, conf := migrationScene(t, namespaces, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	log := &lockedLines{}
@@ -244,4 +226,32 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// migrationScene is the set-up both migration scenarios share: skipped in
+// -short runs, the rebindings (SPARK_RIG_REBINDS, 100) and the profile
+// (SPARK_RIG_PROFILE, home) they ask for, a rig of namespaces NATed client
+// namespaces, the sparkhost binary, and a server configuration for
+// maxClients in the test's directory.
+func migrationScene(t *testing.T, namespaces, maxClients int) (rebinds int, rig *netrig.Rig, bin, dir, conf string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the rig scenario builds sparkhost and runs for about a minute")
+	}
+	rebinds = rigEnvInt(t, "SPARK_RIG_REBINDS", 100)
+	profile := netrig.Home
+	if p := os.Getenv("SPARK_RIG_PROFILE"); p != "" {
+		var err error
+		if profile, err = netrig.ProfileByName(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rig = netrig.New(t, netrig.Config{Clients: namespaces, Profile: profile, NAT: true})
+	bin = buildBinary(t)
+	dir = t.TempDir()
+	conf = filepath.Join(dir, "rig.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[server]\nmax_clients = %d\n", maxClients)+rigServerConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rebinds, rig, bin, dir, conf
 }

@@ -32,26 +32,8 @@ import (
 //
 //	go test -run TestRigMMOMigration -v ./cmd/sparkhost/
 func TestRigMMOMigration(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the rig scenario builds sparkhost and runs for about a minute")
-	}
-	rebinds := rigEnvInt(t, "SPARK_RIG_REBINDS", 100)
-	profile := netrig.Home
-	if p := os.Getenv("SPARK_RIG_PROFILE"); p != "" {
-		var err error
-		if profile, err = netrig.ProfileByName(p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const namespaces, perNamespace = 8, 8
-	rig := netrig.New(t, netrig.Config{Clients: namespaces, Profile: profile, NAT: true})
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "rig.toml")
-	err := os.WriteFile(conf, []byte("[server]\nmax_clients = 80\n"+rigServerConf), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rebinds, rig, bin, dir, conf := migrationScene(t, namespaces, 80)
 	data := filepath.Join(dir, "server")
 	if err := os.MkdirAll(filepath.Join(data, "modules", "mmo"), 0o700); err != nil {
 		t.Fatal(err)

@@ -140,42 +140,8 @@ func TestRunTransportAlone(t *testing.T) {
 	if gs, _ := gamemsg.ParseGameStateSync(alice.Welcome().Payload); gs.ServerName != "sparkhost" || gs.ClientID != alice.ID() {
 		t.Errorf("GameStateSync = %+v", gs)
 	}
-	if err := alice.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi bob"})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		m, err := bob.Receive(ctx)
-		if err != nil {
-			t.Fatalf("bob waiting for chat: %v", err)
-		}
-		if m.Header.Type != gamemsg.TypeChatMessage {
-			continue
-		}
-		msg, err := gamemsg.ParseChatMessage(m.Payload)
-		if err != nil || msg.Sender != "alice" || msg.Text != "hi bob" {
-			t.Fatalf("bob got %+v (%v)", msg, err)
-		}
-		break
-	}
-
-	if err := rs.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*netstack.Client{alice, bob} {
-		select {
-		case <-c.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("client still connected 10 s after SIGTERM")
-		}
-		if r, _ := c.CloseReason(); r != wire.DisconnectServerShutdown {
-			t.Errorf("close reason %v, want ServerShutdown", r)
-		}
-	}
-	if err := rs.cmd.Wait(); err != nil {
-		t.Errorf("server exit: %v", err)
-	}
+	chatAliceToBob(t, alice, bob)
+	shutdownTellsClients(t, rs, alice, bob)
 
 	again := startServer(t, bin, dataDir)
 	if again.pin != rs.pin {
@@ -219,5 +185,51 @@ func TestRunRefusesBadSettings(t *testing.T) {
 				t.Errorf("output %q does not mention %q", out, tc.want)
 			}
 		})
+	}
+}
+
+// chatAliceToBob sends "hi bob" from alice and waits (10 s at most) for
+// bob to receive it as a ChatMessage from alice.
+func chatAliceToBob(t *testing.T, alice, bob *netstack.Client) {
+	t.Helper()
+	if err := alice.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi bob"})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		m, err := bob.Receive(ctx)
+		if err != nil {
+			t.Fatalf("bob waiting for chat: %v", err)
+		}
+		if m.Header.Type != gamemsg.TypeChatMessage {
+			continue
+		}
+		if msg, err := gamemsg.ParseChatMessage(m.Payload); err != nil || msg.Sender != "alice" || msg.Text != "hi bob" {
+			t.Fatalf("bob got %+v (%v)", msg, err)
+		}
+		return
+	}
+}
+
+// shutdownTellsClients sends the server SIGTERM and checks that every one
+// of clients is told ServerShutdown within 10 s and the server exits 0.
+func shutdownTellsClients(t *testing.T, rs *runningServer, clients ...*netstack.Client) {
+	t.Helper()
+	if err := rs.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("client still connected 10 s after SIGTERM")
+		}
+		if r, _ := c.CloseReason(); r != wire.DisconnectServerShutdown {
+			t.Errorf("close reason %v, want ServerShutdown", r)
+		}
+	}
+	if err := rs.cmd.Wait(); err != nil {
+		t.Errorf("server exit: %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +17,6 @@ import (
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/transport/web"
-	"github.com/sparkhost/sparkhost/netstack/wire"
-	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // The transports the protocol's black-box tests run over, alike.
@@ -142,40 +139,8 @@ func TestProcessesChatAndShutdownOverTransports(t *testing.T) {
 			}
 			rs := startServerWeb(t, bin, "", filepath.Join(tmp, "data"), true, "--config", cfg)
 			alice, bob := dialOver(t, rs, kind, "alice"), dialOver(t, rs, kind, "bob")
-			if err := alice.Send(gamemsg.TypeChatMessage, wire.Reliable, gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "hi bob"})); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			for {
-				m, err := bob.Receive(ctx)
-				if err != nil {
-					t.Fatalf("bob waiting for chat: %v", err)
-				}
-				if m.Header.Type != gamemsg.TypeChatMessage {
-					continue
-				}
-				if msg, err := gamemsg.ParseChatMessage(m.Payload); err != nil || msg.Sender != "alice" || msg.Text != "hi bob" {
-					t.Fatalf("bob got %+v (%v)", msg, err)
-				}
-				break
-			}
-			if err := rs.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range []*netstack.Client{alice, bob} {
-				select {
-				case <-c.Done():
-				case <-time.After(10 * time.Second):
-					t.Fatal("client still connected 10 s after SIGTERM")
-				}
-				if r, _ := c.CloseReason(); r != wire.DisconnectServerShutdown {
-					t.Errorf("close reason %v, want ServerShutdown", r)
-				}
-			}
-			if err := rs.cmd.Wait(); err != nil {
-				t.Errorf("server exit: %v", err)
-			}
+			chatAliceToBob(t, alice, bob)
+			shutdownTellsClients(t, rs, alice, bob)
 		})
 	}
 }
