@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net"
@@ -242,22 +243,13 @@ func (s *Server) Describe() Info {
 		in.WebTransport = &InfoWT{Path: PathWebTransport, CertHashes: []InfoCertHash{}}
 		for _, h := range s.CertHashes() {
 			in.WebTransport.CertHashes = append(in.WebTransport.CertHashes, InfoCertHash{Algorithm: "sha-256",
-				Value: base64.StdEncoding.EncodeToString(h.SHA256[:]), Hex: hexOf(h.SHA256[:]), NotAfter: h.NotAfter.UTC()})
+				Value: base64.StdEncoding.EncodeToString(h.SHA256[:]), Hex: hex.EncodeToString(h.SHA256[:]), NotAfter: h.NotAfter.UTC()})
 		}
 	}
 	if s.cfg.WebSocket {
 		in.WebSocket = &InfoWS{Path: PathWebSocket, TLS: s.TLS()}
 	}
 	return in
-}
-
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }
 
 func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
