@@ -48,7 +48,8 @@ import (
 // SPARK_SESSIONS (200), SPARK_SESSION_MESSAGES (100 per session, at
 // SPARK_SESSION_RATE 20 per second) and SPARK_SESSION_ROUNDS (2) change
 // the load; SPARK_SESSION_PERF=DIR records `perf record` of the server
-// during each idle and message phase into DIR.
+// during each idle and message phase into DIR; SPARK_SESSION_SENDCALLS=1
+// logs its send system calls and packets sent in the message phase.
 func BenchmarkSessions(b *testing.B) {
 	n, msgs, rate, rounds := envInt("SPARK_SESSIONS", 200), envInt("SPARK_SESSION_MESSAGES", 100),
 		envInt("SPARK_SESSION_RATE", 20), envInt("SPARK_SESSION_ROUNDS", 2)
@@ -225,11 +226,13 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 	r.idleTickMS = tickAvgMS(m1, m2)
 
 	stopPerf := srv.perf(b, fmt.Sprintf("%s-%d", kind, round+1))
+	stopStat := srv.sendCalls(b, kind)
 	start := time.Now()
 	r.missing = echoAll(b, sessions, msgs, rate)
 	r.loadSeconds = time.Since(start).Seconds()
 	cpu2, m3 := srv.cpu(b), srv.metrics(b)
 	stopPerf()
+	stopStat()
 	if r.missing > 0 {
 		var dropped, overflowed uint64
 		for _, s := range sessions {
@@ -419,6 +422,35 @@ func (s *loadServer) metrics(b *testing.B) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// sendCalls, with SPARK_SESSION_SENDCALLS set, counts the server's send
+// system calls and the packets it puts on the loopback device during the
+// message phase (`perf stat` of the syscall and net tracepoints) and logs
+// them when the returned func is called.
+func (s *loadServer) sendCalls(b *testing.B, kind string) func() {
+	if os.Getenv("SPARK_SESSION_SENDCALLS") == "" {
+		return func() {}
+	}
+	var out strings.Builder
+	p := exec.Command("perf", "stat", "-x", ",", "-e", "syscalls:sys_enter_sendmmsg,syscalls:sys_enter_sendmsg,net:net_dev_queue",
+		"-p", strconv.Itoa(s.cmd.Process.Pid))
+	p.Stderr = &out
+	if err := p.Start(); err != nil {
+		b.Logf("perf stat: %v", err)
+		return func() {}
+	}
+	return func() {
+		_ = p.Process.Signal(syscall.SIGINT)
+		_ = p.Wait()
+		var counts []string
+		for l := range strings.Lines(out.String()) {
+			if f := strings.Split(strings.TrimSpace(l), ","); len(f) > 2 {
+				counts = append(counts, f[2]+" "+f[0])
+			}
+		}
+		b.Logf("%s message phase: %s", kind, strings.Join(counts, ", "))
+	}
 }
 
 // perf records the server with `perf record` until the returned func is
