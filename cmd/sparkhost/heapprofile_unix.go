@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 )
 
@@ -19,8 +20,13 @@ import (
 // (docs/performance.md).
 const heapProfileEnv = "SPARKHOST_HEAPPROFILE"
 
-// watchHeapProfile, when SPARKHOST_HEAPPROFILE is set, samples one
-// allocation in 4 KiB (not 512 KiB) and writes a heap
+// heapProfileRateEnv sets runtime.MemProfileRate (bytes allocated per
+// sample; Go's default 512 KiB) with SPARKHOST_HEAPPROFILE: per-session
+// state of tens of kB needs a few KiB, which costs CPU on every
+// allocation — not for a run whose CPU is measured.
+const heapProfileRateEnv = "SPARKHOST_HEAPPROFILE_RATE"
+
+// watchHeapProfile, when SPARKHOST_HEAPPROFILE is set, writes a heap
 // profile there (and the goroutines' stacks to the same name plus
 // ".goroutines") on each SIGUSR1 after a garbage collection that also
 // returns freed memory to the OS (debug.FreeOSMemory), so that the RSS
@@ -30,7 +36,9 @@ func watchHeapProfile(ctx context.Context, stderr io.Writer) {
 	if path == "" {
 		return
 	}
-	runtime.MemProfileRate = 4096 // finer than the default 512 KiB: per-session state is tens of kB
+	if rate, err := strconv.Atoi(os.Getenv(heapProfileRateEnv)); err == nil && rate > 0 {
+		runtime.MemProfileRate = rate
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
 	go func() {
