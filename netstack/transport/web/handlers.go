@@ -140,8 +140,7 @@ func (s *Server) serveQUIC() {
 	webtransport.ConfigureHTTP3Server(h3)
 	h3mux.HandleFunc(PathWebTransport, s.upgradeWT)
 	h3mux.HandleFunc("GET "+PathInfo, s.serveInfo)
-	s.batch = newBatchConn(s.udp)
-	s.qtr = &quic.Transport{Conn: s.batch, ConnContext: s.quicGate,
+	s.qtr = &quic.Transport{Conn: s.udp, ConnContext: s.quicGate,
 		VerifySourceAddress: func(net.Addr) bool { return s.udpGate.busy() }}
 	qc := &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true,
 		HandshakeIdleTimeout: defaultHeaderTimout, MaxIdleTimeout: s.cfg.IdleTimeout,

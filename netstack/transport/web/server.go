@@ -92,7 +92,6 @@ type Server struct {
 	tcp     net.Listener
 	httpSrv *http.Server
 	udp     *net.UDPConn
-	batch   *batchConn // over udp, under qtr
 	qtr     *quic.Transport
 	wt      *webtransport.Server
 	port    int
@@ -279,9 +278,7 @@ func (s *Server) Close() error {
 	if s.qtr != nil {
 		errs = append(errs, s.qtr.Close())
 	}
-	if s.batch != nil {
-		errs = append(errs, s.batch.Close())
-	} else if s.udp != nil {
+	if s.udp != nil {
 		errs = append(errs, s.udp.Close())
 	}
 	s.wg.Wait()
