@@ -142,7 +142,7 @@ func (h *Hub) Has(addr netip.AddrPort) bool {
 // itself, else the next port numbers above it (0 skipped). taken, when not
 // nil, also rules a key out; it is asked without the Hub's lock held (it
 // takes the netstack server's, which may be held around a write to the
-// Hub). It starts the session's writer.
+// Hub).
 func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func(netip.AddrPort) bool) (*peer, error) {
 	key := want
 	for range 1 << 16 {
