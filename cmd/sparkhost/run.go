@@ -164,6 +164,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go watchSignals(ctx, stop, srv, cfg.Agones.Enabled, cfg.AgonesDrain(), stderr)
+	watchHeapProfile(ctx, stderr)
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1

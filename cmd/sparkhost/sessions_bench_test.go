@@ -44,10 +44,12 @@ import (
 //
 //	taskset -c 1 go test -run X -bench Sessions -benchtime 1x ./cmd/sparkhost/
 //
+// SPARK_SESSION_TRANSPORTS (udp,webtransport,websocket) picks some;
 // SPARK_SESSIONS (200), SPARK_SESSION_MESSAGES (100 per session, at
 // SPARK_SESSION_RATE 20 per second) and SPARK_SESSION_ROUNDS (2) change
 // the load; SPARK_SESSION_PERF=DIR records `perf record` of the server
-// during each message phase into DIR.
+// during each idle and message phase into DIR; SPARK_SESSION_SENDCALLS=1
+// logs its send system calls and packets sent in the message phase.
 func BenchmarkSessions(b *testing.B) {
 	n, msgs, rate, rounds := envInt("SPARK_SESSIONS", 200), envInt("SPARK_SESSION_MESSAGES", 100),
 		envInt("SPARK_SESSION_RATE", 20), envInt("SPARK_SESSION_ROUNDS", 2)
@@ -56,6 +58,9 @@ func BenchmarkSessions(b *testing.B) {
 	for b.Loop() {
 		for round := range rounds {
 			for _, kind := range allTransports {
+				if only := os.Getenv("SPARK_SESSION_TRANSPORTS"); only != "" && !slices.Contains(strings.Split(only, ","), kind) {
+					continue
+				}
 				r := runSessionLoad(b, bin, kind, n, msgs, rate, round)
 				all[kind] = append(all[kind], r)
 				b.Logf("round %d %-12s %s", round+1, kind, r)
@@ -64,14 +69,22 @@ func BenchmarkSessions(b *testing.B) {
 	}
 	for _, kind := range allTransports {
 		rs := all[kind]
-		b.Logf("%-12s heap/session %s B, RSS/session %s B, idle CPU %s ms/s, idle tick %s ms, load tick %s ms, CPU/msg %s µs, less idle %s µs",
+		if len(rs) == 0 {
+			continue
+		}
+		b.Logf("%-12s heap/session %s B, RSS/session %s B, idle CPU %s ms/s, idle tick %s ms, load tick %s ms, CPU/msg %s µs, less idle %s µs; after the messages, collected and released: live heap/session %s B, RSS/session %s B",
 			kind, span(rs, func(r loadResult) float64 { return r.heapPerSession }),
 			span(rs, func(r loadResult) float64 { return r.rssPerSession }),
 			span(rs, func(r loadResult) float64 { return r.idleCPUms }),
 			span(rs, func(r loadResult) float64 { return r.idleTickMS }),
 			span(rs, func(r loadResult) float64 { return r.loadTickMS }),
 			span(rs, func(r loadResult) float64 { return r.cpuPerMsgUS }),
-			span(rs, func(r loadResult) float64 { return r.netPerMsgUS }))
+			span(rs, func(r loadResult) float64 { return r.netPerMsgUS }),
+			span(rs, func(r loadResult) float64 { return r.livePerSession }),
+			span(rs, func(r loadResult) float64 { return r.releasedPerSession }))
+	}
+	if len(all[overUDP]) == 0 || len(all[overWebTransport]) == 0 || len(all[overWebSocket]) == 0 {
+		return
 	}
 	udp, wt, ws := median(all[overUDP]), median(all[overWebTransport]), median(all[overWebSocket])
 	b.ReportMetric(wt.cpuPerMsgUS/udp.cpuPerMsgUS, "wt/udp-cpu")
@@ -80,6 +93,8 @@ func BenchmarkSessions(b *testing.B) {
 	b.ReportMetric(wt.netPerMsgUS/udp.netPerMsgUS, "wt/udp-cpu-less-idle")
 	b.ReportMetric(ws.cpuPerMsgUS/udp.cpuPerMsgUS, "ws/udp-cpu")
 	b.ReportMetric(ws.heapPerSession/udp.heapPerSession, "ws/udp-heap")
+	b.ReportMetric(wt.livePerSession/udp.livePerSession, "wt/udp-live-heap")
+	b.ReportMetric(wt.releasedPerSession/udp.releasedPerSession, "wt/udp-released-rss")
 }
 
 // loadResult is one transport's figures in one round.
@@ -93,12 +108,16 @@ type loadResult struct {
 	loadSeconds                                float64
 	missing                                    int64   // echoes that did not come back within 20 s
 	datagramsPerMsg                            float64 // v4 datagrams the server received and sent per message echoed
+	// After the messages, garbage collected and free memory returned to
+	// the OS (debug.FreeOSMemory), against the same before the sessions:
+	// live heap and RSS per session.
+	livePerSession, releasedPerSession float64
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %.2f v4 datagrams in+out/msg, %d echoes missing",
+	return fmt.Sprintf("heap %.1f→%.1f MiB (%.0f B/session), RSS %.1f→%.1f MiB (%.0f B/session), %.1f goroutines and %.0f B of stack per session, idle %.1f ms CPU/s tick %.3f ms; load %.1f s tick %.3f ms, %.2f µs CPU/msg (%.2f less idle), %.2f v4 datagrams in+out/msg, %d echoes missing; after the messages, collected and released: live heap %.0f B/session, RSS %.0f B/session",
 		r.heapBefore/(1<<20), r.heapAfter/(1<<20), r.heapPerSession, r.rssBefore/(1<<20), r.rssAfter/(1<<20), r.rssPerSession, r.goroutinesPerSession, r.stackPerSession,
-		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.datagramsPerMsg, r.missing)
+		r.idleCPUms, r.idleTickMS, r.loadSeconds, r.loadTickMS, r.cpuPerMsgUS, r.netPerMsgUS, r.datagramsPerMsg, r.missing, r.livePerSession, r.releasedPerSession)
 }
 
 func span(rs []loadResult, f func(loadResult) float64) string {
@@ -167,6 +186,8 @@ type loadServer struct {
 	pin     string
 	webPort int
 	ops     string
+	// heapProfile is where the server writes a heap profile on SIGUSR1.
+	heapProfile string
 }
 
 func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) loadResult {
@@ -174,6 +195,7 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 	defer srv.stop()
 	time.Sleep(2 * time.Second) // start-up done
 	var r loadResult
+	liveBefore, releasedBefore := srv.released(b, fmt.Sprintf("%s-%d-before", kind, round+1))
 	m0 := srv.metrics(b)
 	r.heapBefore, r.rssBefore = m0["go_memstats_heap_alloc_bytes"], srv.rss(b)
 
@@ -194,19 +216,23 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 	r.stackPerSession = (m1["go_memstats_stack_inuse_bytes"] - m0["go_memstats_stack_inuse_bytes"]) / float64(n)
 	r.rssPerSession = (r.rssAfter - r.rssBefore) / float64(n)
 
+	stopIdlePerf := srv.perf(b, fmt.Sprintf("%s-%d-idle", kind, round+1))
 	cpu0 := srv.cpu(b)
 	idle := 3 * time.Second
 	time.Sleep(idle)
 	cpu1, m2 := srv.cpu(b), srv.metrics(b)
+	stopIdlePerf()
 	r.idleCPUms = float64(cpu1-cpu0) / float64(time.Millisecond) / idle.Seconds()
 	r.idleTickMS = tickAvgMS(m1, m2)
 
 	stopPerf := srv.perf(b, fmt.Sprintf("%s-%d", kind, round+1))
+	stopStat := srv.sendCalls(b, kind)
 	start := time.Now()
 	r.missing = echoAll(b, sessions, msgs, rate)
 	r.loadSeconds = time.Since(start).Seconds()
 	cpu2, m3 := srv.cpu(b), srv.metrics(b)
 	stopPerf()
+	stopStat()
 	if r.missing > 0 {
 		var dropped, overflowed uint64
 		for _, s := range sessions {
@@ -228,7 +254,37 @@ func runSessionLoad(b *testing.B, bin, kind string, n, msgs, rate, round int) lo
 	r.datagramsPerMsg = (dgrams(m3) - dgrams(m2)) / float64(n*msgs)
 	r.cpuPerMsgUS = float64(cpu2-cpu1) / float64(time.Microsecond) / float64(n*msgs)
 	r.netPerMsgUS = r.cpuPerMsgUS - r.idleCPUms*1000*r.loadSeconds/float64(n*msgs)
+	liveAfter, releasedAfter := srv.released(b, fmt.Sprintf("%s-%d-after", kind, round+1))
+	r.livePerSession = (liveAfter - liveBefore) / float64(n)
+	r.releasedPerSession = (releasedAfter - releasedBefore) / float64(n)
 	return r
+}
+
+// released has the server collect its garbage and return what is free to
+// the OS (SIGUSR1 with SPARKHOST_HEAPPROFILE, which writes a heap
+// profile), then reads its live heap and RSS. With SPARK_SESSION_HEAPPROFILE
+// set to a directory the profile is kept there as NAME.pprof.
+func (s *loadServer) released(b *testing.B, name string) (heap, rss float64) {
+	_ = os.Remove(s.heapProfile)
+	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(s.heapProfile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the server wrote no heap profile on SIGUSR1")
+		}
+	}
+	if dir := os.Getenv("SPARK_SESSION_HEAPPROFILE"); dir != "" {
+		for _, ext := range []string{"", ".goroutines"} {
+			if raw, err := os.ReadFile(s.heapProfile + ext); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, name+".pprof"+ext), raw, 0o600)
+			}
+		}
+	}
+	return s.metrics(b)["go_memstats_heap_alloc_bytes"], s.rss(b)
 }
 
 // tickAvgMS is the mean tick duration between two scrapes.
@@ -256,7 +312,13 @@ func startLoadServer(b *testing.B, bin string) *loadServer {
 		args = append([]string{"taskset", "-c", "0"}, args...)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=", "GOMAXPROCS=1")
+	heapProfile := filepath.Join(tmp, "heap.pprof")
+	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=", "GOMAXPROCS=1", "SPARKHOST_HEAPPROFILE="+heapProfile)
+	if os.Getenv("SPARK_SESSION_HEAPPROFILE") != "" {
+		// Profiles worth reading: one sample per 4 KiB allocated (the CPU
+		// figures of such a run are inflated, most where most is allocated).
+		cmd.Env = append(cmd.Env, "SPARKHOST_HEAPPROFILE_RATE=4096")
+	}
 	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
 	}
@@ -267,7 +329,7 @@ func startLoadServer(b *testing.B, bin string) *loadServer {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	s := &loadServer{cmd: cmd}
+	s := &loadServer{cmd: cmd, heapProfile: heapProfile}
 	sc := bufio.NewScanner(stdout)
 	for (s.pin == "" || !s.addr.IsValid() || s.webPort == 0 || s.ops == "") && sc.Scan() {
 		l := sc.Text()
@@ -365,6 +427,35 @@ func (s *loadServer) metrics(b *testing.B) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// sendCalls, with SPARK_SESSION_SENDCALLS set, counts the server's send
+// system calls and the packets it puts on the loopback device during the
+// message phase (`perf stat` of the syscall and net tracepoints) and logs
+// them when the returned func is called.
+func (s *loadServer) sendCalls(b *testing.B, kind string) func() {
+	if os.Getenv("SPARK_SESSION_SENDCALLS") == "" {
+		return func() {}
+	}
+	var out strings.Builder
+	p := exec.Command("perf", "stat", "-x", ",", "-e", "syscalls:sys_enter_sendmmsg,syscalls:sys_enter_sendmsg,net:net_dev_queue",
+		"-p", strconv.Itoa(s.cmd.Process.Pid))
+	p.Stderr = &out
+	if err := p.Start(); err != nil {
+		b.Logf("perf stat: %v", err)
+		return func() {}
+	}
+	return func() {
+		_ = p.Process.Signal(syscall.SIGINT)
+		_ = p.Wait()
+		var counts []string
+		for l := range strings.Lines(out.String()) {
+			if f := strings.Split(strings.TrimSpace(l), ","); len(f) > 2 {
+				counts = append(counts, f[2]+" "+f[0])
+			}
+		}
+		b.Logf("%s message phase: %s", kind, strings.Join(counts, ", "))
+	}
 }
 
 // perf records the server with `perf record` until the returned func is

@@ -107,7 +107,8 @@ func DialWebTransport(ctx context.Context, url string, opt ClientOptions) (*Clie
 	tlsConf.NextProtos = []string{http3.NextProtoH3}
 	d := &webtransport.Transport{TLSClientConfig: tlsConf,
 		QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, KeepAlivePeriod: 5 * time.Second,
-			InitialPacketSize: uint16(opt.PacketSize)}}
+			MaxIncomingStreams: -1,
+			InitialPacketSize:  uint16(opt.PacketSize)}}
 	rsp, sess, err := d.Dial(ctx, url, hdr)
 	if err != nil {
 		if rsp != nil {

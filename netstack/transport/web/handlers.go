@@ -144,7 +144,7 @@ func (s *Server) serveQUIC() {
 		VerifySourceAddress: func(net.Addr) bool { return s.udpGate.busy() }}
 	qc := &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true,
 		HandshakeIdleTimeout: defaultHeaderTimout, MaxIdleTimeout: s.cfg.IdleTimeout,
-		MaxIncomingStreams: 8, MaxIncomingUniStreams: 8, InitialPacketSize: uint16(s.cfg.PacketSize)}
+		MaxIncomingStreams: maxIncomingBidi, MaxIncomingUniStreams: 8, InitialPacketSize: uint16(s.cfg.PacketSize)}
 	ln, err := s.qtr.ListenEarly(h3.TLSConfig, qc)
 	if err != nil {
 		s.log.Error("WebTransport listener failed", "err", err)

@@ -41,7 +41,9 @@ const (
 
 // outboundQueue is how many datagrams wait for one session's writer; past it
 // a datagram is dropped (a session that cannot keep up loses datagrams
-// rather than stalling the server's writers).
+// rather than stalling the server's writers). The writer is a goroutine
+// started when a datagram finds none running; it ends when the queue is
+// empty.
 const outboundQueue = 256
 
 // inbound is one datagram a session received.
@@ -64,11 +66,18 @@ type peer struct {
 	kind     string // "webtransport" or "websocket"
 	max      int    // the largest datagram the session carries
 	lk       link
-	out      chan []byte
 	done     chan struct{}
 	once     sync.Once
 	lastRead atomic.Int64 // unix nanoseconds of the last datagram received
 	queued   atomic.Int32 // its datagrams waiting for the Hub's reader
+
+	// The datagrams waiting to be sent. A writer goroutine runs only
+	// while there are some (writing): an idle session holds none.
+	outMu   sync.Mutex
+	out     [][]byte
+	spare   [][]byte // the writer's last batch, for reuse
+	writing bool
+	ended   bool
 }
 
 // Hub is the Transport of a set of web sessions: reads return what any
@@ -133,7 +142,7 @@ func (h *Hub) Has(addr netip.AddrPort) bool {
 // itself, else the next port numbers above it (0 skipped). taken, when not
 // nil, also rules a key out; it is asked without the Hub's lock held (it
 // takes the netstack server's, which may be held around a write to the
-// Hub). It starts the session's writer.
+// Hub).
 func (h *Hub) add(want netip.AddrPort, kind string, max int, lk link, taken func(netip.AddrPort) bool) (*peer, error) {
 	key := want
 	for range 1 << 16 {
@@ -161,11 +170,10 @@ func (h *Hub) addAt(key netip.AddrPort, kind string, max int, lk link) (*peer, e
 	if _, live := h.peers[key]; live {
 		return nil, nil
 	}
-	p := &peer{key: key, kind: kind, max: max, lk: lk, out: make(chan []byte, outboundQueue), done: make(chan struct{})}
+	p := &peer{key: key, kind: kind, max: max, lk: lk, done: make(chan struct{})}
 	p.lastRead.Store(time.Now().UnixNano())
 	h.peers[key] = p
 	h.count.Add(1)
-	go h.writeLoop(p)
 	return p, nil
 }
 
@@ -180,6 +188,7 @@ func (h *Hub) remove(p *peer, reason string) {
 		}
 		h.mu.Unlock()
 		close(p.done)
+		p.end()
 		p.lk.close(reason)
 		if h.single {
 			h.closeDone()
@@ -214,20 +223,65 @@ func (h *Hub) unqueue(p *peer, n int) {
 	h.queuedBytes.Add(-int64(n))
 }
 
-func (h *Hub) writeLoop(p *peer) {
+// push queues a datagram for p's writer, starting one when none runs;
+// false: the session ended or its queue is full.
+func (h *Hub) push(p *peer, b []byte) bool {
+	p.outMu.Lock()
+	if p.ended || len(p.out) >= outboundQueue {
+		p.outMu.Unlock()
+		return false
+	}
+	p.out = append(p.out, b)
+	start := !p.writing
+	p.writing = true
+	p.outMu.Unlock()
+	if start {
+		go h.drain(p)
+	}
+	return true
+}
+
+// drain is p's writer: it sends what is queued until nothing is, then
+// ends.
+func (h *Hub) drain(p *peer) {
 	for {
-		select {
-		case b := <-p.out:
+		p.outMu.Lock()
+		batch := p.out
+		if len(batch) == 0 || p.ended {
+			p.writing = false
+			p.outMu.Unlock()
+			return
+		}
+		p.out, p.spare = p.spare[:0], nil
+		p.outMu.Unlock()
+		for i, b := range batch {
 			err := p.lk.send(b)
 			putBuf(b)
+			batch[i] = nil
 			if err != nil {
+				for _, rest := range batch[i+1:] {
+					putBuf(rest)
+				}
+				clear(batch)
 				h.remove(p, "send failed")
 				return
 			}
-		case <-p.done:
-			return
 		}
+		p.outMu.Lock()
+		p.spare = batch[:0]
+		p.outMu.Unlock()
 	}
+}
+
+// end stops p's sending: what is queued is dropped.
+func (p *peer) end() {
+	p.outMu.Lock()
+	p.ended = true
+	for _, b := range p.out {
+		putBuf(b)
+	}
+	p.out, p.spare = nil, nil
+	p.outMu.Unlock()
 }
 
 // ReadBatch implements transport.Transport.
@@ -326,14 +380,12 @@ func (h *Hub) queueLocked(m *transport.Message) error {
 	}
 	b := getBuf(m.N)
 	copy(b, m.Buf[:m.N])
-	select {
-	case p.out <- b:
-		return nil
-	default:
+	if !h.push(p, b) {
 		putBuf(b)
 		h.Dropped.Add(1)
 		return errQueueFull
 	}
+	return nil
 }
 
 // LocalAddr implements transport.Transport.

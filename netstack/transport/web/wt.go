@@ -79,20 +79,13 @@ func datagramMax(sess *webtransport.Session) (int, error) {
 }
 
 // serveWT runs a WebTransport session of h until it ends: datagrams and the
-// peer's overflow stream are delivered; a second incoming stream and every
-// bidirectional one are refused.
+// peer's overflow stream are delivered; a second incoming stream is
+// refused. Two goroutines: this one, reading datagrams, and the
+// unidirectional streams' acceptor. No bidirectional stream can arrive:
+// the QUIC connection grants the peer none besides the session's CONNECT
+// stream (maxIncomingBidi), so none is waited for.
 func serveWT(h *Hub, p *peer, sess *webtransport.Session) {
 	ctx := sess.Context()
-	go func() {
-		for {
-			s, err := sess.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			s.CancelRead(streamRefused)
-			s.CancelWrite(streamRefused)
-		}
-	}()
 	go func() {
 		first := true
 		for {
@@ -117,6 +110,12 @@ func serveWT(h *Hub, p *peer, sess *webtransport.Session) {
 		h.deliver(p, b)
 	}
 }
+
+// maxIncomingBidi is quic.Config.MaxIncomingStreams of a WebTransport
+// server's connections: the session's CONNECT stream (or one HTTP/3
+// request at a time, /web.json), no WebTransport bidirectional stream.
+// A client's is none (-1): the server opens no bidirectional stream.
+const maxIncomingBidi = 1
 
 // streamRefused is the stream error code of a refused stream.
 const streamRefused webtransport.StreamErrorCode = 1
