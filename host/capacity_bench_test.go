@@ -55,7 +55,8 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 	n := envInt("SPARK_IDLE_SESSIONS", 2000)
 	burst := envInt("SPARK_IDLE_BURST", 1000)
-	hsRate := envInt("SPARK_IDLE_HANDSHAKES", 0) // 0: the default budget
+	hsRate := envInt("SPARK_IDLE_HANDSHAKES", 0)     // 0: the default budget
+	memLimit := envInt("SPARK_IDLE_MEMLIMIT_MIB", 0) // server.memory_limit_mib; 0: none
 	if os.Getenv("SPARK_IDLE_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 256 // every session's allocations show
 	}
@@ -74,6 +75,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		c.Network.PrefixBurst, c.Network.PrefixRefillPerSecond = 10000, 10000
 		c.Network.HalfOpenMax = max(c.Network.HalfOpenMax, burst+64)
 		c.Network.HalfOpenPerAddress, c.Network.HalfOpenPerPrefix = 1024, 4096
+		c.Server.MemoryLimitMiB = memLimit
 		if hsRate > 0 {
 			c.Network.HandshakesPerSecond = float64(hsRate)
 			c.Network.UnvalidatedRepliesPerSecond = float64(2 * hsRate)
@@ -83,8 +85,10 @@ func BenchmarkIdleSessions(b *testing.B) {
 	rss0, heap0 := rssBytes(), heapInuse()
 	cpu := runtime.NumCPU() - 1
 	kids := startIdleChildren(b, srv, n, cpu)
+	arrivals := startIdleChild(b, srv, 0, len(kids), cpu) // the burst's: no idle sessions of its own
 	t0 := time.Now()
 	retried := 0
+	arrivals.await(b, "ready")
 	for _, k := range kids {
 		var r int
 		fmt.Sscanf(k.await(b, "ready"), "ready %d", &r)
@@ -118,7 +122,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.Logf("server RSS %.1f MiB (%.1f before the sessions; %.1f once free memory is returned), heap in use %.1f MiB (%.1f before)",
 		mib(rss1), mib(rss0), mib(rss2), mib(heap1), mib(heap0))
 	if burst > 0 {
-		admitBurst(b, srv, kids[0], n, burst)
+		admitBurst(b, srv, arrivals, n, burst)
 	}
 }
 
@@ -144,36 +148,42 @@ func startIdleChildren(b *testing.B, srv *host.Server, n, cpu int) []*idleChild 
 	for i := 0; n > 0; i++ {
 		m := min(n, idlePerChild)
 		n -= m
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClients$", "-test.v")
-		// Four Ps on the clients' one core: with one, thousands of
-		// clients' network wake-ups queue behind each other (bench/many).
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, i, cpu), "GOMAXPROCS=4")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-		k := &idleChild{stdin: stdin, lines: make(chan string, 16)}
-		go func() {
-			defer close(k.lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if line, ok := strings.CutPrefix(sc.Text(), "idle: "); ok {
-					k.lines <- line
-				}
-			}
-		}()
-		kids = append(kids, k)
+		kids = append(kids, startIdleChild(b, srv, m, i, cpu))
 	}
 	return kids
+}
+
+// startIdleChild starts the clients' process number child, which connects
+// m idle sessions and then waits for bursts to dial.
+func startIdleChild(b *testing.B, srv *host.Server, m, child, cpu int) *idleChild {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClients$", "-test.v")
+	// Four Ps on the clients' one core: with one, thousands of
+	// clients' network wake-ups queue behind each other (bench/many).
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, child, cpu), "GOMAXPROCS=4")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	k := &idleChild{stdin: stdin, lines: make(chan string, 16)}
+	go func() {
+		defer close(k.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "idle: "); ok {
+				k.lines <- line
+			}
+		}
+	}()
+	return k
 }
 
 // await returns the child's next line, which must start with want.
@@ -197,7 +207,8 @@ func waitPlayers(b *testing.B, srv *host.Server, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for srv.Stats().Players < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d players after a minute, want %d", srv.Stats().Players, n)
+			b.Fatalf("%d players after a minute, want %d (the transport holds %d sessions and %d half-open)",
+				srv.Stats().Players, n, srv.Net().SlotCount()-srv.Net().HalfOpenCount(), srv.Net().HalfOpenCount())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
