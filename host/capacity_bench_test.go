@@ -55,7 +55,8 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 	n := envInt("SPARK_IDLE_SESSIONS", 2000)
 	burst := envInt("SPARK_IDLE_BURST", 1000)
-	hsRate := envInt("SPARK_IDLE_HANDSHAKES", 0) // 0: the default budget
+	hsRate := envInt("SPARK_IDLE_HANDSHAKES", 0)     // 0: the default budget
+	memLimit := envInt("SPARK_IDLE_MEMLIMIT_MIB", 0) // server.memory_limit_mib; 0: none
 	if os.Getenv("SPARK_IDLE_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 256 // every session's allocations show
 	}
@@ -74,6 +75,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		c.Network.PrefixBurst, c.Network.PrefixRefillPerSecond = 10000, 10000
 		c.Network.HalfOpenMax = max(c.Network.HalfOpenMax, burst+64)
 		c.Network.HalfOpenPerAddress, c.Network.HalfOpenPerPrefix = 1024, 4096
+		c.Server.MemoryLimitMiB = memLimit
 		if hsRate > 0 {
 			c.Network.HandshakesPerSecond = float64(hsRate)
 			c.Network.UnvalidatedRepliesPerSecond = float64(2 * hsRate)
@@ -83,8 +85,16 @@ func BenchmarkIdleSessions(b *testing.B) {
 	rss0, heap0 := rssBytes(), heapInuse()
 	cpu := runtime.NumCPU() - 1
 	kids := startIdleChildren(b, srv, n, cpu)
+	// The burst's clients: processes of their own, with no idle sessions.
+	var arrivals []*idleChild
+	for i := range burstChildren {
+		arrivals = append(arrivals, startIdleChild(b, srv, 0, len(kids)+i, cpu))
+	}
 	t0 := time.Now()
 	retried := 0
+	for _, k := range arrivals {
+		k.await(b, "ready")
+	}
 	for _, k := range kids {
 		var r int
 		fmt.Sscanf(k.await(b, "ready"), "ready %d", &r)
@@ -115,10 +125,12 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.ReportMetric(idle.lowRate, "lowest-ticks/s")
 	b.ReportMetric(idle.cpu*100, "server-CPU-%")
 	b.ReportMetric(idle.retx, "retx/s")
+	b.ReportMetric(100*idle.core0, "core0-busy-%")
+	b.ReportMetric(100*idle.clientsCore, "clients-core-busy-%")
 	b.Logf("server RSS %.1f MiB (%.1f before the sessions; %.1f once free memory is returned), heap in use %.1f MiB (%.1f before)",
 		mib(rss1), mib(rss0), mib(rss2), mib(heap1), mib(heap0))
 	if burst > 0 {
-		admitBurst(b, srv, kids[0], n, burst)
+		admitBurst(b, srv, arrivals, n, burst)
 	}
 }
 
@@ -144,36 +156,42 @@ func startIdleChildren(b *testing.B, srv *host.Server, n, cpu int) []*idleChild 
 	for i := 0; n > 0; i++ {
 		m := min(n, idlePerChild)
 		n -= m
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClients$", "-test.v")
-		// Four Ps on the clients' one core: with one, thousands of
-		// clients' network wake-ups queue behind each other (bench/many).
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, i, cpu), "GOMAXPROCS=4")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-		k := &idleChild{stdin: stdin, lines: make(chan string, 16)}
-		go func() {
-			defer close(k.lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if line, ok := strings.CutPrefix(sc.Text(), "idle: "); ok {
-					k.lines <- line
-				}
-			}
-		}()
-		kids = append(kids, k)
+		kids = append(kids, startIdleChild(b, srv, m, i, cpu))
 	}
 	return kids
+}
+
+// startIdleChild starts the clients' process number child, which connects
+// m idle sessions and then waits for bursts to dial.
+func startIdleChild(b *testing.B, srv *host.Server, m, child, cpu int) *idleChild {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClients$", "-test.v")
+	// Four Ps on the clients' one core: with one, thousands of
+	// clients' network wake-ups queue behind each other (bench/many).
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d", idleChildEnv, srv.Addr(), srv.Pin(), m, child, cpu), "GOMAXPROCS=4")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	k := &idleChild{stdin: stdin, lines: make(chan string, 16)}
+	go func() {
+		defer close(k.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "idle: "); ok {
+				k.lines <- line
+			}
+		}
+	}()
+	return k
 }
 
 // await returns the child's next line, which must start with want.
@@ -197,7 +215,8 @@ func waitPlayers(b *testing.B, srv *host.Server, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for srv.Stats().Players < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d players after a minute, want %d", srv.Stats().Players, n)
+			b.Fatalf("%d players after a minute, want %d (the transport holds %d sessions and %d half-open)",
+				srv.Stats().Players, n, srv.Net().SlotCount()-srv.Net().HalfOpenCount(), srv.Net().HalfOpenCount())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -205,6 +224,7 @@ func waitPlayers(b *testing.B, srv *host.Server, n int) {
 
 type idleFigures struct {
 	avg, peak, rate, lowRate, cpu, retx float64
+	core0, clientsCore                  float64 // how busy the server's core and the clients' were, anyone's work
 }
 
 // measureIdle samples the tick over d: the average, the highest
@@ -217,7 +237,7 @@ func measureIdle(b *testing.B, srv *host.Server, d time.Duration) idleFigures {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	before, t0, cpu0 := srv.Stats(), time.Now(), cpuTime()
+	before, t0, cpu0, cores0 := srv.Stats(), time.Now(), cpuTime(), coreTimes()
 	f := idleFigures{lowRate: 1e9}
 	for time.Since(t0) < d {
 		time.Sleep(250 * time.Millisecond)
@@ -232,6 +252,8 @@ func measureIdle(b *testing.B, srv *host.Server, d time.Duration) idleFigures {
 	f.avg = (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	f.rate = float64(ticks) / elapsed
 	f.cpu = (cpuTime() - cpu0).Seconds() / elapsed
+	busy := coresBusy(cores0, coreTimes())
+	f.core0, f.clientsCore = busy[0], busy[len(busy)-1]
 	f.retx = float64(after.Net.Retransmissions-before.Net.Retransmissions) / elapsed
 	if after.Players < before.Players {
 		b.Errorf("players fell from %d to %d while idle", before.Players, after.Players)
@@ -239,25 +261,44 @@ func measureIdle(b *testing.B, srv *host.Server, d time.Duration) idleFigures {
 	return f
 }
 
-// admitBurst has burst more players arrive at once (each its own client
-// with the default timers) while n are connected, and reports how long the
-// last one waited for its admission and the tick meanwhile.
-func admitBurst(b *testing.B, srv *host.Server, k *idleChild, n, burst int) {
+// burstChildren is how many clients' processes share the burst's dials.
+const burstChildren = 2
+
+// burstServiceInterval is the timers' interval of a burst's client once
+// admitted: a real player's is 10 ms on a machine of its own, and here a
+// thousand share the clients' core with the idle ones.
+const burstServiceInterval = 50 * time.Millisecond
+
+// admitBurst has burst more players arrive at once (each its own client,
+// dialled by the burst's processes at the same instant) while n are
+// connected, and reports how long the last one waited for its admission,
+// the tick meanwhile, and how busy each core was.
+func admitBurst(b *testing.B, srv *host.Server, kids []*idleChild, n, burst int) {
 	if path := os.Getenv("SPARK_IDLE_BURSTPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			defer f.Close()
 			defer pprof.StopCPUProfile()
 		}
 	}
-	before, cpu0 := srv.Stats(), cpuTime()
-	fmt.Fprintf(k.stdin, "burst %d\n", burst)
-	line := k.await(b, "burst")
+	before, cpu0, cores0 := srv.Stats(), cpuTime(), coreTimes()
+	for i, k := range kids {
+		fmt.Fprintf(k.stdin, "burst %d\n", burst/len(kids)+min(1, max(0, burst%len(kids)-i)))
+	}
 	var secs float64
 	var failed int
-	if _, err := fmt.Sscanf(line, "burst %f %d", &secs, &failed); err != nil {
-		b.Fatalf("clients' process: %q: %v", line, err)
+	for _, k := range kids {
+		line := k.await(b, "burst")
+		var s float64
+		var f int
+		if _, err := fmt.Sscanf(line, "burst %f %d", &s, &f); err != nil {
+			b.Fatalf("clients' process: %q: %v", line, err)
+		}
+		secs, failed = max(secs, s), failed+f
 	}
 	after, cpu := srv.Stats(), cpuTime()-cpu0
+	busy := coresBusy(cores0, coreTimes())
+	b.ReportMetric(100*busy[0], "burst-core0-busy-%")
+	b.ReportMetric(100*busy[len(busy)-1], "burst-clients-core-busy-%")
 	b.ReportMetric(secs, "burst-admit-s")
 	b.ReportMetric(cpu.Seconds(), "burst-server-CPU-s")
 	b.ReportMetric(float64(failed), "burst-failed")
@@ -294,7 +335,7 @@ func TestIdleClients(t *testing.T) {
 			continue
 		}
 		t0 := time.Now()
-		err := sw.dialAll(n, m, m, 0)
+		err := sw.dialAll(n, m, m, burstServiceInterval)
 		failed := int(sw.failed.Load())
 		if err != nil && failed == 0 {
 			failed = 1
@@ -470,3 +511,44 @@ func writeHeapProfile(b *testing.B, path string) {
 }
 
 func mib(v uint64) float64 { return float64(v) / (1 << 20) }
+
+// coreTimes reads each CPU's busy and total jiffies from /proc/stat (nil
+// where it cannot be read).
+func coreTimes() [][2]uint64 {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	var out [][2]uint64
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var busy, total uint64
+		for i, v := range f[1:] {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			total += n
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
+		}
+		out = append(out, [2]uint64{busy, total})
+	}
+	return out
+}
+
+// coresBusy is each CPU's busy fraction between two coreTimes readings
+// (zeros when they cannot be compared).
+func coresBusy(a, b [][2]uint64) []float64 {
+	out := make([]float64, max(len(b), 1))
+	if len(a) != len(b) {
+		return out
+	}
+	for i := range b {
+		if dt := b[i][1] - a[i][1]; dt > 0 {
+			out[i] = float64(b[i][0]-a[i][0]) / float64(dt)
+		}
+	}
+	return out
+}

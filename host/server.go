@@ -329,7 +329,10 @@ func (s *Server) Exec(line string) (string, error) {
 
 // Run serves until ctx is cancelled, then shuts down gracefully: every client
 // is told ServerShutdown and the admin socket and discovery are closed.
+// While it runs, server.memory_limit_mib (when set) is the process's Go
+// memory limit.
 func (s *Server) Run(ctx context.Context) error {
+	defer applyMemoryLimit(&s.cfg, s.log)()
 	s.net.Start()
 	s.serveWeb()
 	var err error

@@ -30,6 +30,7 @@ type opsState struct {
 	modules     atomic.Pointer[[]ops.Module]
 	rooms       atomic.Pointer[roomsView]
 	rosterKey   [2]uint64 // (admissions, players) when the roster was built
+	rosterAt    time.Time // tick time of the last roster publication
 	modulesAt   time.Time // tick time of the last modules publication
 	agonesReady bool
 	lastMap     string
@@ -83,8 +84,8 @@ func (s *Server) OpsAddr() net.Addr {
 // tick's duration, publishes what the ops layer reads, and drives the
 // Agones adapter (so a stuck tick stops its health pings).
 func (s *Server) afterStep(t time.Time, began time.Time) {
-	if key := [2]uint64{s.served.Load(), uint64(len(s.players))}; key != s.ops.rosterKey || s.ops.roster.Load() == nil {
-		s.ops.rosterKey = key
+	if key := [2]uint64{s.served.Load(), uint64(len(s.players))}; s.rosterDue(key, t) {
+		s.ops.rosterKey, s.ops.rosterAt = key, t
 		r := make([]ops.Player, 0, len(s.players))
 		for _, ci := range s.players {
 			r = append(r, ops.Player{ID: ci.ID, Name: ci.Name})
@@ -101,6 +102,26 @@ func (s *Server) afterStep(t time.Time, began time.Time) {
 	}
 	end := time.Now()
 	s.ops.tick.Observe(end, end.Sub(began))
+}
+
+// rosterSmall is the most players whose roster is rebuilt at every change;
+// a larger one at most every modulesPublishEvery.
+const rosterSmall = 256
+
+// rosterDue reports whether the roster is to be built again at this tick:
+// it changed (key: admissions, players) and, for a large server, the last
+// one is modulesPublishEvery old. Building it is a copy of every player,
+// so while thousands arrive (a player or more every tick) a rebuild at
+// each change would copy the whole table 60 times a second for a page that
+// polls once.
+func (s *Server) rosterDue(key [2]uint64, t time.Time) bool {
+	switch {
+	case s.ops.roster.Load() == nil:
+		return true
+	case key == s.ops.rosterKey:
+		return false
+	}
+	return len(s.players) <= rosterSmall || t.Sub(s.ops.rosterAt) >= modulesPublishEvery
 }
 
 // publishModules publishes the modules for the ops layer: one row per

@@ -53,12 +53,25 @@ func (s *session) queueHeartbeatLocked(now time.Time) {
 	s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token}))
 }
 
+// peerProbeGrace is how many heartbeat intervals a v4 server waits, after
+// its client's last probe, before it sends a liveness probe of its own: a
+// client's probes come an interval apart plus its timers' lag.
+const peerProbeGrace = 2
+
 // onHeartbeatLocked answers a probe in this receive pass and takes an RTT
 // sample from an echo.
 func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 	if hb.Token != 0 {
 		s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(s.path.cc.hb[:0], &wire.Heartbeat{Echo: hb.Token}))
 		s.out.urgent = true
+		if s.path.cc.on {
+			// A v4 server's answer leaves with a marker probe (pacing.go,
+			// docs/protocol.md §6): its echo is the RTT sample, and the
+			// client's probe proved it alive, so the server's own probe
+			// would be a second datagram each way for nothing. It is sent
+			// only when the client's probes stop.
+			s.path.nextHeartbeat = now.Add(peerProbeGrace * s.path.hbInterval)
+		}
 	}
 	if hb.Echo == 0 {
 		return

@@ -108,5 +108,7 @@ func (s *Server) moveSeat(seat, np *peer) capKind {
 	s.admittedBy.add(np.path.addr.Addr())
 	s.byAddr[np.path.addr] = np
 	s.byID[np.id] = np
+	s.due.remove(seat) // both locked (takeSeat)
+	s.due.add(np)
 	return capNone
 }

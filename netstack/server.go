@@ -68,6 +68,7 @@ type peer struct {
 	schemaRev  uint32
 	ticket     []byte     // ClientFinished's admission ticket, handed to OnAdmitted
 	resume     peerResume // resume_server.go
+	dueIdx     int32      // its entry in the server's dueTable, plus one (0: none); under mu
 }
 
 // Speaks reports whether the client's protocol version defines message
@@ -113,6 +114,9 @@ type Server struct {
 	// byConnID finds a v4 session by the connection id of its class-0x03
 	// frames, whatever their source (migrate.go).
 	byConnID map[[seal.IDSize]byte]*peer
+	// due holds when the service loop next has work for each of byID's
+	// sessions, densely (duetable.go): its walks touch only those due.
+	due dueTable
 	// admittedBy counts byAddr's entries per address and prefix (admitcaps.go).
 	admittedBy admittedCount
 
@@ -505,11 +509,10 @@ func (s *Server) Flush() {
 	f := <-s.tickFree
 	now := time.Now()
 	pass := int64(now.Sub(s.origin))
-	s.tickPeers = s.snapshotPeers(s.tickPeers)
+	// Only the sessions with something queued, urgent or due since the
+	// service loop looked (wakeService).
+	s.tickPeers = s.due.dueList(s.tickPeers, pass)
 	for _, p := range s.tickPeers {
-		if due := p.svcDue.Load(); due != 0 && pass < due {
-			continue // nothing queued, urgent or due since the service loop looked (wakeService)
-		}
 		p.mu.Lock()
 		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
 			p.flushLocked(now, &f.b)
@@ -638,6 +641,7 @@ func (s *Server) remove(p *peer) {
 
 	s.depart(p)
 	p.mu.Lock()
+	s.due.remove(p)
 	p.state = slotClosed
 	opener := p.keys.opener
 	p.mu.Unlock()
@@ -708,12 +712,9 @@ func (s *Server) serviceLoop() {
 			s.halfOpen.expire(time.Now())
 			s.closedSessions.expire(time.Now())
 			s.expireHeld(time.Now())
-			peers = s.snapshotPeers(peers)
-			pass := time.Since(s.origin)
+			// Only the sessions due: an idle session is not locked.
+			peers = s.due.dueList(peers, int64(time.Since(s.origin)))
 			for _, p := range peers {
-				if due := p.svcDue.Load(); due != 0 && int64(pass) < due {
-					continue // nothing due: an idle session is not locked
-				}
 				s.servicePeer(p, time.Now())
 			}
 			clear(peers)
@@ -740,7 +741,7 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 				due = min(due, max(int64(t.Sub(p.origin)), 1))
 			}
 		}
-		p.svcDue.Store(due)
+		p.svcAt.Load().Store(due)
 	}
 	held := p.state == slotConnected && p.life.seat.held
 	info := p.info()

@@ -106,6 +106,7 @@ func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
 		}
 		s.byAddr[p.path.addr] = p
 		s.byID[p.id] = p
+		s.due.add(p)
 		s.registerIDLocked(p)
 	}
 	s.mu.Unlock()

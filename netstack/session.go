@@ -91,6 +91,9 @@ type session struct {
 	// that may make work due sooner stores 0 (wakeService), under mu, so
 	// that a loop over many idle sessions only locks the few that are due.
 	svcDue atomic.Int64
+	// svcAt is where svcDue is kept: &svcDue, or the session's entry in
+	// the server's dueTable (duetable.go) while it is admitted.
+	svcAt atomic.Pointer[atomic.Int64]
 
 	mu   sync.Mutex
 	keys keyState
@@ -234,6 +237,7 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 		rc.MaxFragmentPayload = 0
 	}
 	s := &session{tr: tr, id: id, server: server, version: version, origin: origin}
+	s.svcAt.Store(&s.svcDue)
 	// open starts empty and grows to the largest datagram received: an idle
 	// session's heartbeats keep it a few dozen bytes, not a full datagram.
 	s.keys = keyState{sealer: seal.NewSealer(keys.send, cfg.rotation), opener: seal.NewOpener(keys.recv), th: keys.th}
@@ -376,7 +380,7 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 
 // wakeService makes the server's next service pass look at the session:
 // something was queued or received, or a close began.
-func (s *session) wakeService() { s.svcDue.Store(0) }
+func (s *session) wakeService() { s.svcAt.Load().Store(0) }
 
 // nextServiceLocked returns, as an offset from origin, the earliest time at
 // which serviceLocked may have something to do: the liveness timeout, the

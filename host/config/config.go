@@ -59,6 +59,11 @@ type ServerSection struct {
 	ClientTimeout     float64 `toml:"client_timeout"`     // seconds without an authenticated packet; 1..600
 	HeartbeatInterval float64 `toml:"heartbeat_interval"` // seconds between heartbeats; > 0 and < ClientTimeout
 	DataDir           string  `toml:"data_dir"`           // identity key, known hosts, bans; not empty
+	// MemoryLimitMiB is the soft limit, in MiB, within which the Go runtime
+	// keeps the server process by collecting sooner and returning free
+	// memory (runtime/debug.SetMemoryLimit, what GOMEMLIMIT sets); 0 leaves
+	// the runtime's own (GOMEMLIMIT if set, else none); 0 or 16..1048576.
+	MemoryLimitMiB int `toml:"memory_limit_mib"`
 }
 
 // NetworkSection is [network]: where the server binds, who may reach it, and
@@ -426,6 +431,9 @@ func (c *Config) PluginHangTimeout() time.Duration { return seconds(c.Modules.Pl
 
 // PluginMemoryLimit is modules.plugin_memory_mib in bytes.
 func (c *Config) PluginMemoryLimit() int64 { return int64(c.Modules.PluginMemoryMiB) << 20 }
+
+// MemoryLimit is server.memory_limit_mib in bytes (0: none set).
+func (c *Config) MemoryLimit() int64 { return int64(c.Server.MemoryLimitMiB) << 20 }
 
 // RestartBackoff is modules.restart_backoff as a time.Duration.
 func (c *Config) RestartBackoff() time.Duration { return seconds(c.Modules.RestartBackoff) }

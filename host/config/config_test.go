@@ -139,7 +139,7 @@ func TestBadFiles(t *testing.T) {
 		key        string
 	}{
 		{"unknown key in a section", "[server]\nport = 27015\ncolour = \"red\"\n",
-			`config.toml:3: unknown key "server.colour" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir)`,
+			`config.toml:3: unknown key "server.colour" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib)`,
 			3, "server.colour"},
 		{"unknown key at the top level", "port = 27015\n\n[server]\nname = \"x\"\n",
 			`config.toml:1: unknown key "port" outside any section (known sections: server, network, match, lan, logging, modules, limits, ops, agones, rooms, web)`,
@@ -148,7 +148,7 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:4: unknown section [colour] (known sections: server, network, match, lan, logging, modules, limits, ops, agones, rooms, web)`,
 			4, "colour"},
 		{"unknown sub-table", "[server]\nport = 27015\n\n[server.extra]\nx = 1\n",
-			`config.toml:4: unknown key "server.extra" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir)`,
+			`config.toml:4: unknown key "server.extra" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib)`,
 			4, "server.extra"},
 		{"string for an integer", "[server]\nname = \"x\"\nport = \"high\"\n",
 			`config.toml:3: server.port: expected an integer, got a string`, 3, "server.port"},
@@ -258,6 +258,8 @@ func TestBadFiles(t *testing.T) {
 			2, "modules.tick_deadline"},
 		{"hang timeout too short", "[modules]\nplugin_hang_timeout = 0.5\n",
 			`config.toml:2: modules.plugin_hang_timeout = 0.5: must be 1..3600 seconds`, 2, "modules.plugin_hang_timeout"},
+		{"server memory limit too small", "[server]\nmemory_limit_mib = 8\n",
+			`config.toml:2: server.memory_limit_mib = 8: must be 16..1048576 MiB (or 0: no limit)`, 2, "server.memory_limit_mib"},
 		{"memory cap too small", "[modules]\nplugin_memory_mib = 8\n",
 			`config.toml:2: modules.plugin_memory_mib = 8: must be 16..1048576 MiB`, 2, "modules.plugin_memory_mib"},
 		{"no log rate", "[modules]\nplugin_log_lines_per_second = 0\n",
