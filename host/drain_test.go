@@ -48,10 +48,13 @@ func runDraining(t *testing.T, mod func(*config.Config)) (*host.Server, <-chan e
 	return srv, done
 }
 
-// refusedDraining reports whether err is a Dial refused ServerDraining.
+// refusedDraining reports whether err is a Dial refused ServerDraining:
+// at the hello, or — where a held seat may come back, so the hello is let
+// on — at admission (docs/protocol.md §3.14).
 func refusedDraining(err error) bool {
 	var he *netstack.HandshakeError
-	return asHandshake(err, &he) && he.Code == netstack.HandshakeRejected && he.Reason == wire.RejectServerDraining
+	return asHandshake(err, &he) && (he.Code == netstack.HandshakeRejected && he.Reason == wire.RejectServerDraining ||
+		he.Code == netstack.HandshakeRefusedName && he.Disconnect == wire.DisconnectServerDraining)
 }
 
 // TestDrainLetsTheMatchEnd: `drain` while a deathmatch is in progress:

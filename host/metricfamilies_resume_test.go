@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/internal/udprelay"
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
 // metricsOfResumption: two resumable players lose their path; one comes
@@ -20,6 +23,7 @@ func metricsOfResumption(t *testing.T) *host.Server {
 		withOps(c)
 		c.Server.ClientTimeout, c.Server.HeartbeatInterval = 1, 0.2
 		c.Network.ResumeSeconds = 3
+		c.Server.MaxClients = 2
 	})
 	relay, err := udprelay.New(srv.Addr())
 	if err != nil {
@@ -58,5 +62,87 @@ func metricsOfResumption(t *testing.T) *host.Server {
 	}
 	s.want("sparkhost_net_resumptions_total", 0, "result=expired")
 	s.want("sparkhost_net_resumptions_total", 0, "result=invalid")
+	metricsOfAdmissionRefusals(t, srv)
 	return srv
+}
+
+// metricsOfAdmissionRefusals: where a held seat may come back, a draining
+// or full server lets a hello on and refuses the newcomer at admission.
+// A drain while back's match runs (called off again); then woke fills the
+// server (max_clients 2), its path goes dark, its seat is held, a
+// newcomer is refused ServerFull at admission; woke's client, whose own
+// timeout is long, is heard again: its seat wakes.
+func metricsOfAdmissionRefusals(t *testing.T, srv *host.Server) {
+	eventually(t, "a match in progress", func() bool { return srv.Stats().MatchState == gamemsg.MatchInProgress })
+	if _, err := srv.Exec("drain 60s"); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedAtAdmission(t, srv, "newcomer", wire.DisconnectServerDraining)
+	if _, err := srv.Exec("drain cancel"); err != nil {
+		t.Fatal(err)
+	}
+	s := await(t, srv, "a refusal at admission", func(s scraped) bool {
+		return s.v("sparkhost_net_admissions_refused_total", "reason=server_draining") == 1
+	})
+	s.want("sparkhost_net_admissions_refused_total", 1, "reason=server_draining")
+	s.want("sparkhost_net_admissions_refused_total", 0, "reason=server_full")
+
+	relay, err := udprelay.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(relay.Close)
+	woke := dialResumableWith(t, srv, relay, "woke", 30*time.Second)
+	relay.SetDark(true)
+	await(t, srv, "woke's seat held", func(s scraped) bool { return s.v("sparkhost_net_seats_held") == 1 })
+	wantRefusedAtAdmission(t, srv, "extra", wire.DisconnectServerFull)
+	eventually(t, "woke away on /status", func() bool { return heldOnStatus(t, srv)["woke"] && !heldOnStatus(t, srv)["back"] })
+	relay.SetDark(false)
+	s = await(t, srv, "woke's seat awake", func(s scraped) bool {
+		return s.v("sparkhost_net_seat_holds_woken_total") == 1 && s.v("sparkhost_net_seats_held") == 0
+	})
+	s.want("sparkhost_net_seat_holds_woken_total", 1)
+	s.want("sparkhost_net_admissions_refused_total", 1, "reason=server_full")
+	s.want("sparkhost_net_resumptions_total", 1, "result=resumed") // waking is not resuming
+	if heldOnStatus(t, srv)["woke"] {
+		t.Error("/status: woke still away after its seat woke")
+	}
+	select {
+	case <-woke.Done():
+		t.Fatal("woke's connection ended")
+	default:
+	}
+}
+
+// wantRefusedAtAdmission dials a new player and checks it is refused with
+// a Disconnect of reason after its ClientFinished.
+func wantRefusedAtAdmission(t *testing.T, srv *host.Server, name string, reason wire.DisconnectReason) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := netstack.Dial(ctx, netstack.ClientConfig{Server: srv.Addr(), Name: name, Pin: srv.Pin()})
+	var he *netstack.HandshakeError
+	if !errors.As(err, &he) || he.Code != netstack.HandshakeRefusedName || he.Disconnect != reason {
+		t.Fatalf("%s: %v, want refused %v at admission", name, err, reason)
+	}
+}
+
+// heldOnStatus reads /status: which players are away (seat held).
+func heldOnStatus(t *testing.T, srv *host.Server) map[string]bool {
+	t.Helper()
+	_, body := get(t, opsURL(t, srv, "/status"))
+	var st struct {
+		Players []struct {
+			Name string `json:"name"`
+			Held bool   `json:"held"`
+		} `json:"player_list"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("/status: %v", err)
+	}
+	held := map[string]bool{}
+	for _, p := range st.Players {
+		held[p.Name] = p.Held
+	}
+	return held
 }

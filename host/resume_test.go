@@ -81,13 +81,20 @@ func TestResumedPlayerIsResumedToModules(t *testing.T) {
 
 func dialResumable(t *testing.T, srv *host.Server, relay *udprelay.Relay, name string) *netstack.Client {
 	t.Helper()
+	return dialResumableWith(t, srv, relay, name, time.Second)
+}
+
+// dialResumableWith is dialResumable with the client's own liveness
+// timeout.
+func dialResumableWith(t *testing.T, srv *host.Server, relay *udprelay.Relay, name string, timeout time.Duration) *netstack.Client {
+	t.Helper()
 	reg := gamemsg.NewRegistry()
 	reg.Register("seats", wire.Schema{ID: 1400, Name: "seat", Direction: wire.ServerToClient, Channel: wire.ReliableOrdered,
 		MinLen: 2, MaxLen: 66, StringFieldOffset: 0, RequiresAdmitted: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: relay.Addr(), Name: name, Pin: srv.Pin(), Registry: reg,
-		Welcome: gamemsg.TypeGameStateSync, Resumable: true, Timeout: time.Second, HeartbeatInterval: 200 * time.Millisecond,
+		Welcome: gamemsg.TypeGameStateSync, Resumable: true, Timeout: timeout, HeartbeatInterval: 200 * time.Millisecond,
 		ConnectRetry: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

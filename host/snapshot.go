@@ -290,6 +290,7 @@ func (s *Server) Snapshot() ops.Snapshot {
 				p.RTTVariance, p.Bandwidth, p.SendRate = st.RTTVariance, st.Bandwidth, st.SendRate
 				p.SendQueueDelay, p.Backlogged = st.SendQueueDelay, st.Backlogged
 			}
+			p.Held = s.net.Held(p.ID)
 			snap.PlayerList = append(snap.PlayerList, p)
 		}
 		sortPlayers(snap.PlayerList)

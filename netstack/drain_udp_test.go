@@ -18,12 +18,20 @@ import (
 const drainDetail = "the server is restarting; connect to another server"
 
 // TestUDPDrainingRefusesNewClients: an admitted client stays admitted when
-// the drain begins; a v4 hello is refused ServerDraining with the detail,
-// a v3 hello ServerFull (v3 defines 1..7) with the same detail; a
-// handshake that passed its hello before the drain is closed at admission
-// with Disconnect(ServerDraining); the end of the drain admits again.
+// the drain begins; a v4 client is refused ServerDraining with the detail —
+// at the hello (ConnectRejected) when the server holds no seats, at
+// admission (Disconnect) when resumption is on, because its hello may be a
+// resumption's —, a v3 hello ServerFull (v3 defines 1..7) with the same
+// detail; a handshake that passed its hello before the drain is closed at
+// admission with Disconnect(ServerDraining); the end of the drain admits
+// again.
 func TestUDPDrainingRefusesNewClients(t *testing.T) {
-	srv := quietServer(t, nil)
+	t.Run("resumption off", func(t *testing.T) { testDrainingRefuses(t, -1) })
+	t.Run("resumption on", func(t *testing.T) { testDrainingRefuses(t, 30*time.Second) })
+}
+
+func testDrainingRefuses(t *testing.T, hold time.Duration) {
+	srv := quietServer(t, func(c *netstack.ServerConfig) { c.ResumeHold = hold })
 	before, err := dialFrom(t, srv, loopback, "before")
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +45,13 @@ func TestUDPDrainingRefusesNewClients(t *testing.T) {
 	}
 	_, err = dialFrom(t, srv, loopback, "during")
 	var he *netstack.HandshakeError
-	if !errors.As(err, &he) || he.Code != netstack.HandshakeRejected || he.Reason != wire.RejectServerDraining || he.Detail != drainDetail {
-		t.Fatalf("v4 Dial while draining: %v, want ConnectRejected ServerDraining %q", err, drainDetail)
+	switch {
+	case !errors.As(err, &he) || he.Detail != drainDetail:
+		t.Fatalf("v4 Dial while draining: %v, want refused ServerDraining %q", err, drainDetail)
+	case hold < 0 && (he.Code != netstack.HandshakeRejected || he.Reason != wire.RejectServerDraining):
+		t.Fatalf("v4 Dial while draining, no seats held: %v, want ConnectRejected ServerDraining", err)
+	case hold > 0 && (he.Code != netstack.HandshakeRefusedName || he.Disconnect != wire.DisconnectServerDraining):
+		t.Fatalf("v4 Dial while draining, resumption on: %v, want Disconnect(ServerDraining) at admission", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

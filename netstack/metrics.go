@@ -73,6 +73,9 @@ var counterTable = []struct {
 	{"resume_tickets_total", "Resume tickets issued (docs/protocol.md §3.15).", "", "", func(s *Server) uint64 { return s.ctr.ResumeTicketsIssued.Load() }},
 	{"seat_holds_total", "Seats held for a resumption when a client's path went dark (Timeout or failed delivery).", "", "", func(s *Server) uint64 { return s.ctr.SeatsHeld.Load() }},
 	{"seat_holds_expired_total", "Held seats released without a resumption (network.resume_seconds passed): the player left then.", "", "", func(s *Server) uint64 { return s.ctr.SeatsExpired.Load() }},
+	{"seat_holds_woken_total", "Held seats whose client was heard again on its old session before the hold ended (back before its own timeout): the seat woke, nothing to resume.", "", "", func(s *Server) uint64 { return s.ctr.SeatsWoken.Load() }},
+	{"admissions_refused_total", admissionHelp, "reason", "server_draining", func(s *Server) uint64 { return s.ctr.AdmissionDrainRefused.Load() }},
+	{"admissions_refused_total", admissionHelp, "reason", "server_full", func(s *Server) uint64 { return s.ctr.AdmissionFullRefused.Load() }},
 	{"resumptions_total", resumeHelp, "result", "resumed", func(s *Server) uint64 { return s.ctr.Resumed.Load() }},
 	{"resumptions_total", resumeHelp, "result", "expired", func(s *Server) uint64 { return s.ctr.ResumeRefusedExpired.Load() }},
 	{"resumptions_total", resumeHelp, "result", "invalid", func(s *Server) uint64 { return s.ctr.ResumeRefusedInvalid.Load() }},
@@ -84,6 +87,8 @@ var counterTable = []struct {
 }
 
 const resumeHelp = "Handshakes that presented a resume ticket, by result: resumed, refused ResumeExpired (the seat was no longer held), refused ResumeInvalid (ticket, proof, name or server wrong, or the ticket used)."
+
+const admissionHelp = "Handshakes refused at admission (a sealed Disconnect after ClientFinished; the hello had passed), by reason: server_draining, server_full. Where a held seat may come back, a draining or full server judges this at ClientFinished instead of refusing the hello (docs/protocol.md §3.14)."
 
 const pathHelp = "Path validations of a new client address (an authenticated frame came from it), by result: started, and failed (not answered within 3 s, or replaced by a newer address; the session stayed where it was)."
 

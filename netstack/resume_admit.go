@@ -3,6 +3,7 @@ package netstack
 import (
 	"time"
 
+	"github.com/sparkhost/sparkhost/netstack/handshake"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -111,4 +112,25 @@ func (s *Server) moveSeat(seat, np *peer) capKind {
 	s.due.remove(seat) // both locked (takeSeat)
 	s.due.add(np)
 	return capNone
+}
+
+// A hello cannot say whether its handshake resumes a seat: the ticket
+// travels in ClientFinished, sealed and bound to this handshake
+// (docs/protocol.md §3.15). A held seat is not a new admission, so where
+// one may come back, the drain and capacity are judged at ClientFinished
+// instead of at the hello (claimSlot refuses a handshake that does not
+// resume; finishResume judges neither).
+
+// mayResumeDraining reports whether a draining server lets the hello on:
+// a v4 hello while resumption is on (any ticketed seat, held or live, may
+// come back during the drain).
+func (s *Server) mayResumeDraining(rule answer) bool {
+	return rule.version >= handshake.ProtocolVersion4 && s.resume.hold > 0
+}
+
+// mayResumeFull reports whether a full server lets the hello on: a v4
+// hello while a seat is held (it keeps its slot, so it is what fills the
+// server). A full server with no held seat refuses at the hello, as before.
+func (s *Server) mayResumeFull(rule answer) bool {
+	return rule.version >= handshake.ProtocolVersion4 && s.resume.nHeld.Load() > 0
 }

@@ -91,6 +91,7 @@ func (s *Server) sessionFromHalfOpen(ho *halfOpen, id uint32, now time.Time) *pe
 // reason and detail say why.
 func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
 	if detail, draining := s.Draining(); draining {
+		s.ctr.AdmissionDrainRefused.Add(1)
 		return wire.DisconnectServerDraining, detail, false
 	}
 	addr := p.path.addr.Addr()
@@ -112,6 +113,7 @@ func (s *Server) claimSlot(p *peer) (wire.DisconnectReason, string, bool) {
 	s.mu.Unlock()
 	switch {
 	case full:
+		s.ctr.AdmissionFullRefused.Add(1)
 		return wire.DisconnectServerFull, "server is full; try again later", false
 	case capped != capNone:
 		s.ctr.countCapRefusal(capped)

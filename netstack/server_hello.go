@@ -178,11 +178,11 @@ func (s *Server) answerHello(from netip.AddrPort, rule answer, payload []byte, n
 		s.refuse(from, rule, wire.RejectBanned, "this address is banned from the server", now)
 		return
 	}
-	if detail, draining := s.Draining(); draining {
+	if detail, draining := s.Draining(); draining && !s.mayResumeDraining(rule) {
 		s.refuse(from, rule, wire.RejectServerDraining, detail, now)
 		return
 	}
-	if s.admittedCount() >= s.cfg.MaxClients {
+	if s.admittedCount() >= s.cfg.MaxClients && !s.mayResumeFull(rule) {
 		s.refuse(from, rule, wire.RejectServerFull, "server is full; try again later", now)
 		return
 	}

@@ -63,6 +63,11 @@ type Counters struct {
 	SeatsWoken           atomic.Uint64 // held seats whose client was heard again on the old session
 	ResumeRefusedExpired atomic.Uint64 // refused ResumeExpired
 	ResumeRefusedInvalid atomic.Uint64 // refused ResumeInvalid
+	// Handshakes without a resume ticket refused at admission (a sealed
+	// Disconnect after ClientFinished) because the server drains or is
+	// full: where a resumption may come, the hello is let on (§3.14).
+	AdmissionDrainRefused atomic.Uint64
+	AdmissionFullRefused  atomic.Uint64
 
 	// Handshake traffic (server only).
 	PlainBytesReceived atomic.Uint64 // every plain and legacy datagram that passed the endpoint policy

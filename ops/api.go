@@ -114,6 +114,7 @@ type playerJSON struct {
 	SendRate     float64 `json:"send_rate"` // the pacing rate, bytes/s (0: not paced)
 	QueueDelayMS float64 `json:"queue_delay_ms"`
 	Backlogged   bool    `json:"backlogged"`
+	Held         bool    `json:"held"` // away: its seat held for a resumption
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
@@ -159,7 +160,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	for _, p := range snap.PlayerList {
 		out.PlayerList = append(out.PlayerList, playerJSON{ID: p.ID, Name: p.Name, PingMS: ms(p.Ping), Loss: p.Loss,
 			Up: p.BandwidthUp, Down: p.BandwidthDown, RTTVarMS: ms(p.RTTVariance), Bandwidth: p.Bandwidth, SendRate: p.SendRate,
-			QueueDelayMS: ms(p.SendQueueDelay), Backlogged: p.Backlogged})
+			QueueDelayMS: ms(p.SendQueueDelay), Backlogged: p.Backlogged, Held: p.Held})
 	}
 	writeJSON(w, out)
 }

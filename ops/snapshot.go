@@ -124,6 +124,10 @@ type Player struct {
 	SendRate       float64
 	SendQueueDelay time.Duration
 	Backlogged     bool
+	// Held: the player's path went dark and its seat is held for a
+	// resumption (docs/operations.md, "Resumption"); the figures above are
+	// those of before the outage.
+	Held bool
 }
 
 // Module is one loaded module; the host sums the instances of a module

@@ -79,6 +79,9 @@ type Predictor struct {
 	sent    bool   // an input was ever predicted
 	acked   bool   // an ack was ever reconciled
 	lastAck uint32 // sequence of the last reconciled ack
+	// resetAt: lastAck is the last input sent before a Reset, not an ack;
+	// an ack of it is stale too.
+	resetAt bool
 
 	offset    [3]float64 // render offset, decaying
 	remaining time.Duration
@@ -167,11 +170,11 @@ func (p *Predictor) Reconcile(ack gamemsg.InputAck) (bool, error) {
 		p.stats.InvalidAcks++
 		return false, fmt.Errorf("%w: ack %d, newest input %d", ErrAckNotSent, seq, p.nextSeq-1)
 	}
-	if p.acked && serialAfter(p.lastAck, seq) {
+	if p.acked && serialAfter(p.lastAck, seq) || p.resetAt && seq == p.lastAck {
 		p.stats.StaleAcks++
 		return false, nil
 	}
-	p.acked, p.lastAck = true, seq
+	p.acked, p.lastAck, p.resetAt = true, seq, false
 	for p.pending.len() > 0 && !serialAfter(p.pending.front().InputSeq, seq) {
 		p.pending.popFront()
 	}
@@ -267,20 +270,27 @@ func (p *Predictor) AppendPending(dst []gamemsg.ClientInput) []gamemsg.ClientInp
 	return dst
 }
 
-// LastAcked returns the sequence of the last reconciled InputAck; ok is false
-// before the first.
+// LastAcked returns the sequence of the last reconciled InputAck (after a
+// Reset, of the last input sent before it: acks up to it are stale); ok is
+// false before the first.
 func (p *Predictor) LastAcked() (seq uint32, ok bool) { return p.lastAck, p.acked }
 
 // Stats returns the Predictor's counters.
 func (p *Predictor) Stats() Stats { return p.stats }
 
 // Reset restarts prediction from s (say, on PlayerRespawn): pending inputs
-// and the render offset are dropped; sequence numbering continues, so a late
-// InputAck for an input before the reset is still recognised (and treated as
-// usual: its state is authoritative).
+// and the render offset are dropped; sequence numbering continues. An
+// InputAck for an input sent before the reset is stale (counted in
+// Stats.StaleAcks, ignored): it may describe the world before the teleport
+// — a respawn's ack of the corpse, packed after the PlayerRespawn — and
+// taking it would jump the player back there until the next ack. The first
+// ack of an input sent after the reset reconciles as usual.
 func (p *Predictor) Reset(s movement.State) error {
 	if !s.IsFinite() {
 		return fmt.Errorf("%w: reset state is not finite", ErrInvalidConfig)
+	}
+	if p.sent {
+		p.acked, p.lastAck, p.resetAt = true, p.nextSeq-1, true
 	}
 	p.state = s
 	for p.pending.len() > 0 {

@@ -306,6 +306,40 @@ func TestReset(t *testing.T) {
 	}
 }
 
+// An InputAck of an input sent before a Reset describes the world before
+// the teleport (a respawn: the corpse's position) and may arrive after the
+// message that caused the Reset: it is stale, not a correction. The first
+// ack of an input sent after the Reset reconciles as usual.
+func TestAckBeforeResetIsStale(t *testing.T) {
+	p := newPredictor(t, Config{})
+	for range 3 {
+		p.Predict(gamemsg.ClientInput{MoveForward: 1, DT: 0.02})
+	}
+	corpse := movement.State{Position: wire.Vec3{X: 1}, Grounded: true}
+	p.Reconcile(corpse.Ack(1))
+	respawn := movement.State{Position: wire.Vec3{X: 40, Z: 40}, Grounded: true}
+	if err := p.Reset(respawn); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint32{2, 3} {
+		if ok, err := p.Reconcile(corpse.Ack(seq)); ok || err != nil || p.State().Position != respawn.Position {
+			t.Fatalf("ack %d of an input before the reset: reconciled %v (%v), position %+v; want stale, at the respawn",
+				seq, ok, err, p.State().Position)
+		}
+	}
+	if st := p.Stats(); st.StaleAcks != 2 || st.Acks != 1 {
+		t.Fatalf("stats %+v: want 2 stale acks, 1 reconciled", st)
+	}
+	in, _ := p.Predict(gamemsg.ClientInput{DT: 0.02})
+	server := p.State() // the server agrees: it stepped the respawn with this input
+	if ok, err := p.Reconcile(server.Ack(in.InputSeq)); !ok || err != nil {
+		t.Fatalf("ack of the first input after the reset: %v %v", ok, err)
+	}
+	if c := p.LastCorrection(); c != 0 {
+		t.Fatalf("correction %v after the reset, want 0", c)
+	}
+}
+
 func TestPredictReconcileAllocateNothing(t *testing.T) {
 	p := newPredictor(t, Config{SmoothTime: 50 * time.Millisecond})
 	srv := authority{world: newWorld(t), state: spawn}

@@ -94,8 +94,13 @@ func (s *syncBuffer) String() string {
 }
 
 func startBots(args ...string) *botsRun {
+	return startBotsCtx(context.Background(), args...)
+}
+
+// startBotsCtx is startBots whose run ends, as at --duration, when ctx does.
+func startBotsCtx(ctx context.Context, args ...string) *botsRun {
 	r := &botsRun{code: make(chan int, 1)}
-	go func() { r.code <- runBots(context.Background(), args, &r.out, &r.errOut) }()
+	go func() { r.code <- runBots(ctx, args, &r.out, &r.errOut) }()
 	return r
 }
 
@@ -225,7 +230,10 @@ func TestBotsNoServer(t *testing.T) {
 // deathmatch` (the built-in module, with its embedded maps, from a
 // directory without maps/) and `sparkhost bots`: the bots are listed, they
 // spawn (PlayerRespawn), their inputs are applied and acknowledged
-// (InputAck), and the module reports them in dm_status.
+// (InputAck), and the module reports them in dm_status. The bots play
+// until the test has seen them listed (each look runs `sparkhost admin`, a
+// process, which on a busy machine takes seconds), and at least 3 s: a
+// fixed --duration raced the looks (60 s bounds it).
 func TestBotsPlayDeathmatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -233,12 +241,18 @@ func TestBotsPlayDeathmatch(t *testing.T) {
 	bin := buildBinary(t)
 	dataDir := filepath.Join(shortTempDir(t), "data")
 	rs := startServer(t, bin, dataDir, "--module", "deathmatch")
-	r := startBots("--count", "3", "--server", rs.addr.String(), "--pin", rs.pin, "--duration", "5s")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	began := time.Now()
+	r := startBotsCtx(ctx, "--count", "3", "--server", rs.addr.String(), "--pin", rs.pin, "--duration", "60s")
 	waitPlayers(t, func(string) (string, error) { return adminOutput(bin, dataDir, "players") }, "bot1", "bot2", "bot3")
 	status, err := adminOutput(bin, dataDir, "dm_status")
 	if err != nil || !strings.Contains(status, "map arena") || !strings.Contains(status, "bot3") {
 		t.Fatalf("dm_status: %v\n%s", err, status)
 	}
+	t.Logf("the bots were listed and in dm_status %v after they started", time.Since(began).Round(time.Millisecond))
+	time.Sleep(time.Until(began.Add(3 * time.Second)))
+	stop()
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, r.out.String(), r.errOut.String())
 	}

@@ -87,7 +87,7 @@ function renderStatus(s) {
     tr.dataset.id = p.id;
     cell(tr, p.id);
     cell(tr, p.name).dataset.field = "name";
-    cell(tr, fmt(p.ping_ms, 1)).dataset.field = "ping";
+    cell(tr, p.held ? "away (seat held)" : fmt(p.ping_ms, 1)).dataset.field = "ping";
     cell(tr, fmt(p.loss * 100, 1) + " %").dataset.field = "loss";
     cell(tr, fmt(p.up / 1000, 1));
     cell(tr, fmt(p.down / 1000, 1));
