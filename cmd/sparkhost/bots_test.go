@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,7 @@ func TestBotsFlags(t *testing.T) {
 		{"bad pin", []string{"--count", "1", "--server", "127.0.0.1:1", "--pin", "rsa:x"}, 2, "--pin:"},
 		{"bad rate", []string{"--count", "1", "--server", "127.0.0.1:1", "--rate", "5000"}, 2, "--rate 5000"},
 		{"negative duration", []string{"--count", "1", "--server", "127.0.0.1:1", "--duration", "-1s"}, 2, "--duration -1s is negative"},
+		{"bad connect", []string{"--count", "1", "--server", "127.0.0.1:1", "--connect", "0"}, 2, "--connect 0: want 1..256"},
 		{"extra argument", []string{"--count", "1", "--server", "127.0.0.1:1", "go"}, 2, `unexpected argument "go"`},
 		{"bad maps dir", []string{"--count", "1", "--server", "127.0.0.1:1", "--maps-dir", "/nonexistent"}, 1, "maps directory"},
 	}
@@ -261,4 +263,44 @@ func TestBotsPlayDeathmatch(t *testing.T) {
 func adminOutput(bin, dataDir string, args ...string) (string, error) {
 	out, err := exec.Command(bin, append([]string{"admin", "--data-dir", dataDir}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// TestBotsConnectAtOnce: bots connect --connect at a time (16 by default),
+// not one after another. The server is a socket that never answers, so
+// every bot's handshake waits until --duration: the distinct sources of
+// the hellos it receives meanwhile are the bots connecting at once.
+func TestBotsConnectAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 8},                        // the default: all 8 at once
+		{[]string{"--connect", "3"}, 3}, // at most 3
+		{[]string{"--rooms", "2", "--connect", "4"}, 2}, // a room's bots in turn: two rooms, two at once
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			silent, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer silent.Close()
+			srv := startBotsHost(t) // a pin to trust
+			args := append([]string{"--count", "8", "--server", silent.LocalAddr().String(), "--pin", srv.Pin(), "--duration", "2s"}, c.args...)
+			r := startBots(args...)
+			sources := make(map[string]bool)
+			buf := make([]byte, 2048)
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+				_ = silent.SetReadDeadline(deadline)
+				if _, from, err := silent.ReadFromUDP(buf); err == nil {
+					sources[from.String()] = true
+				}
+			}
+			if code := r.wait(t); code != 1 {
+				t.Fatalf("exit %d, want 1 (nobody connected)\n%s%s", code, r.out.String(), r.errOut.String())
+			}
+			if len(sources) != c.want {
+				t.Fatalf("%d bots sent hellos during the first 2 s, want %d connecting at once", len(sources), c.want)
+			}
+		})
+	}
 }
