@@ -25,7 +25,7 @@ import (
 
 const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN] [--data-dir DIR]
                      [--duration D] [--seed S] [--rate HZ] [--maps-dir DIR]
-                     [--rooms R [--mode MODE]] [--connect K]
+                     [--rooms R [--mode MODE]] [--connect K] [--service D]
 
 Runs N headless deathmatch players, named bot1 … botN, in this process, for
 tests and load. Each bot is its own protocol v4 client (its own socket and
@@ -55,6 +55,10 @@ flags:
   --mode MODE       the mode of those rooms (default deathmatch)
   --connect K       bots connecting at once, 1..256 (default 16); with --rooms,
                     rooms filling at once, each room's bots one after another
+  --service D       how often each bot's connection runs its timers (heartbeats,
+                    retransmissions, delayed acks), 1ms..1s (default 10ms); a bot
+                    sends every tick anyway, with its acks: a load of thousands
+                    of bots raises it so their wake-ups do not cost a core
 
 Bots connect K at a time (the server's Connect budget per address allows
 bursts of connect_burst, then connect_refill_per_second; a v4 handshake
@@ -84,6 +88,7 @@ type botsOptions struct {
 	rooms    int
 	mode     string
 	connect  int
+	service  time.Duration
 }
 
 // botsCommand runs `sparkhost bots`.
@@ -109,6 +114,7 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 	fs.IntVar(&o.rooms, "rooms", 0, "")
 	fs.StringVar(&o.mode, "mode", "deathmatch", "")
 	fs.IntVar(&o.connect, "connect", defaultConnect, "")
+	fs.DurationVar(&o.service, "service", netstack.DefaultServiceInterval, "")
 	fail := func(format string, a ...any) (botsOptions, int, bool) {
 		fmt.Fprintf(stderr, "sparkhost bots: "+format+"\n\n%s", append(a, botsUsage)...)
 		return o, 2, false
@@ -137,6 +143,8 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 		return fail("--rooms %d: want 0..--count (%d)", o.rooms, o.count)
 	case o.connect < 1 || o.connect > maxConnect:
 		return fail("--connect %d: want 1..%d", o.connect, maxConnect)
+	case o.service < time.Millisecond || o.service > time.Second:
+		return fail("--service %v: want 1ms..1s", o.service)
 	}
 	ap, err := netip.ParseAddrPort(server)
 	if err != nil || !ap.Addr().Unmap().Is4() || ap.Port() == 0 {
@@ -164,7 +172,7 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Bots come back to their seats after an outage (docs/protocol.md §3.15),
 	// as the console does: a rig scenario with bots sees resumptions.
-	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true}
+	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true, ServiceInterval: o.service}
 	if base.Registry, err = netbot.Registry(); err != nil {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1

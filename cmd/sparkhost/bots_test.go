@@ -41,6 +41,7 @@ func TestBotsFlags(t *testing.T) {
 		{"bad rate", []string{"--count", "1", "--server", "127.0.0.1:1", "--rate", "5000"}, 2, "--rate 5000"},
 		{"negative duration", []string{"--count", "1", "--server", "127.0.0.1:1", "--duration", "-1s"}, 2, "--duration -1s is negative"},
 		{"bad connect", []string{"--count", "1", "--server", "127.0.0.1:1", "--connect", "0"}, 2, "--connect 0: want 1..256"},
+		{"bad service", []string{"--count", "1", "--server", "127.0.0.1:1", "--service", "0s"}, 2, "--service 0s: want 1ms..1s"},
 		{"extra argument", []string{"--count", "1", "--server", "127.0.0.1:1", "go"}, 2, `unexpected argument "go"`},
 		{"bad maps dir", []string{"--count", "1", "--server", "127.0.0.1:1", "--maps-dir", "/nonexistent"}, 1, "maps directory"},
 	}
