@@ -19,6 +19,7 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
@@ -318,8 +319,13 @@ func (o *botsOptions) groups() [][]int {
 	return out
 }
 
+// roomAnswerWait bounds the wait for the answer to one room request: a
+// request left unanswered fails the bot, named, instead of holding its
+// room's other bots back for the rest of the run.
+var roomAnswerWait = 30 * time.Second // a variable for the tests
+
 // enterRoom puts bot i in its room with --rooms: the first of each room
-// creates and starts it, the others join *room.
+// creates and starts it, the others join *room (0: the first failed).
 func (o *botsOptions) enterRoom(ctx context.Context, b *netbot.Bot, i int, room *uint32) error {
 	if o.rooms == 0 {
 		return nil
@@ -327,19 +333,34 @@ func (o *botsOptions) enterRoom(ctx context.Context, b *netbot.Bot, i int, room 
 	per := (o.count + o.rooms - 1) / o.rooms
 	if i%per != 0 {
 		if *room == 0 {
-			return errors.New("the room's first bot did not create it")
+			return errors.New("the room's first bot did not open it")
 		}
-		_, err := b.EnterRoom(ctx, gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: *room}))
+		_, err := roomRequest(ctx, b, gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: *room}))
 		return err
 	}
-	id, err := b.EnterRoom(ctx, gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{
+	id, err := roomRequest(ctx, b, gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{
 		Name: fmt.Sprintf("bots %d", i/per+1), Mode: o.mode, Capacity: uint16(per)}))
 	if err != nil {
 		return err
 	}
-	*room = id
-	_, err = b.EnterRoom(ctx, gamemsg.TypeRoomStart, nil)
-	return err
+	if _, err = roomRequest(ctx, b, gamemsg.TypeRoomStart, nil); err != nil {
+		return err
+	}
+	*room = id // the others join a room that plays
+	return nil
+}
+
+// roomRequest is b.EnterRoom bounded by roomAnswerWait.
+func roomRequest(ctx context.Context, b *netbot.Bot, t wire.MessageType, payload []byte) (uint32, error) {
+	rctx, cancel := context.WithTimeout(ctx, roomAnswerWait)
+	defer cancel()
+	id, err := b.EnterRoom(rctx, t, payload)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		st := b.NetStats()
+		return 0, fmt.Errorf("no answer to %s within %v (the connection: %d messages received, %d dropped from a full inbox, %d retransmissions)",
+			t, roomAnswerWait, st.MessagesReceived, st.InboxDrops, st.Retransmissions)
+	}
+	return id, err
 }
 
 // botMaps is the maps bots predict on: dir, else the built-in ones.

@@ -305,3 +305,34 @@ func TestBotsConnectAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBotsRoomRequestUnanswered: a room request the server never answers
+// (over the sender's request budget, it is dropped) fails its bot, naming
+// the request, and the run ends with the others, instead of waiting until
+// --duration with the room's next bots never started.
+func TestBotsRoomRequestUnanswered(t *testing.T) {
+	defer func(d time.Duration) { roomAnswerWait = d }(roomAnswerWait)
+	roomAnswerWait = 2 * time.Second
+	cfg := config.Default()
+	port, dataDir := 0, filepath.Join(shortTempDir(t), "data")
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Rooms: true, Modes: []string{"../../scripts/tag.lua"}}, func(string) string { return "" })
+	cfg.Network.ConnectBurst, cfg.Network.PrefixBurst = 256, 256
+	// One request, then none for 100 s: a creator's RoomCreate is carried
+	// out, its RoomStart dropped.
+	cfg.Rooms.RequestsPerSecond, cfg.Rooms.RequestBurst = 0.01, 1
+	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.Run(t, srv)
+	r := startBots("--count", "4", "--rooms", "2", "--mode", "tag", "--server", srv.Addr().String(), "--pin", srv.Pin(), "--duration", "50s")
+	if code := r.wait(t); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, r.out.String(), r.errOut.String())
+	}
+	for _, want := range []string{"bot1: room: no answer to RoomStart within 2s", "bot3: room: no answer to RoomStart within 2s",
+		"bot2: room: the room's first bot did not open it", "bot4: room: the room's first bot did not open it"} {
+		if !strings.Contains(r.errOut.String(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, r.errOut.String())
+		}
+	}
+}

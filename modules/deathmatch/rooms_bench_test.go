@@ -219,7 +219,7 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 			<-exited
 		}
 	}()
-	connected := waitAllInRooms(b, srv, n, rooms, exited, &out)
+	connected, progress := waitAllInRooms(b, srv, n, rooms, exited, &out)
 	time.Sleep(settle)
 	stopProfile := profileServer(b)
 	before, t0, cpu0 := srv.Stats(), time.Now(), processCPU()
@@ -252,6 +252,7 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	b.Logf("%d bots in %d rooms in %v (split cores: %v); %d players at the end, rooms %d; server heap %.1f → %.1f MiB, RSS %.1f → %.1f MiB, plugin %.1f MiB resident",
 		n, rooms, connected.Round(time.Second), split, after.Players, after.Rooms, float64(h0)/(1<<20), float64(h1)/(1<<20),
 		float64(rss0)/1024, float64(rss1)/1024, p1)
+	b.Logf("joining:%s", progress)
 	if after.Players != n {
 		b.Errorf("%d players at the end of the window, want %d", after.Players, n)
 	}
@@ -289,28 +290,27 @@ func countRooms(srv *host.Server) roomCounts {
 }
 
 // waitAllInRooms waits until n players are in rooms and returns how long
-// that took; it logs the counts every 10 s (in one entry: a benchmark's log
-// is cut at ten lines) and fails with them if the bots end first or
-// joinBound passes.
-func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan error, out *syncBuffer) time.Duration {
+// that took and the counts every 20 s (a benchmark's log is cut at ten
+// lines); it fails with them if the bots end first or joinBound passes.
+func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan error, out *syncBuffer) (time.Duration, string) {
 	b.Helper()
 	began := time.Now()
 	last, lastAt := countRooms(srv), began
 	var progress strings.Builder
-	defer func() { b.Logf("joining:%s", progress.String()) }()
 	for {
 		c := countRooms(srv)
 		if c.inRooms >= n {
 			fmt.Fprintf(&progress, "\n%v: all %d in %d rooms", time.Since(began).Round(100*time.Millisecond), n, c.rooms)
-			return time.Since(began)
+			return time.Since(began), progress.String()
 		}
 		select {
 		case err := <-exited:
 			exited <- err // for the deferred stop
-			b.Fatalf("the bots ended before all were in (%v): %d of %d admitted, %d in %d rooms\n%s", err, c.admitted, n, c.inRooms, c.rooms, out.String())
+			b.Fatalf("the bots ended before all were in (%v): %d of %d admitted, %d in %d rooms%s\nthe bots said:\n%s",
+				err, c.admitted, n, c.inRooms, c.rooms, progress.String(), botsSaid(out.String()))
 		default:
 		}
-		if now := time.Now(); now.Sub(lastAt) >= 10*time.Second {
+		if now := time.Now(); now.Sub(lastAt) >= 20*time.Second {
 			tick := 0.0
 			if c.ticks > last.ticks {
 				tick = (c.tickSum - last.tickSum) / float64(c.ticks-last.ticks)
@@ -321,15 +321,23 @@ func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan er
 			last, lastAt = c, now
 		}
 		if bound := joinBound(rooms); time.Since(began) > bound {
-			b.Fatalf("not every bot in a room after %v: %d of %d admitted, %d in %d rooms; the bots said:\n%s",
-				bound, c.admitted, n, c.inRooms, c.rooms, tail(out.String(), 40))
+			st := srv.Stats()
+			b.Fatalf("not every bot in a room after %v: %d of %d admitted, %d in %d rooms; room requests %d (refused %d, dropped %d)%s\nthe bots said:\n%s",
+				bound, c.admitted, n, c.inRooms, c.rooms, st.RoomRequests, st.RoomRefused, st.RoomRequestsDropped, progress.String(), botsSaid(out.String()))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-// tail is the last n lines of s.
-func tail(s string, n int) string {
+// botsSaid is the bots' output but their progress lines, the last
+// excepted, and at most its last 40 lines.
+func botsSaid(s string) string {
+	var keep []string
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	for i, l := range lines {
+		if i == len(lines)-1 || !strings.Contains(l, "bots in") || !strings.HasSuffix(l, "connecting...") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-40):], "\n")
 }
