@@ -19,13 +19,14 @@ import (
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/trust"
+	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 	"github.com/sparkhost/sparkhost/sim/movement"
 )
 
 const botsUsage = `usage: sparkhost bots --count N --server HOST:PORT [--pin PIN] [--data-dir DIR]
                      [--duration D] [--seed S] [--rate HZ] [--maps-dir DIR]
-                     [--rooms R [--mode MODE]]
+                     [--rooms R [--mode MODE]] [--connect K] [--service D]
 
 Runs N headless deathmatch players, named bot1 … botN, in this process, for
 tests and load. Each bot is its own protocol v4 client (its own socket and
@@ -53,11 +54,17 @@ flags:
                     bots over R rooms, ceil(N/R) each; the first bot of each room
                     creates and starts it (capacity ceil(N/R)), the others join
   --mode MODE       the mode of those rooms (default deathmatch)
+  --connect K       bots connecting at once, 1..256 (default 16); with --rooms,
+                    rooms filling at once, each room's bots one after another
+  --service D       how often each bot's connection runs its timers (heartbeats,
+                    retransmissions, delayed acks), 1ms..1s (default 10ms); a bot
+                    sends every tick anyway, with its acks: a load of thousands
+                    of bots raises it so their wake-ups do not cost a core
 
-Bots connect one after another (the server's Connect budget per address
-allows bursts of connect_burst, then connect_refill_per_second; a v4
-handshake costs two datagrams: the hello and its echo of the cookie) and each
-plays from the moment it is in; --duration counts from the start. At the
+Bots connect K at a time (the server's Connect budget per address allows
+bursts of connect_burst, then connect_refill_per_second; a v4 handshake
+costs two datagrams: the hello and its echo of the cookie) and each plays
+from the moment it is in; --duration counts from the start. At the
 end one line per bot gives its inputs sent, InputAcks, respawns, inputs
 with the fire button held, hits, kills, deaths and largest prediction
 correction while alive. The exit code is 0 when every bot connected and stayed
@@ -65,6 +72,9 @@ connected until the end, 1 otherwise, 2 for bad flags.
 `
 
 const maxBots = 4096
+
+// defaultConnect and maxConnect bound --connect.
+const defaultConnect, maxConnect = 16, 256
 
 // botsOptions are the parsed flags.
 type botsOptions struct {
@@ -78,6 +88,8 @@ type botsOptions struct {
 	mapsDir  string
 	rooms    int
 	mode     string
+	connect  int
+	service  time.Duration
 }
 
 // botsCommand runs `sparkhost bots`.
@@ -102,6 +114,8 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 	fs.StringVar(&o.mapsDir, "maps-dir", "", "")
 	fs.IntVar(&o.rooms, "rooms", 0, "")
 	fs.StringVar(&o.mode, "mode", "deathmatch", "")
+	fs.IntVar(&o.connect, "connect", defaultConnect, "")
+	fs.DurationVar(&o.service, "service", netstack.DefaultServiceInterval, "")
 	fail := func(format string, a ...any) (botsOptions, int, bool) {
 		fmt.Fprintf(stderr, "sparkhost bots: "+format+"\n\n%s", append(a, botsUsage)...)
 		return o, 2, false
@@ -128,6 +142,10 @@ func parseBotsFlags(args []string, stdout, stderr io.Writer) (botsOptions, int, 
 		return fail("--rate %d: want 0..%d", o.rate, movement.MaxTickRate)
 	case o.rooms < 0 || o.rooms > o.count:
 		return fail("--rooms %d: want 0..--count (%d)", o.rooms, o.count)
+	case o.connect < 1 || o.connect > maxConnect:
+		return fail("--connect %d: want 1..%d", o.connect, maxConnect)
+	case o.service < time.Millisecond || o.service > time.Second:
+		return fail("--service %v: want 1ms..1s", o.service)
 	}
 	ap, err := netip.ParseAddrPort(server)
 	if err != nil || !ap.Addr().Unmap().Is4() || ap.Port() == 0 {
@@ -155,7 +173,7 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Bots come back to their seats after an outage (docs/protocol.md §3.15),
 	// as the console does: a rig scenario with bots sees resumptions.
-	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true}
+	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true, ServiceInterval: o.service}
 	if base.Registry, err = netbot.Registry(); err != nil {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1
@@ -182,43 +200,28 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// Each bot plays from the moment it is connected, while the next ones
 	// connect.
-	bots := make([]*botRun, o.count)
-	connected := 0
-	var room uint32 // the room of the bots being connected
-	var wg sync.WaitGroup
 	fmt.Fprintf(stdout, "connecting %d bots to %s\n", o.count, o.server)
-	prog := newProgress(stdout)
-	for i := range bots {
-		prog.botsIn(connected, i-connected, o.count)
-		r := &botRun{name: fmt.Sprintf("bot%d", i+1)}
-		bots[i] = r
-		if ctx.Err() != nil {
-			r.end = "not started: stopped while connecting"
-			continue
-		}
-		b, err := netbot.Dial(ctx, netbot.Config{Name: r.name, Client: base, Maps: catalog, Rate: o.rate,
+	var wg sync.WaitGroup
+	bots, connected := o.connectAll(ctx, stdout, func(ctx context.Context, i int, room *uint32) (*netbot.Bot, error) {
+		b, err := netbot.Dial(ctx, netbot.Config{Name: fmt.Sprintf("bot%d", i+1), Client: base, Maps: catalog, Rate: o.rate,
 			Seed: o.seed*uint64(maxBots) + uint64(i)})
 		if err != nil {
-			r.end = "connect failed: " + err.Error()
-			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
-			continue
+			return nil, err
 		}
-		if err := o.enterRoom(ctx, b, i, &room); err != nil {
-			r.end = "room: " + err.Error()
-			fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
+		if err := o.enterRoom(ctx, b, i, room); err != nil {
 			b.Close()
-			continue
+			return nil, fmt.Errorf("room: %w", err)
 		}
-		r.bot = b
-		connected++
+		return b, nil
+	}, func(r *botRun) {
 		wg.Go(func() {
-			if err := b.Run(ctx); err != nil {
+			if err := r.bot.Run(ctx); err != nil {
 				r.end = err.Error()
 			} else {
 				r.end = "ok"
 			}
 		})
-	}
+	}, stderr)
 	fmt.Fprintf(stdout, "%d of %d bots connected to %s\n", connected, o.count, o.server)
 	wg.Wait()
 	writeBotSummary(stdout, bots)
@@ -230,25 +233,134 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// dialFunc connects bot i and puts it in its room (*room: the id of the
+// room its group plays in, set by the group's first bot).
+type dialFunc func(ctx context.Context, i int, room *uint32) (*netbot.Bot, error)
+
+// connectAll connects the bots, --connect of them at once: a connection
+// waits for the server's answers (the handshake's round trips, a tick for
+// admission, another for a room request), and one after another those
+// waits add up to minutes for thousands of bots, more as the bots already
+// playing load the machine. With --rooms a room's bots are connected in
+// turn by one worker (its first creates the room the others join), rooms
+// side by side. play starts a connected bot. It returns every bot's run
+// and how many connected.
+func (o *botsOptions) connectAll(ctx context.Context, stdout io.Writer, dial dialFunc, play func(*botRun), stderr io.Writer) ([]*botRun, int) {
+	bots := make([]*botRun, o.count)
+	for i := range bots {
+		bots[i] = &botRun{name: fmt.Sprintf("bot%d", i+1)}
+	}
+	groups := make(chan []int)
+	go func() {
+		defer close(groups)
+		for _, g := range o.groups() {
+			select {
+			case groups <- g:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex // the counts and the progress line
+	connected, failed := 0, 0
+	prog := newProgress(stdout)
+	var workers sync.WaitGroup
+	for range min(o.connect, o.count) {
+		workers.Go(func() {
+			for g := range groups {
+				var room uint32
+				for _, i := range g {
+					r := bots[i]
+					if ctx.Err() != nil {
+						r.end = "not started: stopped while connecting"
+						continue
+					}
+					b, err := dial(ctx, i, &room)
+					mu.Lock()
+					if err != nil {
+						r.end = "connect failed: " + err.Error()
+						failed++
+						fmt.Fprintf(stderr, "sparkhost bots: %s: %v\n", r.name, err)
+					} else {
+						r.bot = b
+						connected++
+						play(r)
+					}
+					prog.botsIn(connected, failed, o.count)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	workers.Wait()
+	for _, r := range bots {
+		if r.bot == nil && r.end == "" { // its group was never taken
+			r.end = "not started: stopped while connecting"
+		}
+	}
+	return bots, connected
+}
+
+// groups are the bots connected in turn: a room's (ceil(count/rooms)
+// each) with --rooms, else each bot alone.
+func (o *botsOptions) groups() [][]int {
+	per := 1
+	if o.rooms > 0 {
+		per = (o.count + o.rooms - 1) / o.rooms
+	}
+	var out [][]int
+	for first := 0; first < o.count; first += per {
+		g := make([]int, 0, per)
+		for i := first; i < min(first+per, o.count); i++ {
+			g = append(g, i)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// roomAnswerWait bounds the wait for the answer to one room request: a
+// request left unanswered fails the bot, named, instead of holding its
+// room's other bots back for the rest of the run.
+var roomAnswerWait = 30 * time.Second // a variable for the tests
+
 // enterRoom puts bot i in its room with --rooms: the first of each room
-// creates and starts it, the others join *room.
+// creates and starts it, the others join *room (0: the first failed).
 func (o *botsOptions) enterRoom(ctx context.Context, b *netbot.Bot, i int, room *uint32) error {
 	if o.rooms == 0 {
 		return nil
 	}
 	per := (o.count + o.rooms - 1) / o.rooms
 	if i%per != 0 {
-		_, err := b.EnterRoom(ctx, gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: *room}))
+		if *room == 0 {
+			return errors.New("the room's first bot did not open it")
+		}
+		_, err := roomRequest(ctx, b, gamemsg.TypeRoomJoin, gamemsg.AppendRoomJoin(nil, &gamemsg.RoomJoin{Room: *room}))
 		return err
 	}
-	id, err := b.EnterRoom(ctx, gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{
+	id, err := roomRequest(ctx, b, gamemsg.TypeRoomCreate, gamemsg.AppendRoomCreate(nil, &gamemsg.RoomCreate{
 		Name: fmt.Sprintf("bots %d", i/per+1), Mode: o.mode, Capacity: uint16(per)}))
 	if err != nil {
 		return err
 	}
-	*room = id
-	_, err = b.EnterRoom(ctx, gamemsg.TypeRoomStart, nil)
-	return err
+	if _, err = roomRequest(ctx, b, gamemsg.TypeRoomStart, nil); err != nil {
+		return err
+	}
+	*room = id // the others join a room that plays
+	return nil
+}
+
+// roomRequest is b.EnterRoom bounded by roomAnswerWait.
+func roomRequest(ctx context.Context, b *netbot.Bot, t wire.MessageType, payload []byte) (uint32, error) {
+	rctx, cancel := context.WithTimeout(ctx, roomAnswerWait)
+	defer cancel()
+	id, err := b.EnterRoom(rctx, t, payload)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		st := b.NetStats()
+		return 0, fmt.Errorf("no answer to %s within %v (the connection: %d messages received, %d dropped from a full inbox, %d retransmissions)",
+			t, roomAnswerWait, st.MessagesReceived, st.InboxDrops, st.Retransmissions)
+	}
+	return id, err
 }
 
 // botMaps is the maps bots predict on: dir, else the built-in ones.

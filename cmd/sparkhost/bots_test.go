@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,8 @@ func TestBotsFlags(t *testing.T) {
 		{"bad pin", []string{"--count", "1", "--server", "127.0.0.1:1", "--pin", "rsa:x"}, 2, "--pin:"},
 		{"bad rate", []string{"--count", "1", "--server", "127.0.0.1:1", "--rate", "5000"}, 2, "--rate 5000"},
 		{"negative duration", []string{"--count", "1", "--server", "127.0.0.1:1", "--duration", "-1s"}, 2, "--duration -1s is negative"},
+		{"bad connect", []string{"--count", "1", "--server", "127.0.0.1:1", "--connect", "0"}, 2, "--connect 0: want 1..256"},
+		{"bad service", []string{"--count", "1", "--server", "127.0.0.1:1", "--service", "0s"}, 2, "--service 0s: want 1ms..1s"},
 		{"extra argument", []string{"--count", "1", "--server", "127.0.0.1:1", "go"}, 2, `unexpected argument "go"`},
 		{"bad maps dir", []string{"--count", "1", "--server", "127.0.0.1:1", "--maps-dir", "/nonexistent"}, 1, "maps directory"},
 	}
@@ -275,4 +278,75 @@ func TestBotsPlayDeathmatch(t *testing.T) {
 func adminOutput(bin, dataDir string, args ...string) (string, error) {
 	out, err := exec.Command(bin, append([]string{"admin", "--data-dir", dataDir}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// TestBotsConnectAtOnce: bots connect --connect at a time (16 by default),
+// not one after another. The server is a socket that never answers, so
+// every bot's handshake waits until --duration: the distinct sources of
+// the hellos it receives meanwhile are the bots connecting at once.
+func TestBotsConnectAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 8},                        // the default: all 8 at once
+		{[]string{"--connect", "3"}, 3}, // at most 3
+		{[]string{"--rooms", "2", "--connect", "4"}, 2}, // a room's bots in turn: two rooms, two at once
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			silent, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer silent.Close()
+			srv := startBotsHost(t) // a pin to trust
+			args := append([]string{"--count", "8", "--server", silent.LocalAddr().String(), "--pin", srv.Pin(), "--duration", "2s"}, c.args...)
+			r := startBots(args...)
+			sources := make(map[string]bool)
+			buf := make([]byte, 2048)
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+				_ = silent.SetReadDeadline(deadline)
+				if _, from, err := silent.ReadFromUDP(buf); err == nil {
+					sources[from.String()] = true
+				}
+			}
+			if code := r.wait(t); code != 1 {
+				t.Fatalf("exit %d, want 1 (nobody connected)\n%s%s", code, r.out.String(), r.errOut.String())
+			}
+			if len(sources) != c.want {
+				t.Fatalf("%d bots sent hellos during the first 2 s, want %d connecting at once", len(sources), c.want)
+			}
+		})
+	}
+}
+
+// TestBotsRoomRequestUnanswered: a room request the server never answers
+// (over the sender's request budget, it is dropped) fails its bot, naming
+// the request, and the run ends with the others, instead of waiting until
+// --duration with the room's next bots never started.
+func TestBotsRoomRequestUnanswered(t *testing.T) {
+	defer func(d time.Duration) { roomAnswerWait = d }(roomAnswerWait)
+	roomAnswerWait = 2 * time.Second
+	cfg := config.Default()
+	port, dataDir := 0, filepath.Join(shortTempDir(t), "data")
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir, Rooms: true, Modes: []string{"../../scripts/tag.lua"}}, func(string) string { return "" })
+	cfg.Network.ConnectBurst, cfg.Network.PrefixBurst = 256, 256
+	// One request, then none for 100 s: a creator's RoomCreate is carried
+	// out, its RoomStart dropped.
+	cfg.Rooms.RequestsPerSecond, cfg.Rooms.RequestBurst = 0.01, 1
+	srv, err := host.New(host.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.Run(t, srv)
+	r := startBots("--count", "4", "--rooms", "2", "--mode", "tag", "--server", srv.Addr().String(), "--pin", srv.Pin(), "--duration", "50s")
+	if code := r.wait(t); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, r.out.String(), r.errOut.String())
+	}
+	for _, want := range []string{"bot1: room: no answer to RoomStart within 2s", "bot3: room: no answer to RoomStart within 2s",
+		"bot2: room: the room's first bot did not open it", "bot4: room: the room's first bot did not open it"} {
+		if !strings.Contains(r.errOut.String(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, r.errOut.String())
+		}
+	}
 }

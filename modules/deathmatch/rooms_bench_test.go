@@ -182,11 +182,28 @@ func benchRoomMemory(b *testing.B) {
 func benchRoomsLoad(b *testing.B, rooms, per int) {
 	const settle, steady = 3 * time.Second, 10 * time.Second
 	n := rooms * per
+	split := runtime.NumCPU() >= 2 && os.Getenv("SPARK_BENCH_ROOMS_SAME_CORES") == ""
+	bin := testplugin.Build(b, "./cmd/sparkhost") // built before the pin, on both cores
+	testplugin.Build(b, "./modules/deathmatch/cmd/deathmatch")
+	if split {
+		// The server (and its plugin, started after this) on CPU 0 with
+		// one P, the bots on the last CPU: the figure is one core's, not
+		// that of 1,600 bots fighting the server for both cores.
+		pinProcess(b, 0)
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	srv := startRoomsServer(b, n)
-	bin := testplugin.Build(b, "./cmd/sparkhost")
-	var out strings.Builder
-	bots := exec.Command(bin, "bots", "--count", strconv.Itoa(n), "--rooms", strconv.Itoa(rooms), "--server", srv.Addr().String(),
-		"--pin", srv.Pin(), "--duration", "10m", "--seed", "1")
+	// The plugin starts with the first room: its resident memory at the
+	// end, all over the rooms, is an upper bound per room.
+	h0, rss0 := liveHeap(), residentKiB()
+	var out syncBuffer
+	args := []string{"bots", "--count", strconv.Itoa(n), "--rooms", strconv.Itoa(rooms), "--server", srv.Addr().String(),
+		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "50ms"}
+	bots := exec.Command(bin, args...)
+	if _, err := exec.LookPath("taskset"); split && err == nil {
+		bots = exec.Command("taskset", append([]string{"-c", strconv.Itoa(runtime.NumCPU() - 1), bin}, args...)...)
+		bots.Env = append(os.Environ(), "GOMAXPROCS=1")
+	}
 	bots.Stdout, bots.Stderr = &out, &out
 	if err := bots.Start(); err != nil {
 		b.Fatal(err)
@@ -202,21 +219,10 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 			<-exited
 		}
 	}()
-	began := time.Now()
-	for deadline := time.Now().Add(10 * time.Minute); srv.Stats().Players < n; time.Sleep(250 * time.Millisecond) {
-		select {
-		case err := <-exited:
-			exited <- err // for the deferred stop
-			b.Fatalf("the bots ended before all were in (%v)\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d bots in after 10 min\n%s", srv.Stats().Players, n, out.String())
-		}
-	}
-	connected := time.Since(began)
+	connected, progress := waitAllInRooms(b, srv, n, rooms, exited, &out)
 	time.Sleep(settle)
-	before, t0 := srv.Stats(), time.Now()
+	stopProfile := profileServer(b)
+	before, t0, cpu0 := srv.Stats(), time.Now(), processCPU()
 	b.ResetTimer()
 	var peak float64
 	minRate := before.CurrentTickRate
@@ -225,8 +231,9 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 		peak = max(peak, st.RecentPeakTickMS)
 		minRate = min(minRate, st.CurrentTickRate)
 	}
-	after, elapsed := srv.Stats(), time.Since(t0).Seconds()
+	after, elapsed, cpu := srv.Stats(), time.Since(t0).Seconds(), processCPU()-cpu0
 	b.StopTimer()
+	stopProfile()
 	ticks := after.Ticks - before.Ticks
 	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	b.ReportMetric(avg, "tick-avg-ms")
@@ -234,9 +241,18 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	b.ReportMetric(float64(ticks)/elapsed, "ticks/s")
 	b.ReportMetric(minRate, "min-tick-rate")
 	b.ReportMetric(float64(after.BytesOut-before.BytesOut)/float64(n)/elapsed, "out-B/client/s")
-	info, _ := srv.Exec("module info deathmatch")
-	b.Logf("%d bots in %d rooms connected in %v; %d players at the end; rooms %d; plugin: %s", n, rooms, connected.Round(time.Second),
-		after.Players, after.Rooms, firstLine(residentRE.FindString(info)))
+	// What the bots kept up: a bot that does sends a datagram each tick
+	// (its input, with its acks) and little else.
+	b.ReportMetric(float64(after.Net.PacketsReceived-before.Net.PacketsReceived)/float64(n)/elapsed, "in-datagrams/client/s")
+	b.ReportMetric(100*cpu.Seconds()/elapsed, "server-cpu-%")
+	h1, p1, rss1 := liveHeap(), pluginResident(b, srv), residentKiB()
+	b.ReportMetric(float64(h1-h0)/float64(rooms)/1024, "KiB-heap/room")
+	b.ReportMetric(p1*1024/float64(rooms), "KiB-plugin/room")
+	b.ReportMetric(float64(rss1-rss0)/float64(rooms), "KiB-RSS/room")
+	b.Logf("%d bots in %d rooms in %v (split cores: %v); %d players at the end, rooms %d; server heap %.1f → %.1f MiB, RSS %.1f → %.1f MiB, plugin %.1f MiB resident",
+		n, rooms, connected.Round(time.Second), split, after.Players, after.Rooms, float64(h0)/(1<<20), float64(h1)/(1<<20),
+		float64(rss0)/1024, float64(rss1)/1024, p1)
+	b.Logf("joining:%s", progress)
 	if after.Players != n {
 		b.Errorf("%d players at the end of the window, want %d", after.Players, n)
 	}
@@ -245,4 +261,83 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// joinBound is how long the bots of the load benchmark have to be all in
+// their rooms: 2 minutes and a second a room (200 rooms filled in under
+// 4 minutes at a load average of 15).
+func joinBound(rooms int) time.Duration { return 2*time.Minute + time.Duration(rooms)*time.Second }
+
+// roomCounts is what the server says of its players: admitted, and in a
+// room (the sum of the rooms' players in `rooms`).
+type roomCounts struct {
+	admitted, inRooms, rooms int
+	ticks                    uint64
+	tickSum                  float64 // AvgTickMS × Ticks
+}
+
+var roomPlayersRE = regexp.MustCompile(`players (\d+)/\d+`)
+
+func countRooms(srv *host.Server) roomCounts {
+	st := srv.Stats()
+	c := roomCounts{admitted: st.Players, rooms: st.Rooms, ticks: st.Ticks, tickSum: st.AvgTickMS * float64(st.Ticks)}
+	out, _ := srv.Exec("rooms")
+	for _, m := range roomPlayersRE.FindAllStringSubmatch(out, -1) {
+		k, _ := strconv.Atoi(m[1])
+		c.inRooms += k
+	}
+	return c
+}
+
+// waitAllInRooms waits until n players are in rooms and returns how long
+// that took and the counts every 20 s (a benchmark's log is cut at ten
+// lines); it fails with them if the bots end first or joinBound passes.
+func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan error, out *syncBuffer) (time.Duration, string) {
+	b.Helper()
+	began := time.Now()
+	last, lastAt := countRooms(srv), began
+	var progress strings.Builder
+	for {
+		c := countRooms(srv)
+		if c.inRooms >= n {
+			fmt.Fprintf(&progress, "\n%v: all %d in %d rooms", time.Since(began).Round(100*time.Millisecond), n, c.rooms)
+			return time.Since(began), progress.String()
+		}
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred stop
+			b.Fatalf("the bots ended before all were in (%v): %d of %d admitted, %d in %d rooms%s\nthe bots said:\n%s",
+				err, c.admitted, n, c.inRooms, c.rooms, progress.String(), botsSaid(out.String()))
+		default:
+		}
+		if now := time.Now(); now.Sub(lastAt) >= 20*time.Second {
+			tick := 0.0
+			if c.ticks > last.ticks {
+				tick = (c.tickSum - last.tickSum) / float64(c.ticks-last.ticks)
+			}
+			fmt.Fprintf(&progress, "\n%v: %d admitted, %d in %d rooms (+%.1f/s); tick avg %.1f ms at %.1f ticks/s", now.Sub(began).Round(time.Second),
+				c.admitted, c.inRooms, c.rooms, float64(c.inRooms-last.inRooms)/now.Sub(lastAt).Seconds(), tick,
+				float64(c.ticks-last.ticks)/now.Sub(lastAt).Seconds())
+			last, lastAt = c, now
+		}
+		if bound := joinBound(rooms); time.Since(began) > bound {
+			st := srv.Stats()
+			b.Fatalf("not every bot in a room after %v: %d of %d admitted, %d in %d rooms; room requests %d (refused %d, dropped %d)%s\nthe bots said:\n%s",
+				bound, c.admitted, n, c.inRooms, c.rooms, st.RoomRequests, st.RoomRefused, st.RoomRequestsDropped, progress.String(), botsSaid(out.String()))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// botsSaid is the bots' output but their progress lines, the last
+// excepted, and at most its last 40 lines.
+func botsSaid(s string) string {
+	var keep []string
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if i == len(lines)-1 || !strings.Contains(l, "bots in") || !strings.HasSuffix(l, "connecting...") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-40):], "\n")
 }

@@ -1,0 +1,108 @@
+package deathmatch_test
+
+import (
+	"bytes"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rooms load benchmark's measuring tools: pinning, this process's CPU
+// time and resident memory, a CPU profile of the measured window.
+
+// pinProcess binds this process — every thread it has, and so every
+// thread and process those start later — to one CPU. (sched_setaffinity
+// with pid 0 binds only the calling thread: the Go runtime's other
+// threads, started before, would keep running anywhere.) A second pass
+// catches a thread started by one not yet bound.
+func pinProcess(tb testing.TB, cpu int) {
+	var set unix.CPUSet
+	set.Set(cpu)
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			tb.Logf("cannot list this process's threads (%v): the figures share the cores", err)
+			return
+		}
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				tb.Logf("cannot pin thread %d to CPU %d (%v): the figures share the cores", tid, cpu, err)
+				return
+			}
+		}
+	}
+}
+
+// processCPU is the CPU time this process used so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// residentKiB is this process's resident memory (VmRSS), 0 if unknown.
+func residentKiB() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// profileServer writes a CPU profile of this process (the server) to
+// SPARK_BENCH_ROOMS_CPUPROFILE, if set, until the returned stop.
+func profileServer(tb testing.TB) (stop func()) {
+	path := os.Getenv("SPARK_BENCH_ROOMS_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		tb.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// syncBuffer is a buffer a child process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
