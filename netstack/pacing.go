@@ -209,17 +209,29 @@ func (s *session) compactStateLocked() {
 }
 
 // ccEndLocked accounts a flush's bytes to the pacer and the estimator, and
-// to the send-queue delay histogram.
+// to the send-queue delay histogram. Each datagram counts with its IP and
+// UDP headers: a bottleneck's rate counts packets whole, and a flush of
+// small datagrams takes more of it than its payloads say.
 func (s *session) ccEndLocked(res packResult, now time.Time) {
 	cc := &s.path.cc
 	if !cc.on || res.datagrams == 0 {
 		return
 	}
-	cc.pacer.Spend(res.bytes)
-	cc.est.Sent(res.bytes)
+	n := res.bytes + res.datagrams*s.headerBytes()
+	cc.pacer.Spend(n)
+	cc.est.Sent(n, now)
 	if s.hist != nil {
 		s.hist.queueDelay.observe(cc.queueDelay.Seconds())
 	}
+}
+
+// headerBytes is what IP and UDP add to each datagram on the session's
+// path: 20 + 8 over IPv4, 40 + 8 over IPv6.
+func (s *session) headerBytes() int {
+	if s.path.addr.Addr().Unmap().Is4() {
+		return 28
+	}
+	return 48
 }
 
 // ccEchoLocked takes a heartbeat echo: a marker's echo feeds the

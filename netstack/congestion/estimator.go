@@ -74,6 +74,7 @@ type marker struct {
 	ackAt stamp
 	n     uint32 // its number among the markers (a gap is a lost one); 2³² at 10 a second is 13 years
 	id    uint32
+	apps  uint32 // the sender's flushes that had left nothing waiting when it left
 	live  bool
 }
 
@@ -127,6 +128,16 @@ type Estimator struct {
 	// pacer (SetAppLimited).
 	appLimited bool
 	appSince   time.Time // when the sender's flushes began to leave nothing waiting
+	apps       uint32    // flushes that left nothing waiting, cumulative
+	// heldAt is when the latest rate sample was taken over an interval in
+	// which every flush left state waiting: the estimate is then the
+	// link's (or the pacer's), not the game's own rate.
+	heldAt time.Time
+	// vq models the bottleneck's queue in bytes from what was sent, drained
+	// at the estimate (an idle link holds nothing: no credit for the time
+	// it idled), as of vqAt.
+	vq   float64
+	vqAt time.Time
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
 	// then on a free path the pacer limits cruises under the estimate and
 	// probes above it one round in probeCycle.
@@ -148,8 +159,21 @@ func New(cfg Config) *Estimator {
 // Init resets e in place with cfg.
 func (e *Estimator) Init(cfg Config) { *e = Estimator{cfg: cfg.populate()} }
 
-// Sent counts bytes that left for the peer (every datagram).
-func (e *Estimator) Sent(bytes int) { e.sent += uint64(bytes) }
+// Sent counts bytes that left for the peer at now (every datagram).
+func (e *Estimator) Sent(bytes int, now time.Time) {
+	e.sent += uint64(bytes)
+	e.drainQueue(now)
+	e.vq += float64(bytes)
+}
+
+// drainQueue drains the modelled bottleneck queue at the estimate up to
+// now.
+func (e *Estimator) drainQueue(now time.Time) {
+	if !e.vqAt.IsZero() && now.After(e.vqAt) {
+		e.vq = max(0, e.vq-e.lastBW*now.Sub(e.vqAt).Seconds())
+	}
+	e.vqAt = now
+}
 
 // ProbeDue reports whether a marker should leave now: a session that is
 // sending sends one every ProbeInterval, and no sooner than half a round
@@ -166,7 +190,7 @@ func (e *Estimator) Mark(id uint32, now time.Time) {
 	if m.live {
 		e.lostProbe()
 	}
-	*m = marker{n: uint32(e.probes), id: id, at: e.stamp(now), sent: e.sent, live: true}
+	*m = marker{n: uint32(e.probes), id: id, at: e.stamp(now), sent: e.sent, apps: e.apps, live: true}
 	e.next = (e.next + 1) % markerSlots
 	e.lastProbe = now
 	if e.firstProbe.IsZero() {
@@ -236,6 +260,9 @@ func (e *Estimator) deliverySample(m marker, now time.Time) {
 	}
 	rate := float64(m.sent-p.sent) / interval.Seconds()
 	e.bwSample = rate
+	if m.apps == p.apps {
+		e.heldAt = now
+	}
 	e.addBandwidth(rate, now)
 }
 
@@ -369,18 +396,33 @@ func (e *Estimator) starved(now time.Time) bool {
 // It counts once the sender has sent all it had for a round trip (at least
 // 100 ms): a sender held by the pacer now and then, as one that wants more
 // than the link is, stays paced and bounded between its backlogs.
+// It does not count while the bandwidth filter's window holds a rate
+// sample taken over an interval in which every flush left state waiting:
+// that estimate is the link's, and a game that wants more than its link has spells of
+// sending all it has between its backlogs (its module sends less while
+// told it is backlogged), after which its next burst would go into the
+// bottleneck's queue unbounded.
 func (e *Estimator) SetAppLimited(v bool, now time.Time) {
 	if v && !e.appLimited {
 		e.appSince = now
+	}
+	if v {
+		e.apps++
 	}
 	e.appLimited = v
 }
 
 // appLimitedAt reports whether the sender has sent all it had for a round
-// trip (at least 100 ms) at now.
+// trip (at least 100 ms) at now, and its estimate is not the link's (no
+// sample within the bandwidth window was taken while the pacer held it).
 func (e *Estimator) appLimitedAt(now time.Time) bool {
-	return e.appLimited && now.Sub(e.appSince) >= max(e.srtt, 100*time.Millisecond)
+	round := max(e.srtt, 100*time.Millisecond)
+	if !e.heldAt.IsZero() && now.Sub(e.heldAt) < e.bwWindow() {
+		return false
+	}
+	return e.appLimited && now.Sub(e.appSince) >= round
 }
+
 
 // InFlightAllows reports whether n more bytes may leave without the
 // bottleneck's queue passing queueBound at the estimated bandwidth. The
@@ -398,6 +440,12 @@ func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	}
 	met := e.prior.ackAt.sub(e.prior.at) - e.minRTT - 2*e.jitter
 	queued := float64(e.sent-e.prior.sent) - bw*e.stamp(now).sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
+	// The reckoning from the marker credits a link that idled since it
+	// left with the bytes it could have carried: a burst after a quiet
+	// spell would pass. The queue modelled from the sends alone has no
+	// such credit; the larger of the two counts.
+	e.drainQueue(now)
+	queued = max(queued, e.vq)
 	return queued+float64(n) <= max(bw*queueBound.Seconds(), 2*float64(n))
 }
 
