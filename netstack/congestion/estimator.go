@@ -423,7 +423,6 @@ func (e *Estimator) appLimitedAt(now time.Time) bool {
 	return e.appLimited && now.Sub(e.appSince) >= round
 }
 
-
 // InFlightAllows reports whether n more bytes may leave without the
 // bottleneck's queue passing queueBound at the estimated bandwidth. The
 // queue is estimated from the newest echoed marker: what was sent since it
