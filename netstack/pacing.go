@@ -254,7 +254,7 @@ func (s *session) ccEndLocked(res packResult, now time.Time) {
 	}
 	n := res.bytes + res.datagrams*s.headerBytes()
 	cc.pacer.Spend(n)
-	cc.est.Sent(n, now)
+	cc.est.Sent(n)
 	if s.hist != nil {
 		s.hist.queueDelay.observe(cc.queueDelay.Seconds())
 	}

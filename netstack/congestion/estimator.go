@@ -133,11 +133,6 @@ type Estimator struct {
 	// which every flush left state waiting: the estimate is then the
 	// link's (or the pacer's), not the game's own rate.
 	heldAt time.Time
-	// vq models the bottleneck's queue in bytes from what was sent, drained
-	// at the estimate (an idle link holds nothing: no credit for the time
-	// it idled), as of vqAt.
-	vq   float64
-	vqAt time.Time
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
 	// then on a free path the pacer limits cruises under the estimate and
 	// probes above it one round in probeCycle.
@@ -159,21 +154,8 @@ func New(cfg Config) *Estimator {
 // Init resets e in place with cfg.
 func (e *Estimator) Init(cfg Config) { *e = Estimator{cfg: cfg.populate()} }
 
-// Sent counts bytes that left for the peer at now (every datagram).
-func (e *Estimator) Sent(bytes int, now time.Time) {
-	e.sent += uint64(bytes)
-	e.drainQueue(now)
-	e.vq += float64(bytes)
-}
-
-// drainQueue drains the modelled bottleneck queue at the estimate up to
-// now.
-func (e *Estimator) drainQueue(now time.Time) {
-	if !e.vqAt.IsZero() && now.After(e.vqAt) {
-		e.vq = max(0, e.vq-e.lastBW*now.Sub(e.vqAt).Seconds())
-	}
-	e.vqAt = now
-}
+// Sent counts bytes that left for the peer (every datagram).
+func (e *Estimator) Sent(bytes int) { e.sent += uint64(bytes) }
 
 // ProbeDue reports whether a marker should leave now: a session that is
 // sending sends one every ProbeInterval, and no sooner than half a round
@@ -439,12 +421,6 @@ func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	}
 	met := e.prior.ackAt.sub(e.prior.at) - e.minRTT - 2*e.jitter
 	queued := float64(e.sent-e.prior.sent) - bw*e.stamp(now).sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
-	// The reckoning from the marker credits a link that idled since it
-	// left with the bytes it could have carried: a burst after a quiet
-	// spell would pass. The queue modelled from the sends alone has no
-	// such credit; the larger of the two counts.
-	e.drainQueue(now)
-	queued = max(queued, e.vq)
 	return queued+float64(n) <= max(bw*queueBound.Seconds(), 2*float64(n))
 }
 

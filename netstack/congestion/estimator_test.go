@@ -108,7 +108,7 @@ func run(t *testing.T, e *Estimator, l *link, want float64, d time.Duration, sta
 		for *backlog >= 1 && p.Allows(1) && e.InFlightAllows(now, int(min(*backlog, 1200))) {
 			n := int(min(*backlog, 1200))
 			p.Spend(n)
-			e.Sent(n, now)
+			e.Sent(n)
 			l.send(n, now)
 			*backlog -= float64(n)
 			sent += float64(n)
@@ -222,7 +222,7 @@ func TestUnpacedOverloadIsSeen(t *testing.T) {
 	var id uint32
 	for i := 0; i < 300; i++ {
 		l.deliver(e, now)
-		e.Sent(240, now)
+		e.Sent(240)
 		l.send(240, now) // 24 kB/s, twice the link
 		if e.ProbeDue(now) {
 			id++
