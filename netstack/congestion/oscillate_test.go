@@ -32,13 +32,13 @@ func TestAGameBetweenBacklogsKeepsTheQueueShort(t *testing.T) {
 	}
 }
 
-// TestAHeldEstimateStaysBoundedBetweenBacklogs: a sender whose estimate
+// TestAHeldEstimateStaysPacedBetweenBacklogs: a sender whose estimate
 // was measured while the pacer held it (it wanted more than the link) and
 // that then sends all it has for a round trip or two is still paced as one
 // with more to send (cruising under the estimate): its estimate is the
 // link's, not its own rate, and twice it would let the game's next burst
 // into the bottleneck's queue.
-func TestAHeldEstimateStaysBoundedBetweenBacklogs(t *testing.T) {
+func TestAHeldEstimateStaysPacedBetweenBacklogs(t *testing.T) {
 	e := New(Config{})
 	l := &link{rate: 32_000, delay: 300 * time.Millisecond, jitter: 160 * time.Millisecond, limit: 32_000 * 0.45, loss: 0.15}
 	_, now := run(t, e, l, 43_000, 15*time.Second, t0) // held: it wants more than the link
