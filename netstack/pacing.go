@@ -22,10 +22,13 @@ import (
 // its modules so that they send less to that client.
 
 // staleAfter is how long queued state may wait before it is dropped;
-// backlogAfter how long before the session counts as backlogged.
+// backlogAfter how long before the session counts as backlogged;
+// stateBatch how much sending at the pacing rate a datagram of state alone
+// waits to carry (at most a datagram's worth).
 const (
 	staleAfter   = time.Second
 	backlogAfter = 50 * time.Millisecond
+	stateBatch   = 25 * time.Millisecond
 )
 
 // pathCongestion is a path's congestion-control state (peerPath.cc).
@@ -162,6 +165,10 @@ func (s *session) ccStateLocked(now time.Time) {
 		return
 	}
 	pk := &s.out.pk
+	if s.stateWaitsForBatchLocked(now) {
+		s.heldStateLocked(now)
+		return
+	}
 	keep := cc.kq[:0]
 	for _, m := range cc.kq {
 		wait := now.Sub(m.at)
@@ -178,11 +185,39 @@ func (s *session) ccStateLocked(now time.Time) {
 		cc.queueDelay = max(cc.queueDelay, wait)
 	}
 	cc.kq = keep
-	cc.est.SetAppLimited(len(keep) == 0, now)
+	s.heldStateLocked(now)
+}
+
+// heldStateLocked ends a flush's state: what is left waits.
+func (s *session) heldStateLocked(now time.Time) {
+	cc := &s.path.cc
+	cc.est.SetAppLimited(len(cc.kq) == 0, now)
 	// Backlogged once state has waited a while, not at every brief hold:
 	// the signal makes modules and replication change what they send.
-	cc.backlogged = len(keep) > 0 && now.Sub(keep[0].at) >= backlogAfter
+	cc.backlogged = len(cc.kq) > 0 && now.Sub(cc.kq[0].at) >= backlogAfter
 	s.compactStateLocked()
+}
+
+// stateWaitsForBatchLocked reports whether queued state should wait rather
+// than leave in a datagram of its own with little in it: on a narrow link
+// the pacer lets out a few records at each of the many flushes (the
+// tick's, the service loop's every 10 ms), and each datagram costs about
+// 80 bytes of IP, UDP, frame header and seal — a third of a 256 kbit/s
+// link went to them. State alone leaves once the pacer and the queue
+// bound allow stateBatch at the rate (at most a datagram's worth, at most
+// what is queued); in a flush that goes anyway it takes what they allow.
+func (s *session) stateWaitsForBatchLocked(now time.Time) bool {
+	cc, pk := &s.path.cc, &s.out.pk
+	if pk.carrying() {
+		return false
+	}
+	var queued int
+	for _, m := range cc.kq {
+		h := wire.Header{Type: m.typ, Channel: wire.Unreliable}
+		queued += wire.RecordHeaderSize(&h, m.len) + m.len
+	}
+	need := min(queued, int(cc.lastRate*stateBatch.Seconds()), pk.size*3/4)
+	return !cc.pacer.Allows(need) || !cc.est.InFlightAllows(now, need)
 }
 
 // compactStateLocked moves the payloads still queued to the front of kbuf
@@ -209,17 +244,29 @@ func (s *session) compactStateLocked() {
 }
 
 // ccEndLocked accounts a flush's bytes to the pacer and the estimator, and
-// to the send-queue delay histogram.
+// to the send-queue delay histogram. Each datagram counts with its IP and
+// UDP headers: a bottleneck's rate counts packets whole, and a flush of
+// small datagrams takes more of it than its payloads say.
 func (s *session) ccEndLocked(res packResult, now time.Time) {
 	cc := &s.path.cc
 	if !cc.on || res.datagrams == 0 {
 		return
 	}
-	cc.pacer.Spend(res.bytes)
-	cc.est.Sent(res.bytes)
+	n := res.bytes + res.datagrams*s.headerBytes()
+	cc.pacer.Spend(n)
+	cc.est.Sent(n)
 	if s.hist != nil {
 		s.hist.queueDelay.observe(cc.queueDelay.Seconds())
 	}
+}
+
+// headerBytes is what IP and UDP add to each datagram on the session's
+// path: 20 + 8 over IPv4, 40 + 8 over IPv6.
+func (s *session) headerBytes() int {
+	if s.path.addr.Addr().Unmap().Is4() {
+		return 28
+	}
+	return 48
 }
 
 // ccEchoLocked takes a heartbeat echo: a marker's echo feeds the

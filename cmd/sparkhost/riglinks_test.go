@@ -306,6 +306,9 @@ func runRigScenario(t *testing.T, profiles []netrig.Profile, d time.Duration) *r
 	start = time.Now()
 	playCtx, stopPlay := context.WithTimeout(runCtx, d)
 	defer stopPlay()
+	// The bottleneck's queue once the match has settled (its start fills
+	// every link at once).
+	queue := sampleBottleneck(playCtx, rig, d/3)
 	for i, bt := range bots {
 		if bt == nil {
 			continue
@@ -327,6 +330,7 @@ func runRigScenario(t *testing.T, profiles []netrig.Profile, d time.Duration) *r
 	wg.Wait()
 	res.tick = 60
 	logRigResult(t, profiles, res)
+	queue.log(t)
 	return res
 }
 

@@ -31,7 +31,12 @@
 // to a sender that has more than the pacer lets out; one that has sent all
 // it had for a round trip (application-limited: its estimate is its own
 // rate) is paced as it was, five percent more a round up to a tenth over
-// the estimate, or twice it when it sends under half of it. A start with
+// the estimate, or twice it when it sends under half of it — unless the
+// bandwidth window holds a sample taken while the pacer held it (every
+// flush of the sample's interval left state waiting): that estimate is the
+// link's, and a game that wants more than its link has spells of sending
+// all it has between its backlogs, whose next burst would otherwise meet
+// twice the link's rate and no bound. A start with
 // more to send grows a quarter a round and ends when the estimate stops
 // growing for three rounds (BBR's startup), before a queue would show:
 // sessions of a match start together and would fill it together. Markers that go
@@ -47,6 +52,9 @@
 // It gives a sample only when every marker between was echoed and neither
 // end waited in a long queue, since a bottleneck that drops makes what was
 // sent differ from what was delivered.
+//
+// The bytes counted are what the bottleneck counts: the session adds each
+// datagram's IP and UDP headers to its payload.
 //
 // Everything is pure and takes the time as an argument: the tests run it
 // on virtual time. An Estimator and a Pacer belong to one session and are

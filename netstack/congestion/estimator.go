@@ -65,14 +65,25 @@ func (c Config) populate() Config {
 }
 
 // marker is a delivery marker: a probe that left at at, after sent bytes.
+// Its times are nanoseconds since the estimator's epoch (0: none), not
+// time.Time values: two rings of them live in every paced session, and
+// offsets halve their size.
 type marker struct {
-	n     uint64 // its number among the markers: a gap is a lost one
-	id    uint32
-	at    time.Time
 	sent  uint64
-	ackAt time.Time
+	at    stamp
+	ackAt stamp
+	n     uint32 // its number among the markers (a gap is a lost one); 2³² at 10 a second is 13 years
+	id    uint32
+	apps  uint32 // the sender's flushes that had left nothing waiting when it left
 	live  bool
 }
+
+// stamp is a time as nanoseconds since an Estimator's epoch, which lies
+// before every time it holds; 0 is no time.
+type stamp int64
+
+// sub is the time from u to s.
+func (s stamp) sub(u stamp) time.Duration { return time.Duration(s - u) }
 
 // Estimator estimates a path's round trip, its variation, the loss of
 // probes and the bandwidth, and gives the pacing rate. The zero value is
@@ -87,7 +98,8 @@ type Estimator struct {
 	recent               [recentSamples]time.Duration
 	nrecent, samples     int
 
-	sent       uint64 // bytes sent, cumulative
+	sent       uint64    // bytes sent, cumulative
+	epoch      time.Time // what the markers' stamps count from
 	markers    [markerSlots]marker
 	next       int
 	lastProbe  time.Time
@@ -116,6 +128,11 @@ type Estimator struct {
 	// pacer (SetAppLimited).
 	appLimited bool
 	appSince   time.Time // when the sender's flushes began to leave nothing waiting
+	apps       uint32    // flushes that left nothing waiting, cumulative
+	// heldAt is when the latest rate sample was taken over an interval in
+	// which every flush left state waiting: the estimate is then the
+	// link's (or the pacer's), not the game's own rate.
+	heldAt time.Time
 	// congestedAt is when the rate was last adjusted in Hold or Drain: from
 	// then on a free path the pacer limits cruises under the estimate and
 	// probes above it one round in probeCycle.
@@ -155,13 +172,22 @@ func (e *Estimator) Mark(id uint32, now time.Time) {
 	if m.live {
 		e.lostProbe()
 	}
-	*m = marker{n: e.probes, id: id, at: now, sent: e.sent, live: true}
+	*m = marker{n: uint32(e.probes), id: id, at: e.stamp(now), sent: e.sent, apps: e.apps, live: true}
 	e.next = (e.next + 1) % markerSlots
 	e.lastProbe = now
 	if e.firstProbe.IsZero() {
 		e.firstProbe = now
 	}
 	e.probes++
+}
+
+// stamp is now as an offset from the epoch, which the first call sets a
+// second before now (so that no stamp is 0).
+func (e *Estimator) stamp(now time.Time) stamp {
+	if e.epoch.IsZero() {
+		e.epoch = now.Add(-time.Second)
+	}
+	return stamp(now.Sub(e.epoch))
 }
 
 func (e *Estimator) lostProbe() {
@@ -181,8 +207,8 @@ func (e *Estimator) Echo(id uint32, now time.Time) bool {
 		m.live = false
 		e.lastEcho = now
 		e.loss -= e.loss / 16
-		e.RTT(now.Sub(m.at), now)
-		m.ackAt = now
+		m.ackAt = e.stamp(now)
+		e.RTT(m.ackAt.sub(m.at), now)
 		e.deliverySample(*m, now)
 		return true
 	}
@@ -197,7 +223,7 @@ func (e *Estimator) Echo(id uint32, now time.Time) bool {
 // as much as a queue lengthens it, and the largest sample would then be
 // the sender's rate, not the link's.
 func (e *Estimator) deliverySample(m marker, now time.Time) {
-	if e.prior.at.IsZero() || m.at.After(e.prior.at) {
+	if e.prior.at == 0 || m.at > e.prior.at {
 		e.prior = m
 	}
 	p, ok := e.sampleStart(m)
@@ -206,16 +232,19 @@ func (e *Estimator) deliverySample(m marker, now time.Time) {
 	if !ok {
 		return
 	}
-	interval := max(m.at.Sub(p.at), m.ackAt.Sub(p.ackAt))
+	interval := max(m.at.sub(p.at), m.ackAt.sub(p.ackAt))
 	// What was sent is what was delivered only if the bottleneck dropped
 	// nothing: a queue long enough to drop at either end, and the
 	// interval gives no sample.
 	limit := 2*e.queueTarget() + sampleQueue
-	if interval < 5*time.Millisecond || m.ackAt.Sub(m.at)-e.minRTT > limit || p.ackAt.Sub(p.at)-e.minRTT > limit {
+	if interval < 5*time.Millisecond || m.ackAt.sub(m.at)-e.minRTT > limit || p.ackAt.sub(p.at)-e.minRTT > limit {
 		return
 	}
 	rate := float64(m.sent-p.sent) / interval.Seconds()
 	e.bwSample = rate
+	if m.apps == p.apps {
+		e.heldAt = now
+	}
 	e.addBandwidth(rate, now)
 }
 
@@ -238,19 +267,19 @@ func (e *Estimator) sampleStart(m marker) (marker, bool) {
 		if p.n >= m.n {
 			continue
 		}
-		if m.at.Sub(p.at) >= span {
+		if m.at.sub(p.at) >= span {
 			return p, e.echoedBetween(p.n, m.n)
 		}
 		oldest = p
 	}
-	ok := !oldest.at.IsZero() && e.lastBW == 0 && e.bwEmpty() && e.echoedBetween(oldest.n, m.n)
+	ok := oldest.at != 0 && e.lastBW == 0 && e.bwEmpty() && e.echoedBetween(oldest.n, m.n)
 	return oldest, ok
 }
 
 // echoedBetween reports whether every marker numbered between a and b
 // was echoed.
-func (e *Estimator) echoedBetween(a, b uint64) bool {
-	var n uint64
+func (e *Estimator) echoedBetween(a, b uint32) bool {
+	var n uint32
 	for i := range min(e.nechoed, markerSlots) {
 		if q := e.echoed[i].n; q > a && q < b {
 			n++
@@ -349,17 +378,31 @@ func (e *Estimator) starved(now time.Time) bool {
 // It counts once the sender has sent all it had for a round trip (at least
 // 100 ms): a sender held by the pacer now and then, as one that wants more
 // than the link is, stays paced and bounded between its backlogs.
+// It does not count while the bandwidth filter's window holds a rate
+// sample taken over an interval in which every flush left state waiting:
+// that estimate is the link's, and a game that wants more than its link has spells of
+// sending all it has between its backlogs (its module sends less while
+// told it is backlogged), after which its next burst would go into the
+// bottleneck's queue unbounded.
 func (e *Estimator) SetAppLimited(v bool, now time.Time) {
 	if v && !e.appLimited {
 		e.appSince = now
+	}
+	if v {
+		e.apps++
 	}
 	e.appLimited = v
 }
 
 // appLimitedAt reports whether the sender has sent all it had for a round
-// trip (at least 100 ms) at now.
+// trip (at least 100 ms) at now, and its estimate is not the link's (no
+// sample within the bandwidth window was taken while the pacer held it).
 func (e *Estimator) appLimitedAt(now time.Time) bool {
-	return e.appLimited && now.Sub(e.appSince) >= max(e.srtt, 100*time.Millisecond)
+	round := max(e.srtt, 100*time.Millisecond)
+	if !e.heldAt.IsZero() && now.Sub(e.heldAt) < e.bwWindow() {
+		return false
+	}
+	return e.appLimited && now.Sub(e.appSince) >= round
 }
 
 // InFlightAllows reports whether n more bytes may leave without the
@@ -373,11 +416,11 @@ func (e *Estimator) appLimitedAt(now time.Time) bool {
 // is its own rate), anything goes.
 func (e *Estimator) InFlightAllows(now time.Time, n int) bool {
 	bw := e.lastBW
-	if bw == 0 || e.appLimitedAt(now) || e.prior.ackAt.IsZero() || e.minRTT == 0 {
+	if bw == 0 || e.appLimitedAt(now) || e.prior.ackAt == 0 || e.minRTT == 0 {
 		return true
 	}
-	met := e.prior.ackAt.Sub(e.prior.at) - e.minRTT - 2*e.jitter
-	queued := float64(e.sent-e.prior.sent) - bw*now.Sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
+	met := e.prior.ackAt.sub(e.prior.at) - e.minRTT - 2*e.jitter
+	queued := float64(e.sent-e.prior.sent) - bw*e.stamp(now).sub(e.prior.at).Seconds() + bw*max(met, 0).Seconds()
 	return queued+float64(n) <= max(bw*queueBound.Seconds(), 2*float64(n))
 }
 
