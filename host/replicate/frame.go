@@ -93,7 +93,10 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 		repeatFrom = v.ticks[(v.frames-k)%MaxRepeats]
 	}
 	vp := r.viewpoint(v)
-	full := r.cfg.Backlogged != nil && r.cfg.Backlogged(v.id)
+	// Whether the client is backlogged is asked once, and only when it has
+	// a change to be sent: the question locks its session, and a frame
+	// with nothing for it must not cost that (thousands of clients).
+	backlog := backlogUnknown
 	for _, e := range r.list {
 		k, wasKnown := v.known[e.id]
 		if !r.relevant(v, e, vp, wasKnown) {
@@ -116,7 +119,7 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 		}
 		// The spawn carried the changes made before it.
 		mask := e.changedAfter(max(repeatFrom, k.since)) & vis
-		if full && mask != 0 || r.refreshFrames != 0 && (v.frames+uint64(e.id))%uint64(r.refreshFrames) == 0 {
+		if mask != 0 && r.backlogged(v, &backlog) || r.refreshFrames != 0 && (v.frames+uint64(e.id))%uint64(r.refreshFrames) == 0 {
 			mask = vis
 		}
 		if mask != 0 {
@@ -126,6 +129,26 @@ func (r *Replicator) replicateTo(v *viewer, t uint64) {
 	v.ticks[v.frames%MaxRepeats] = t
 	v.frames++
 	v.lastTick = t
+}
+
+// The three answers of backlogged, asked at most once a frame.
+const (
+	backlogUnknown = iota
+	backlogNo
+	backlogYes
+)
+
+// backlogged reports whether v's state waits in the transport's queue
+// (Config.Backlogged), asking the transport the first time in a frame and
+// keeping the answer in *state.
+func (r *Replicator) backlogged(v *viewer, state *int) bool {
+	if *state == backlogUnknown {
+		*state = backlogNo
+		if r.cfg.Backlogged != nil && r.cfg.Backlogged(v.id) {
+			*state = backlogYes
+		}
+	}
+	return *state == backlogYes
 }
 
 func (r *Replicator) sendSpawn(v *viewer, e *entity, vis uint64) bool {

@@ -280,3 +280,34 @@ func TestSpawnIDs(t *testing.T) {
 		t.Fatal("a refused batch changed a field")
 	}
 }
+
+// The transport is asked whether a client is backlogged only for a client
+// that has a changed entity to be sent: the question costs a lock of the
+// client's session, and a frame with nothing for a client (a room of
+// thousands whose module replicates nothing through entities) must not pay
+// it once per client per frame.
+func TestBacklogAskedOnlyWithSomethingToSend(t *testing.T) {
+	asked := map[uint32]int{}
+	w := newWorld(t, Config{Refresh: -1, Backlogged: func(c uint32) bool { asked[c]++; return false }})
+	for c := uint32(1); c <= 3; c++ {
+		w.join(c)
+	}
+	for range 5 {
+		w.r.Flush()
+	}
+	if len(asked) != 0 {
+		t.Fatalf("no entity, yet the transport was asked about %v", asked)
+	}
+	id := w.spawn(module.Spawn{Owner: 1})
+	w.r.Flush() // the spawn: no update to size
+	w.net.take()
+	w.r.Flush()
+	if len(asked) != 0 {
+		t.Fatalf("nothing changed, yet the transport was asked about %v", asked)
+	}
+	w.set(id, i32(fHealth, 90))
+	w.r.Flush()
+	if asked[1] != 1 || asked[2] != 1 || asked[3] != 1 {
+		t.Fatalf("a changed entity seen by all three: asked %v, want each once", asked)
+	}
+}

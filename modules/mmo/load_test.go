@@ -20,6 +20,7 @@ import (
 
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/reliable"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,17 +223,37 @@ func TestLoadClients(t *testing.T) {
 	}
 	pin(t, cpu)
 	goCh := make(chan struct{})
+	profiling := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
 			if sc.Text() == "go" {
+				profiling <- startClientProfile()
 				close(goCh)
 				return
 			}
 		}
 	}()
 	runLoadClients(t, netip.MustParseAddrPort(addr), pinText, n, moving, func() { fmt.Println("load: ready") }, goCh)
+	if <-profiling {
+		pprof.StopCPUProfile()
+	}
 	fmt.Println("load: done")
+}
+
+// startClientProfile starts the clients' process's CPU profile of the
+// moving phase into SPARK_MMO_CLIENT_PROFILE, when set; it reports
+// whether one runs.
+func startClientProfile() bool {
+	path := os.Getenv("SPARK_MMO_CLIENT_PROFILE")
+	if path == "" {
+		return false
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return false
+	}
+	return pprof.StartCPUProfile(f) == nil
 }
 
 // pin binds this process — every thread it has, and so every thread and
@@ -279,8 +300,8 @@ func runLoadClients(tb testing.TB, addr netip.AddrPort, pinText string, n int, m
 		go func() {
 			defer wg.Done()
 			for i := range dials {
-				players[i] = dialWith(tb, netstack.ClientConfig{Server: addr, Name: fmt.Sprintf("p%d", i), Pin: pinText,
-					ServiceInterval: loadServiceInterval()})
+				players[i] = dialQuiet(tb, netstack.ClientConfig{Server: addr, Name: fmt.Sprintf("p%d", i), Pin: pinText,
+					ServiceInterval: loadServiceInterval(), Reliable: loadReliable()})
 			}
 		}()
 	}
@@ -390,6 +411,21 @@ func firstLine(s string) string {
 func loadServiceInterval() time.Duration {
 	d, _ := time.ParseDuration(os.Getenv("SPARK_MMO_CLIENT_SERVICE"))
 	return d
+}
+
+// loadReliable is the load clients' reliability settings: each reliable
+// arrival is acknowledged in the receive pass that took it (AckEvery 1),
+// not by the service timer after AckDelay. A client on a machine of its
+// own acknowledges within its 10 ms AckDelay; thousands in one process
+// with a 30 ms service interval, on a core they share, would hold their
+// Acks past the server's 50 ms minimum RTO, and the server would measure
+// its own retransmissions of what arrived. SPARK_MMO_CLIENT_ACK=delayed
+// keeps netstack's default (the rig before this setting).
+func loadReliable() reliable.Config {
+	if os.Getenv("SPARK_MMO_CLIENT_ACK") == "delayed" {
+		return reliable.Config{}
+	}
+	return reliable.Config{AckEvery: 1}
 }
 
 // loadSessions is how many sessions BenchmarkLoad1000 runs: 1,000, or

@@ -116,6 +116,21 @@ func dialAt(t testing.TB, addr netip.AddrPort, pin, name string) *player {
 // dialWith connects a player with cfg (the mmo types are added to it).
 func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 	t.Helper()
+	return dialPlayer(t, cfg, true)
+}
+
+// dialQuiet is dialWith for a load client: its session's event lines
+// are not formatted or kept (the player's events stay empty), so that
+// thousands of clients in one process spend their core on the protocol.
+func dialQuiet(t testing.TB, cfg netstack.ClientConfig) *player {
+	t.Helper()
+	return dialPlayer(t, cfg, false)
+}
+
+// dialPlayer dials a player, recording its session's event lines when
+// events is set.
+func dialPlayer(t testing.TB, cfg netstack.ClientConfig, events bool) *player {
+	t.Helper()
 	reg := gamemsg.NewRegistry()
 	if err := mmoclient.RegisterTypes(reg); err != nil {
 		t.Fatal(err)
@@ -128,7 +143,7 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 		t.Fatalf("dial %s: %v", cfg.Name, err)
 	}
 	p := &player{c: c, handed: make(chan time.Time, 16), got: make(map[wire.MessageType]int)}
-	p.s = mmoclient.NewSession(c, func(line string) {
+	record := func(line string) {
 		if strings.HasPrefix(line, "mmo handed over") {
 			select {
 			case p.handed <- time.Now():
@@ -139,7 +154,11 @@ func dialWith(t testing.TB, cfg netstack.ClientConfig) *player {
 		p.events = append(p.events, line)
 		p.times = append(p.times, time.Now())
 		p.mu.Unlock()
-	})
+	}
+	if !events {
+		record = nil
+	}
+	p.s = mmoclient.NewSession(c, record)
 	p.s.Iterations = testIterations
 	p.s.Sent = func(_ wire.MessageType, payload []byte) {
 		p.mu.Lock()
