@@ -53,8 +53,7 @@ func runDraining(t *testing.T, mod func(*config.Config)) (*host.Server, <-chan e
 // on — at admission (docs/protocol.md §3.14).
 func refusedDraining(err error) bool {
 	var he *netstack.HandshakeError
-	return asHandshake(err, &he) && (he.Code == netstack.HandshakeRejected && he.Reason == wire.RejectServerDraining ||
-		he.Code == netstack.HandshakeRefusedName && he.Disconnect == wire.DisconnectServerDraining)
+	return asHandshake(err, &he) && he.Draining()
 }
 
 // TestDrainLetsTheMatchEnd: `drain` while a deathmatch is in progress:

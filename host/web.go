@@ -3,11 +3,12 @@ package host
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/sparkhost/sparkhost/host/webpage"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/sparkhost/sparkhost/host/webpage"
 
 	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/transport/web"

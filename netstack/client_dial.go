@@ -29,7 +29,8 @@ const (
 	// HandshakeTimeout: no usable answer after every resend.
 	HandshakeTimeout
 	// HandshakeRefusedName: the server closed the handshake at admission
-	// (NameInvalid, or ServerFull when its last slot was taken meanwhile).
+	// (NameInvalid; ServerFull when its last slot was taken meanwhile or
+	// it holds seats for resumption; ServerDraining: see Draining).
 	HandshakeRefusedName
 	// HandshakeDowngrade: after a ProtocolTooNew made the client fall back to
 	// v3, the server's signed answer showed it speaks v4: the refusal was
@@ -44,6 +45,16 @@ type HandshakeError struct {
 	Disconnect wire.DisconnectReason // for HandshakeRefusedName
 	Detail     string
 	Err        error
+}
+
+// Draining reports whether the server refused because it drains, in
+// either of the two places it may (docs/protocol.md §3.14): at the hello
+// (ConnectRejected ServerDraining) or at admission (Disconnect
+// ServerDraining, from a server that holds seats for resumption). A client
+// treats both alike: it connects elsewhere.
+func (e *HandshakeError) Draining() bool {
+	return e.Code == HandshakeRejected && e.Reason == wire.RejectServerDraining ||
+		e.Code == HandshakeRefusedName && e.Disconnect == wire.DisconnectServerDraining
 }
 
 func (e *HandshakeError) Error() string {
