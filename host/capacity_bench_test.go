@@ -22,9 +22,9 @@ import (
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/cpupin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
-	"golang.org/x/sys/unix"
 )
 
 // BenchmarkIdleSessions is the capacity benchmark of docs/performance.md:
@@ -63,7 +63,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 	split := runtime.NumCPU() >= 2
 	if split {
-		pinProcess(b, 0)
+		cpupin.ProcessOrLog(b, 0)
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	srv, _ := startHostIn(b, "testdata", func(c *config.Config) {
@@ -327,7 +327,7 @@ func TestIdleClients(t *testing.T) {
 	if _, err := fmt.Sscan(spec, &addrText, &pin, &n, &child, &cpu); err != nil {
 		t.Fatal(err)
 	}
-	pinProcess(t, cpu)
+	cpupin.ProcessOrLog(t, cpu)
 	raiseFileLimit(t)
 	addr := netip.MustParseAddrPort(addrText)
 	sw := &swarm{server: addr, pin: pin, child: child}
@@ -432,29 +432,6 @@ func (sw *swarm) closeAll() {
 	defer sw.mu.Unlock()
 	for _, c := range sw.conns {
 		c.Close()
-	}
-}
-
-// pinProcess binds every thread of this process, and so every thread and
-// process it starts later, to one CPU (sched_setaffinity with pid 0 binds
-// only the calling thread).
-func pinProcess(tb testing.TB, cpu int) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	for range 2 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			tb.Logf("cannot list this process's threads (%v): the figures share the cores", err)
-			return
-		}
-		for _, task := range tasks {
-			if tid, err := strconv.Atoi(task.Name()); err == nil {
-				if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-					tb.Logf("cannot pin thread %d to CPU %d (%v)", tid, cpu, err)
-					return
-				}
-			}
-		}
 	}
 }
 

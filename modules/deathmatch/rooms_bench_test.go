@@ -17,6 +17,7 @@ import (
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/testplugin"
+	"github.com/sparkhost/sparkhost/internal/cpupin"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -189,7 +190,7 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 		// The server (and its plugin, started after this) on CPU 0 with
 		// one P, the bots on the last CPU: the figure is one core's, not
 		// that of 1,600 bots fighting the server for both cores.
-		pinProcess(b, 0)
+		cpupin.ProcessOrLog(b, 0)
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	srv := startRoomsServer(b, n)

@@ -10,39 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The rooms load benchmark's measuring tools: pinning, this process's CPU
 // time and resident memory, a CPU profile of the measured window.
-
-// pinProcess binds this process — every thread it has, and so every
-// thread and process those start later — to one CPU. (sched_setaffinity
-// with pid 0 binds only the calling thread: the Go runtime's other
-// threads, started before, would keep running anywhere.) A second pass
-// catches a thread started by one not yet bound.
-func pinProcess(tb testing.TB, cpu int) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	for range 2 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			tb.Logf("cannot list this process's threads (%v): the figures share the cores", err)
-			return
-		}
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(task.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-				tb.Logf("cannot pin thread %d to CPU %d (%v): the figures share the cores", tid, cpu, err)
-				return
-			}
-		}
-	}
-}
 
 // processCPU is the CPU time this process used so far (user and system).
 func processCPU() time.Duration {

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/cpupin"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/reliable"
-	"golang.org/x/sys/unix"
 )
 
 // BenchmarkLoad1000 is the load test of docs/performance.md: 1,000
@@ -50,7 +50,7 @@ func BenchmarkLoad1000(b *testing.B) {
 		// The server (and its plugin, which inherits this) on CPU 0, the
 		// clients' process on the last CPU: the figure is the server's,
 		// not that of 1,000 clients fighting it for the same cores.
-		pin(b, 0)
+		cpupin.ProcessOrLog(b, 0)
 		// One core, one P: a Go process started on two cores keeps two
 		// threads running goroutines, which the kernel then time-slices
 		// on the one core, stalling the game thread a slice at a time.
@@ -221,7 +221,7 @@ func TestLoadClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin(t, cpu)
+	cpupin.ProcessOrLog(t, cpu)
 	goCh := make(chan struct{})
 	profiling := make(chan bool, 1)
 	go func() {
@@ -254,33 +254,6 @@ func startClientProfile() bool {
 		return false
 	}
 	return pprof.StartCPUProfile(f) == nil
-}
-
-// pin binds this process — every thread it has, and so every thread and
-// process those start later — to one CPU. (sched_setaffinity with pid 0
-// binds only the calling thread: the Go runtime's other threads, started
-// before, would keep running anywhere.) A second pass catches a thread
-// started by one not yet bound.
-func pin(tb testing.TB, cpu int) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	for range 2 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			tb.Logf("cannot list this process's threads (%v): the figures share the cores", err)
-			return
-		}
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(task.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-				tb.Logf("cannot pin thread %d to CPU %d (%v): the figures share the cores", tid, cpu, err)
-				return
-			}
-		}
-	}
 }
 
 // runLoadClients: n sessions register, log in, create and enter a
