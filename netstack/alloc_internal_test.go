@@ -12,26 +12,54 @@ import (
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// sessionPair is a server and a client session keyed to each other (v4),
-// without sockets: a flush fills a batch, whose datagrams the other side
-// receives directly.
-func sessionPair(t testing.TB) (srv, cli *session) {
+// sessionKit is what building sessions without sockets takes: a memlink
+// transport, the default server channel config, a peer address and two
+// keys, the server's send key being the client's receive key.
+type sessionKit struct {
+	conn   transport.Transport
+	cfg    channelConfig
+	addr   netip.AddrPort
+	k1, k2 [32]byte
+}
+
+func newSessionKit(t testing.TB) *sessionKit {
 	t.Helper()
 	mc, err := memlink.NewNetwork(memlink.Config{}).Attach(memlink.Addr(1, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := transport.FromPacketConn(mc)
-	var k1, k2 [32]byte
-	k1[0], k2[0] = 1, 2
-	now := time.Now()
+	k := &sessionKit{conn: transport.FromPacketConn(mc), addr: netip.MustParseAddrPort("127.0.0.2:5000")}
+	k.k1[0], k.k2[0] = 1, 2
 	scfg := ServerConfig{}
 	scfg.populate()
-	cfg := scfg.channelConfig(conn.MaxDatagram())
-	addr := netip.MustParseAddrPort("127.0.0.2:5000")
-	srv = newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
-	cli = newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)
-	return srv, cli
+	k.cfg = scfg.channelConfig(k.conn.MaxDatagram())
+	return k
+}
+
+// server and client make the two ends of a session begun at now, with cfg
+// (nil: the kit's).
+func (k *sessionKit) server(version uint16, now time.Time, cfg *channelConfig) *session {
+	if cfg == nil {
+		cfg = &k.cfg
+	}
+	return newSession(k.conn, k.addr, 7, true, version, now, now, sessionKeys{send: k.k1, recv: k.k2}, cfg)
+}
+
+func (k *sessionKit) client(version uint16, now time.Time, cfg *channelConfig) *session {
+	if cfg == nil {
+		cfg = &k.cfg
+	}
+	return newSession(k.conn, k.addr, 7, false, version, now, now, sessionKeys{send: k.k2, recv: k.k1}, cfg)
+}
+
+// sessionPair is a server and a client session keyed to each other (v4),
+// without sockets: a flush fills a batch, whose datagrams the other side
+// receives directly.
+func sessionPair(t testing.TB) (srv, cli *session) {
+	t.Helper()
+	k := newSessionKit(t)
+	now := time.Now()
+	return k.server(handshake.ProtocolVersion4, now, nil), k.client(handshake.ProtocolVersion4, now, nil)
 }
 
 // TestPackedPathAllocatesNothing: a tick's worth of messages to one client

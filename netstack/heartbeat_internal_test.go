@@ -1,14 +1,11 @@
 package netstack
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
-	"github.com/sparkhost/sparkhost/netstack/memlink"
 	"github.com/sparkhost/sparkhost/netstack/seal"
-	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -31,23 +28,13 @@ type heartbeatPair struct {
 
 func newHeartbeatPair(t *testing.T, version uint16, cliInterval time.Duration) *heartbeatPair {
 	t.Helper()
-	mc, err := memlink.NewNetwork(memlink.Config{}).Attach(memlink.Addr(1, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := transport.FromPacketConn(mc)
-	var k1, k2 [32]byte
-	k1[0], k2[0] = 1, 2
+	k := newSessionKit(t)
 	now := time.Unix(1000, 0)
-	scfg := ServerConfig{}
-	scfg.populate()
-	cfg := scfg.channelConfig(conn.MaxDatagram())
-	addr := netip.MustParseAddrPort("127.0.0.2:5000")
 	p := &heartbeatPair{t: t, now: now, reg: gamemsg.NewRegistry(), cliStep: 70 * time.Millisecond}
-	p.srv = newSession(conn, addr, 7, true, version, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
-	ccfg := cfg
+	p.srv = k.server(version, now, nil)
+	ccfg := k.cfg
 	ccfg.heartbeat = cliInterval
-	p.cli = newSession(conn, addr, 7, false, version, now, now, sessionKeys{send: k2, recv: k1}, &ccfg)
+	p.cli = k.client(version, now, &ccfg)
 	p.cli.life.finishing = false
 	return p
 }

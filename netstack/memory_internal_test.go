@@ -1,14 +1,11 @@
 package netstack
 
 import (
-	"net/netip"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
-	"github.com/sparkhost/sparkhost/netstack/memlink"
-	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
@@ -25,23 +22,13 @@ const idleSessionBytes = 6656
 // TestIdleSessionIsSmall: a server session that received a client's
 // heartbeat and sent its own holds no buffer sized for traffic it never had.
 func TestIdleSessionIsSmall(t *testing.T) {
-	mc, err := memlink.NewNetwork(memlink.Config{}).Attach(memlink.Addr(1, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := transport.FromPacketConn(mc)
-	var k1, k2 [32]byte
-	k1[0], k2[0] = 1, 2
+	k := newSessionKit(t)
 	now := time.Now()
-	scfg := ServerConfig{}
-	scfg.populate()
-	cfg := scfg.channelConfig(conn.MaxDatagram())
-	addr := netip.MustParseAddrPort("127.0.0.2:5000")
 	reg := gamemsg.NewRegistry()
 	deliver := func(*wire.Header, []byte) {}
 
 	// The client's heartbeat, a second after the session began.
-	cli := newSession(conn, addr, 7, false, handshake.ProtocolVersion4, now, now, sessionKeys{send: k2, recv: k1}, &cfg)
+	cli := k.client(handshake.ProtocolVersion4, now, nil)
 	cli.life.finishing = false
 	var hb datagramBatch
 	cli.serviceLocked(now.Add(time.Second), &hb)
@@ -58,7 +45,7 @@ func TestIdleSessionIsSmall(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range sessions {
-		s := newSession(conn, addr, 7, true, handshake.ProtocolVersion4, now, now, sessionKeys{send: k1, recv: k2}, &cfg)
+		s := k.server(handshake.ProtocolVersion4, now, nil)
 		if !s.receiveLocked(reg, datagram, now.Add(time.Second), deliver, nil) {
 			t.Fatal("the heartbeat was dropped")
 		}
