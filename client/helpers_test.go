@@ -1,16 +1,15 @@
 package client_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
@@ -65,34 +64,15 @@ func relayChat(srv *netstack.Server) {
 	})
 }
 
-// syncBuffer is an io.Writer safe for the console's receive goroutine and the
-// test reading it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testConsole is a console whose output the test reads.
 type testConsole struct {
 	*client.Console
-	out *syncBuffer
+	out *syncbuf.Buffer
 }
 
 func newConsole(t *testing.T, cfg client.Config) *testConsole {
 	t.Helper()
-	out := new(syncBuffer)
+	out := new(syncbuf.Buffer)
 	cfg.Out = out
 	c := client.NewConsole(cfg)
 	t.Cleanup(c.Close)

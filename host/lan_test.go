@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -9,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/discovery"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 )
 
 // freeUDPPort asks the kernel for a free loopback port (for settings that do
@@ -53,19 +52,6 @@ func TestLANDiscoveryAnswersWithServerInfo(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the console goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestStdinConsoleAndLogFile: commands piped into the server's stdin are
 // answered, and the log file records connects and disconnects with reasons.
 func TestStdinConsoleAndLogFile(t *testing.T) {
@@ -78,7 +64,7 @@ func TestStdinConsoleAndLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	srv, err := host.New(host.Options{Config: cfg, Logger: log, Console: pr, ConsoleOut: out})
 	if err != nil {
 		t.Fatal(err)

@@ -6,17 +6,18 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 )
 
 // roomConsole runs console commands; a failed one fails the test.
 type roomConsole struct {
 	t   *testing.T
 	c   *client.Console
-	out *syncBuffer
+	out *syncbuf.Buffer
 }
 
 func newRoomConsole(t *testing.T, pin string) *roomConsole {
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	c := client.NewConsole(client.Config{Out: out, Pin: pin})
 	t.Cleanup(c.Close)
 	return &roomConsole{t: t, c: c, out: out}

@@ -12,13 +12,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/host"
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/hosttest"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 )
 
 func TestBotsFlags(t *testing.T) {
@@ -76,24 +76,7 @@ func startBotsHost(t *testing.T) *host.Server {
 // botsRun is a `sparkhost bots` run in a goroutine.
 type botsRun struct {
 	code        chan int
-	out, errOut syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out, errOut syncbuf.Buffer
 }
 
 func startBots(args ...string) *botsRun {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/netstack/trust"
 )
 
@@ -32,7 +33,7 @@ func startOpsServer(t *testing.T, bin string, env []string, args ...string) *ops
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS="), env...)
-	var stderr syncBuffer // what it says when it does not start
+	var stderr syncbuf.Buffer // what it says when it does not start
 	cmd.Stderr = &stderr
 	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
 		cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)

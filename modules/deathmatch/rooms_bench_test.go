@@ -18,6 +18,7 @@ import (
 	"github.com/sparkhost/sparkhost/host/config"
 	"github.com/sparkhost/sparkhost/host/testplugin"
 	"github.com/sparkhost/sparkhost/internal/cpupin"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/modules/deathmatch/netbot"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -197,7 +198,7 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	// The plugin starts with the first room: its resident memory at the
 	// end, all over the rooms, is an upper bound per room.
 	h0, rss0 := liveHeap(), residentKiB()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	args := []string{"bots", "--count", strconv.Itoa(n), "--rooms", strconv.Itoa(rooms), "--server", srv.Addr().String(),
 		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "50ms"}
 	bots := exec.Command(bin, args...)
@@ -293,7 +294,7 @@ func countRooms(srv *host.Server) roomCounts {
 // waitAllInRooms waits until n players are in rooms and returns how long
 // that took and the counts every 20 s (a benchmark's log is cut at ten
 // lines); it fails with them if the bots end first or joinBound passes.
-func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan error, out *syncBuffer) (time.Duration, string) {
+func waitAllInRooms(b *testing.B, srv *host.Server, n, rooms int, exited chan error, out *syncbuf.Buffer) (time.Duration, string) {
 	b.Helper()
 	began := time.Now()
 	last, lastAt := countRooms(srv), began

@@ -1,12 +1,10 @@
 package deathmatch_test
 
 import (
-	"bytes"
 	"os"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,22 +56,4 @@ func profileServer(tb testing.TB) (stop func()) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
-}
-
-// syncBuffer is a buffer a child process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/modules/mmo/gateway"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
@@ -450,7 +450,7 @@ func TestAreasConsoleFollows(t *testing.T) {
 	w.start(t, 1)
 	reg := gamemsg.NewRegistry()
 	must(t, mmoclient.RegisterTypes(reg))
-	var out syncBuffer
+	var out syncbuf.Buffer
 	con := client.NewConsole(client.Config{Out: &out, Pin: w.areas[0].pin, Registry: reg})
 	t.Cleanup(con.Close)
 	must(t, mmoclient.Register(con, mmoclient.Options{Iterations: 4096}))
@@ -476,22 +476,4 @@ func TestAreasConsoleFollows(t *testing.T) {
 			t.Fatalf("no %q in the console's output:\n%s", want, text)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the console's writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

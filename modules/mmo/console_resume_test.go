@@ -1,36 +1,17 @@
 package mmo_test
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/config"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/internal/udprelay"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
-
-// lockedBuffer is a console's output, read while it writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // The player console of the MMO resumes its seat after an outage by itself
 // and its session goes on — logged in, in the world, in the same place —
@@ -46,7 +27,7 @@ func TestConsoleResumesMMOSession(t *testing.T) {
 	t.Cleanup(relay.Close)
 	reg := gamemsg.NewRegistry()
 	must(t, mmoclient.RegisterTypes(reg))
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	con := client.NewConsole(client.Config{Pin: srv.Pin(), Registry: reg, Timeout: time.Second, Out: &out})
 	t.Cleanup(con.Close)
 	must(t, mmoclient.Register(con, mmoclient.Options{Iterations: testIterations}))

@@ -21,6 +21,7 @@ import (
 	"github.com/sparkhost/sparkhost/client"
 	"github.com/sparkhost/sparkhost/host/admin"
 	"github.com/sparkhost/sparkhost/host/testplugin"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoclient"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -69,7 +70,7 @@ func startAreaProcess(t *testing.T, l *launcher, w *areaWorld, i int) *areaProce
 	cmd := command(l.bin, args...)
 	out, err := cmd.StdoutPipe()
 	must(t, err)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	must(t, cmd.Start())
 	p := &areaProcess{cmd: cmd, dir: a.dir, exit: make(chan error, 1)}

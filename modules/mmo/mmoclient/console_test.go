@@ -1,7 +1,6 @@
 package mmoclient
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -12,36 +11,18 @@ import (
 	"testing"
 
 	"github.com/sparkhost/sparkhost/client"
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"github.com/sparkhost/sparkhost/modules/mmo/mmoproto"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 	"github.com/sparkhost/sparkhost/sim/gamemsg"
 )
 
-// syncBuffer is a console's output, written by its receive goroutine and
-// read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // mmoConsole is a console with the mmo commands; asked counts the password
 // prompts.
 type mmoConsole struct {
 	*client.Console
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	mu     sync.Mutex
 	asked  []string
 	answer string
@@ -49,7 +30,7 @@ type mmoConsole struct {
 
 func newMMOConsole(t *testing.T, cfg client.Config) *mmoConsole {
 	t.Helper()
-	mc := &mmoConsole{out: new(syncBuffer), answer: "from-the-terminal"}
+	mc := &mmoConsole{out: new(syncbuf.Buffer), answer: "from-the-terminal"}
 	cfg.Out = mc.out
 	mc.Console = client.NewConsole(cfg)
 	t.Cleanup(mc.Close)
