@@ -132,16 +132,9 @@ export class ClientHandshake {
    * throws HandshakeFailure to give up (identity, signature).
    */
   accept(payload: Uint8Array, trusts: (identity: Uint8Array) => boolean): Session | undefined {
-    if (payload.length !== ACCEPT_LEN) return undefined;
-    const r = new Reader(payload);
-    const clientId = r.u32();
-    r.f32(); // server time
-    if (r.u16() !== PROTOCOL_VERSION || r.u8() !== SUITE) return undefined;
-    const identity = r.raw(32);
-    const serverEphemeral = r.raw(32);
-    r.raw(16); // server nonce
-    const signature = r.raw(64);
-    if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
+    const f = readAccepted(payload, trusts);
+    if (!f) return undefined;
+    const { clientId, identity, serverEphemeral, signature } = f;
     const th = transcriptHash(this.core, payload);
     if (!cryptoOf().ed25519Verify(identity, th, signature)) throw new HandshakeFailure("HandshakeAuthFailed", "the ConnectAccepted signature does not verify");
     if (clientId === 0) return undefined;
@@ -161,16 +154,9 @@ export class ClientHandshake {
     const c = cryptoOf();
     const a = c.handshake;
     if (!a) return this.accept(payload, trusts);
-    if (payload.length !== ACCEPT_LEN) return undefined;
-    const r = new Reader(payload);
-    const clientId = r.u32();
-    r.f32(); // server time
-    if (r.u16() !== PROTOCOL_VERSION || r.u8() !== SUITE) return undefined;
-    const identity = r.raw(32);
-    const serverEphemeral = r.raw(32);
-    r.raw(16); // server nonce
-    const signature = r.raw(64);
-    if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
+    const f = readAccepted(payload, trusts);
+    if (!f) return undefined;
+    const { clientId, identity, serverEphemeral, signature } = f;
     const used = (name: string, v: unknown) => {
       if (v !== undefined && !this.asyncUsed.includes(name)) this.asyncUsed.push(name);
     };
@@ -195,6 +181,25 @@ export class ClientHandshake {
     };
     return { clientId, identity: identity.slice(), th, kc2s: await expand("spark-net-100 c2s"), ks2c: await expand("spark-net-100 s2c") };
   }
+}
+
+/**
+ * ConnectAccepted's fields, read in §3.10 step 4's order: undefined to
+ * ignore it (wrong size, version or suite); HandshakeFailure when the
+ * identity is not the trusted one.
+ */
+function readAccepted(payload: Uint8Array, trusts: (identity: Uint8Array) => boolean) {
+  if (payload.length !== ACCEPT_LEN) return undefined;
+  const r = new Reader(payload);
+  const clientId = r.u32();
+  r.f32(); // server time
+  if (r.u16() !== PROTOCOL_VERSION || r.u8() !== SUITE) return undefined;
+  const identity = r.raw(32);
+  const serverEphemeral = r.raw(32);
+  r.raw(16); // server nonce
+  const signature = r.raw(64);
+  if (!trusts(identity)) throw new HandshakeFailure("ServerIdentityMismatch", `server identity ${pinOf(identity)} is not the pinned one`);
+  return { clientId, identity, serverEphemeral, signature };
 }
 
 /** The outcome of a completed key agreement (§3.9). */
