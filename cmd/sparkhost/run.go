@@ -148,6 +148,11 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Before the lines that say the server is up: a SIGUSR1 sent on them
+	// must find the handler (its default action ends the process).
+	watchHeapProfile(ctx, stderr)
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
@@ -161,10 +166,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
 	}
 
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	go watchSignals(ctx, stop, srv, cfg.Agones.Enabled, cfg.AgonesDrain(), stderr)
-	watchHeapProfile(ctx, stderr)
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
