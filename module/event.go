@@ -89,6 +89,10 @@ type Event struct {
 	Room   RoomID
 	Client uint32
 	Name   string // EventAdmitted
+	// Present (EventAdmitted): the client was admitted before this module
+	// started; the event greets it rather than announcing an arrival
+	// (ClientInfo.Present).
+	Present bool
 	// Reason (EventLeft) is how the client's session ended, or
 	// DisconnectUnknown when it only left the room; Leave says which.
 	Reason   wire.DisconnectReason

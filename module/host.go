@@ -148,6 +148,12 @@ type ClientInfo struct {
 	// none. Given with admitted events (those of a module reloaded while the
 	// client stays too).
 	Ticket []byte
+	// Present is set in an admitted event that greets a client admitted
+	// before this module started — the module loaded, restarted after a
+	// crash or was reloaded, or a room's module started — rather than one
+	// that just arrived. A module that keeps per-client state in memory
+	// lost it for such a client (the mmo tells it to log in again).
+	Present bool
 }
 
 // ServerInfo is what a module may know about the server, as of this tick.

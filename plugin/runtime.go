@@ -566,7 +566,7 @@ func (r *runtime) KV() (module.KV, error) {
 }
 
 func clientFromPB(id uint32, p *pluginv1.ClientInfo) module.ClientInfo {
-	c := module.ClientInfo{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs())}
+	c := module.ClientInfo{ID: id, Name: p.GetName(), Ping: time.Duration(p.GetPingNs()), Present: p.GetPresent()}
 	if ap, err := netip.ParseAddrPort(p.GetAddr()); err == nil {
 		c.Addr = ap
 	}

@@ -479,3 +479,43 @@ events
 		t.Errorf("module list: %q", list)
 	}
 }
+
+// TestGreetingsArePresentArrivalsAreNot: a client admitted after the module
+// loaded — even before its first tick — arrives (Present unset); after a
+// restart every client still there is greeted with Present set, and one
+// admitted after the restart arrives again.
+func TestGreetingsArePresentArrivalsAreNot(t *testing.T) {
+	var lines []string
+	p := newFakePlugin("echo", 1000)
+	r := restartRig(t, &lines, nil, p)
+	r.mustExec("module load echo")
+	r.mgr.ClientAdmitted(module.ClientInfo{ID: 7, Name: "alice"})
+	r.at(t0)
+	if got := p.admittedPresence(1); got != "alice" {
+		t.Fatalf("first instance, admitted before its first tick: %q, want alice (not present)", got)
+	}
+	p.crashStep = true
+	r.at(t0.Add(16 * time.Millisecond))
+	r.at(t0.Add(16*time.Millisecond + time.Second))
+	r.mgr.ClientAdmitted(module.ClientInfo{ID: 8, Name: "bob"})
+	r.at(t0.Add(32*time.Millisecond + time.Second))
+	if got := p.admittedPresence(2); got != "alice(present) bob" {
+		t.Fatalf("after the restart: %q, want \"alice(present) bob\"", got)
+	}
+}
+
+// admittedPresence lists a generation's EventAdmitted as names, each
+// marked "(present)" when the event greets a client already there.
+func (p *fakePlugin) admittedPresence(gen int) string {
+	var names []string
+	for _, ev := range p.seen[gen] {
+		if ev.Kind == module.EventAdmitted {
+			if ev.Present {
+				names = append(names, ev.Name+"(present)")
+			} else {
+				names = append(names, ev.Name)
+			}
+		}
+	}
+	return strings.Join(names, " ")
+}

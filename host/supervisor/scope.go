@@ -498,6 +498,6 @@ func (inst *instance) greet(a *attachment) {
 			RoomInfo: sc.Info().Room, EntityIDs: a.block.Range()})
 	}
 	for _, id := range sc.memberIDs() {
-		inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Room: sc.ID, Client: id, Name: inst.m.clients[id].Name})
+		inst.pending = append(inst.pending, module.Event{Kind: module.EventAdmitted, Room: sc.ID, Client: id, Name: inst.m.clients[id].Name, Present: true})
 	}
 }

@@ -174,7 +174,7 @@ func TestRegistrationRateLimited(t *testing.T) {
 	reg := &mmoproto.Register{RequestID: 7, Account: "ada", Iterations: uint32(v.Iterations), StoredKey: v.StoredKey, ServerKey: v.ServerKey}
 	copy(reg.Salt[:], v.Salt)
 	must(t, r.c.Send(reg.Type(), wire.ReliableOrdered, reg.Append(nil)))
-	m := nextSkipping(t, r)
+	m := r.next(t)
 	res, err := mmoproto.ParseResult(m.Payload)
 	// 2 per 600 s: one comes back every 300 s.
 	if m.Header.Type != mmoproto.TypeResult || err != nil || res.Code != mmoproto.RegistrationLimited || res.RetryAfterMS < 290_000 || res.RetryAfterMS > 300_000 {
@@ -252,17 +252,6 @@ func TestStrangersCannotLockOutTheOwner(t *testing.T) {
 	waitMetric(t, srv, "throttled_total", 3)
 }
 
-// nextSkipping returns r's next mmo message that is not a LoggedOut (a
-// fresh module tells every admitted client ModuleRestarted).
-func nextSkipping(t testing.TB, r *raw) netstack.Message {
-	t.Helper()
-	for {
-		if m := r.next(t); m.Header.Type != mmoproto.TypeLoggedOut {
-			return m
-		}
-	}
-}
-
 // rawLogin runs a SCRAM login over r and returns its refusal (Code OK
 // means a LoginResult came).
 func rawLogin(t testing.TB, r *raw, account, password string) mmoproto.Result {
@@ -272,7 +261,7 @@ func rawLogin(t testing.TB, r *raw, account, password string) mmoproto.Result {
 	must(t, err)
 	ls := &mmoproto.LoginStart{RequestID: 1, ClientFirst: cl.First()}
 	must(t, r.c.Send(ls.Type(), wire.ReliableOrdered, ls.Append(nil)))
-	m := nextSkipping(t, r)
+	m := r.next(t)
 	if m.Header.Type == mmoproto.TypeResult {
 		res, err := mmoproto.ParseResult(m.Payload)
 		must(t, err)
@@ -284,7 +273,7 @@ func rawLogin(t testing.TB, r *raw, account, password string) mmoproto.Result {
 	must(t, err)
 	lf := &mmoproto.LoginFinish{RequestID: 2, ClientFinal: final}
 	must(t, r.c.Send(lf.Type(), wire.ReliableOrdered, lf.Append(nil)))
-	m = nextSkipping(t, r)
+	m = r.next(t)
 	if m.Header.Type != mmoproto.TypeResult {
 		return mmoproto.Result{Code: mmoproto.OK}
 	}
@@ -302,7 +291,7 @@ func challenge(t testing.TB, r *raw, account string) scram.ServerFirst {
 	must(t, err)
 	ls := &mmoproto.LoginStart{RequestID: 1, ClientFirst: cl.First()}
 	must(t, r.c.Send(ls.Type(), wire.ReliableOrdered, ls.Append(nil)))
-	m := nextSkipping(t, r)
+	m := r.next(t)
 	ch, err := mmoproto.ParseLoginChallenge(m.Payload)
 	if m.Header.Type != mmoproto.TypeLoginChallenge || err != nil {
 		t.Fatalf("LoginStart %s answered type %d: %v", account, m.Header.Type, err)
@@ -384,14 +373,14 @@ func TestSetVerifierOnlyWhenAsked(t *testing.T) {
 	r := rawPlayer(t, srv, "r")
 	sv := &mmoproto.SetVerifier{RequestID: 9, Iterations: testIterations}
 	must(t, r.c.Send(sv.Type(), wire.ReliableOrdered, sv.Append(nil)))
-	if res, _ := mmoproto.ParseResult(nextSkipping(t, r).Payload); res.Code != mmoproto.NotLoggedIn {
+	if res, _ := mmoproto.ParseResult(r.next(t).Payload); res.Code != mmoproto.NotLoggedIn {
 		t.Fatalf("SetVerifier before login: %+v", res)
 	}
 	if res := rawLogin(t, r, "alice", "pw-alice"); res.Code != mmoproto.OK {
 		t.Fatalf("login: %+v", res)
 	}
 	must(t, r.c.Send(sv.Type(), wire.ReliableOrdered, sv.Append(nil)))
-	if res, _ := mmoproto.ParseResult(nextSkipping(t, r).Payload); res.Code != mmoproto.OutOfOrder {
+	if res, _ := mmoproto.ParseResult(r.next(t).Payload); res.Code != mmoproto.OutOfOrder {
 		t.Fatalf("SetVerifier without an upgrade: %+v", res)
 	}
 }

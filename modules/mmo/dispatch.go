@@ -30,7 +30,7 @@ import (
 func (m *Module) OnAdmitted(c module.ClientInfo) {
 	s := &session{client: c, addr: c.Addr.Addr().String(), src: throttleSource(c.Addr.Addr())}
 	m.sessions[c.ID] = s
-	if m.fresh {
+	if c.Present { // the module (re)started while this client stayed: its login is gone
 		m.send(c.ID, &mmoproto.LoggedOut{Reason: mmoproto.LoggedOutModuleRestarted, Detail: "the game module restarted; log in again"})
 	}
 	m.onAdmittedTicket(s, c)

@@ -243,7 +243,7 @@ func (m *Module) setHandoffKey(s *session, r *mmoproto.HandoffKey) {
 
 // onAdmittedTicket is OnAdmitted's part for a client with a ticket.
 func (m *Module) onAdmittedTicket(s *session, c module.ClientInfo) {
-	if len(c.Ticket) == 0 || m.fresh {
+	if len(c.Ticket) == 0 || c.Present {
 		return // a module that restarted sees its clients again, tickets and all: they were used
 	}
 	m.admitTicket(s, c.Ticket)

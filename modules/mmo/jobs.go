@@ -84,7 +84,6 @@ func (m *Module) runTimers(now time.Time) {
 // logins, the lease), then due retries. A request of a session that has
 // one in the lane waits, as do all requests while the lane is full.
 func (m *Module) OnTick(t module.Tick) {
-	m.fresh = false
 	start := time.Now()
 	m.completions = m.lane.completions(m.completions)
 	for i, f := range m.completions {

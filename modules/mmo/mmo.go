@@ -112,7 +112,6 @@ type Module struct {
 	completions   []func()
 
 	queue          []request // requests not yet handled, in arrival order
-	fresh          bool      // before the first tick: admitted clients survived a restart
 	replEvery      uint64
 	saveEvery      uint64
 	ticks          uint64
@@ -175,7 +174,7 @@ func (m *Module) Manifest() module.Manifest {
 
 // Load opens the database and builds the world.
 func (m *Module) Load(h module.Host) error {
-	m.h, m.ctx, m.fresh = h, context.Background(), true
+	m.h, m.ctx = h, context.Background()
 	dir := h.Server().DataDir
 	if dir == "" {
 		return errors.New("mmo: the server gave no data directory")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -443,6 +444,31 @@ func TestModuleCrashKeepsPlayers(t *testing.T) {
 	out, _ := srv.Exec("module info mmo")
 	if !strings.Contains(out, "crashed: plugin process exited: signal: killed") || !strings.Contains(out, "restarted (attempt 1)") {
 		t.Fatalf("module info:\n%s", out)
+	}
+}
+
+// TestNoRestartNoticeOnAFreshStart: players who connect the moment a
+// server starts — before its module's first tick — are not told the module
+// restarted (a greeting after a restart is, TestModuleCrashKeepsPlayers);
+// only the players who were there when the module started are.
+func TestNoRestartNoticeOnAFreshStart(t *testing.T) {
+	srv := startServer(t, t.TempDir(), nil)
+	var players []*player
+	for i := range 4 {
+		players = append(players, dial(t, srv, fmt.Sprintf("p%d", i)))
+	}
+	for i, p := range players {
+		_, err := p.s.Register(bg, fmt.Sprintf("acct%d", i), "pw")
+		must(t, err)
+	}
+	for _, p := range players {
+		p.mu.Lock()
+		for _, e := range p.events {
+			if strings.Contains(e, "logged out") {
+				t.Errorf("a player who joined a fresh server was told %q", e)
+			}
+		}
+		p.mu.Unlock()
 	}
 }
 

@@ -1218,6 +1218,7 @@ type ClientInfo struct {
 	PingNs         int64                  `protobuf:"varint,4,opt,name=ping_ns,json=pingNs,proto3" json:"ping_ns,omitempty"`
 	ChannelBinding []byte                 `protobuf:"bytes,5,opt,name=channel_binding,json=channelBinding,proto3" json:"channel_binding,omitempty"` // 32 bytes: the session's transcript hash
 	Ticket         []byte                 `protobuf:"bytes,6,opt,name=ticket,proto3" json:"ticket,omitempty"`                                       // ClientFinished's admission ticket (≤ 256 bytes, unverified); admitted events only
+	Present        bool                   `protobuf:"varint,7,opt,name=present,proto3" json:"present,omitempty"`                                    // admitted events: the client was admitted before the module started (a greeting after a load, restart or reload), not an arrival
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1292,6 +1293,13 @@ func (x *ClientInfo) GetTicket() []byte {
 		return x.Ticket
 	}
 	return nil
+}
+
+func (x *ClientInfo) GetPresent() bool {
+	if x != nil {
+		return x.Present
+	}
+	return false
 }
 
 type InitRequest struct {
@@ -2364,7 +2372,7 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x14\n" +
 	"\x05owner\x18\x04 \x01(\rR\x05owner\x12\x1a\n" +
 	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x14\n" +
-	"\x05state\x18\x06 \x01(\rR\x05state\"\x9e\x01\n" +
+	"\x05state\x18\x06 \x01(\rR\x05state\"\xb8\x01\n" +
 	"\n" +
 	"ClientInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
@@ -2372,7 +2380,8 @@ const file_pluginv1_plugin_proto_rawDesc = "" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x17\n" +
 	"\aping_ns\x18\x04 \x01(\x03R\x06pingNs\x12'\n" +
 	"\x0fchannel_binding\x18\x05 \x01(\fR\x0echannelBinding\x12\x16\n" +
-	"\x06ticket\x18\x06 \x01(\fR\x06ticket\"\xd3\x01\n" +
+	"\x06ticket\x18\x06 \x01(\fR\x06ticket\x12\x18\n" +
+	"\apresent\x18\a \x01(\bR\apresent\"\xd3\x01\n" +
 	"\vInitRequest\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\rR\bprotocol\x127\n" +
 	"\x06server\x18\x02 \x01(\v2\x1f.sparkhost.plugin.v1.ServerInfoR\x06server\x12!\n" +

@@ -150,6 +150,7 @@ func TestHandlersRunInEventOrder(t *testing.T) {
 	hs := load(t, "testdata/events.lua", Config{})
 	hs.step(
 		module.Event{Kind: module.EventAdmitted, Client: 4, Name: "ann"},
+		module.Event{Kind: module.EventAdmitted, Client: 5, Name: "bo", Present: true},
 		message(4, 1000, []byte{7}),
 		module.Event{Kind: module.EventMapChange, Map: "dust", MapIndex: 2},
 		module.Event{Kind: module.EventMatchStart, Match: gamemsg.MatchStart{Map: "dust", Round: 3}},
@@ -158,7 +159,8 @@ func TestHandlersRunInEventOrder(t *testing.T) {
 		module.Event{Kind: module.EventLeft, Client: 4, Reason: wire.DisconnectTimeout},
 	)
 	want := strings.Join([]string{
-		"admitted 4 ann",
+		"admitted 4 ann false",
+		"admitted 5 bo true",
 		"message 4 1000 7",
 		"map_change dust 2",
 		"match_start dust 3",

@@ -540,7 +540,7 @@ func (m *Module) deliver(ev *module.Event) (stop bool) {
 	switch ev.Kind {
 	case module.EventAdmitted:
 		if fn := m.hooks[hookAdmitted]; fn != nil {
-			return m.run(site{what: "on_admitted"}, fn, lua.LNumber(ev.Client), lua.LString(ev.Name))
+			return m.run(site{what: "on_admitted"}, fn, lua.LNumber(ev.Client), lua.LString(ev.Name), lua.LBool(ev.Present))
 		}
 	case module.EventLeft:
 		if fn := m.hooks[hookLeft]; fn != nil {

@@ -48,7 +48,7 @@ func roomToPB(p *pluginv1.RoomInfo, r module.RoomInfo) {
 }
 
 func clientToPB(c module.ClientInfo) *pluginv1.ClientInfo {
-	pc := &pluginv1.ClientInfo{Id: c.ID, Name: c.Name, PingNs: int64(c.Ping), ChannelBinding: c.ChannelBinding[:], Ticket: c.Ticket}
+	pc := &pluginv1.ClientInfo{Id: c.ID, Name: c.Name, PingNs: int64(c.Ping), ChannelBinding: c.ChannelBinding[:], Ticket: c.Ticket, Present: c.Present}
 	if c.Addr.IsValid() {
 		pc.Addr = c.Addr.String()
 	}

@@ -327,7 +327,7 @@ func (m *Module) events(events []module.Event) []*pluginv1.Event {
 		case module.EventAdmitted:
 			pe.Kind = pluginv1.EventKind_EVENT_ADMITTED
 			ci, _ := m.host.Client(ev.Client)
-			ci.ID, ci.Name = ev.Client, ev.Name
+			ci.ID, ci.Name, ci.Present = ev.Client, ev.Name, ev.Present
 			pe.Info = clientToPB(ci)
 		case module.EventLeft:
 			pe.Kind, pe.Reason, pe.Leave = pluginv1.EventKind_EVENT_LEFT, uint32(ev.Reason), uint32(ev.Leave)

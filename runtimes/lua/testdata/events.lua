@@ -11,7 +11,7 @@ local function note(...)
   seen[#seen + 1] = table.concat(parts, " ")
 end
 
-spark.on_admitted(function(id, name) note("admitted", id, name) end)
+spark.on_admitted(function(id, name, present) note("admitted", id, name, present) end)
 spark.on_left(function(id, reason) note("left", id, reason) end)
 spark.on_message(PING, function(client, reader, t) note("message", client, t, reader:u8()) end)
 spark.on_match_start(function(map, round) note("match_start", map, round) end)
