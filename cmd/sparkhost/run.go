@@ -150,9 +150,13 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// Before the lines that say the server is up: a SIGUSR1 sent on them
-	// must find the handler (its default action ends the process).
+	// Before the lines that say the server is up: a signal sent on them
+	// must find its handler (the default action of SIGUSR1 and SIGTERM
+	// ends the process, skipping the graceful stop).
 	watchHeapProfile(ctx, stderr)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	fmt.Fprintf(stdout, "sparkhost listening on %s\n", srv.Addr())
 	fmt.Fprintf(stdout, "%s\n", srv.Exposure())
 	fmt.Fprintf(stdout, "server identity pin: %s\n", srv.Pin())
@@ -166,7 +170,7 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, "status page, metrics and probes on http://%s/\n", a)
 	}
 
-	go watchSignals(ctx, stop, srv, cfg.Agones.Enabled, cfg.AgonesDrain(), stderr)
+	go watchSignals(ctx, sigs, stop, srv, cfg.Agones.Enabled, cfg.AgonesDrain(), stderr)
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "sparkhost:", err)
 		return 1
@@ -174,15 +178,13 @@ func runServer(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return 0
 }
 
-// watchSignals stops the server on SIGINT and SIGTERM. Under Agones
+// watchSignals stops the server on SIGINT and SIGTERM (sigs, notified of
+// both). Under Agones
 // (agones.enabled) the first SIGTERM — what Kubernetes sends a pod it
 // deletes, a rolling update included — starts a drain of at most
 // agones.drain_seconds instead (docs/operations.md, "Draining"); a second
 // SIGTERM, or SIGINT, stops at once.
-func watchSignals(ctx context.Context, stop context.CancelFunc, srv *host.Server, agones bool, drain time.Duration, stderr io.Writer) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+func watchSignals(ctx context.Context, sigs <-chan os.Signal, stop context.CancelFunc, srv *host.Server, agones bool, drain time.Duration, stderr io.Writer) {
 	draining := false
 	for {
 		select {
