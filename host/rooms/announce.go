@@ -46,7 +46,12 @@ func (a announcer) ScoreUpdate(m gamemsg.ScoreUpdate) {
 
 func (a announcer) MapChanged(name string, index int) {
 	r := a.r
-	r.set.cfg.Log.Info("map changed", "room", r.entry.ID, "map", name, "index", index)
+	if r.mapSet {
+		r.set.cfg.Log.Info("map changed", "room", r.entry.ID, "map", name, "index", index)
+	} else {
+		r.set.cfg.Log.Debug("first map", "room", r.entry.ID, "map", name, "index", index)
+	}
+	r.mapSet = true
 	if r.set.lobby.NextMap(r.entry) {
 		r.changed = true
 	}

@@ -31,6 +31,10 @@ type Room struct {
 	// kept so that Phase, called every tick, allocates nothing.
 	noMatch, area, worldMap string
 	buf                     []byte
+	// mapSet: the room has had its first map (the first MapChanged
+	// is the room's start, not a change, and is logged at debug level:
+	// a room whose module is not a match never plays it).
+	mapSet bool
 	// ended counts the room's matches that ended (a drain waits for the
 	// one in progress, not for the next).
 	ended uint64
