@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -132,14 +133,14 @@ func orchestrate(clients, inflight, size int, warmup, dur time.Duration) error {
 	if _, err := fmt.Sscanf(sc.Text(), "ready %s %s", &addr, &pin); err != nil {
 		return fmt.Errorf("server: %q", sc.Text())
 	}
-	cpuNow := func() (int64, uint64) {
+	cpuNow := func() (int64, uint64, uint64, uint64) {
 		fmt.Fprintln(srvIn, "cpu")
 		var ns int64
-		var echoed uint64
+		var echoed, in, out uint64
 		if sc.Scan() {
-			fmt.Sscanf(sc.Text(), "cpu %d %d", &ns, &echoed)
+			fmt.Sscanf(sc.Text(), "cpu %d %d %d %d", &ns, &echoed, &in, &out)
 		}
-		return ns, echoed
+		return ns, echoed, in, out
 	}
 	cl := command(clientCPUs, clientProcs, append([]string{"-role", "client", "-addr", addr, "-pin", pin, "-clients", strconv.Itoa(clients),
 		"-inflight", strconv.Itoa(inflight), "-size", strconv.Itoa(size), "-warmup", warmup.String(), "-duration", dur.String()}, prof...)...)
@@ -150,7 +151,7 @@ func orchestrate(clients, inflight, size int, warmup, dur time.Duration) error {
 	fmt.Printf("%d clients × %d reliable messages of %d B in flight, sealed; server and clients one process each, GOMAXPROCS=1, taskset pinning %v\n",
 		clients, inflight, size, pinned)
 	var cpu0, cpu1 int64
-	var e0, e1 uint64
+	var e0, e1, in0, in1, out0, out1 uint64
 	var t0, t1 time.Time
 	var res result
 	cs := bufio.NewScanner(clOut)
@@ -158,10 +159,10 @@ func orchestrate(clients, inflight, size int, warmup, dur time.Duration) error {
 		switch line := cs.Text(); {
 		case line == "measure":
 			t0 = time.Now()
-			cpu0, e0 = cpuNow()
+			cpu0, e0, in0, out0 = cpuNow()
 		case line == "done":
 			t1 = time.Now()
-			cpu1, e1 = cpuNow()
+			cpu1, e1, in1, out1 = cpuNow()
 		case strings.HasPrefix(line, "{"):
 			if err := json.Unmarshal([]byte(line), &res); err != nil {
 				return err
@@ -182,6 +183,8 @@ func orchestrate(clients, inflight, size int, warmup, dur time.Duration) error {
 		clients, res.Dial, res.Retransmissions, res.InboxDrops, res.Dropped)
 	fmt.Printf("msgs/s %.0f   p50 RTT %.0f µs   p99 RTT %.0f µs   server CPU %.0f ns/msg (%.0f%% of its core)\n",
 		float64(res.Messages)/res.Seconds, res.P50us, res.P99us, cpu/echoed, 100*cpu/float64(t1.Sub(t0)))
+	fmt.Printf("server datagrams: %.0f/s in (%.1f messages each), %.0f/s out (%.1f echoes each)\n",
+		float64(in1-in0)/t1.Sub(t0).Seconds(), echoed/float64(in1-in0), float64(out1-out0)/t1.Sub(t0).Seconds(), echoed/float64(out1-out0))
 	return nil
 }
 
@@ -224,7 +227,9 @@ func serve(clients int) error {
 	for in.Scan() {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		fmt.Printf("cpu %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), echoed.Load())
+		ctr := srv.Counters()
+		fmt.Printf("cpu %d %d %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), echoed.Load(),
+			ctr.PacketsReceived.Load(), ctr.PacketsSent.Load())
 	}
 	return nil
 }
@@ -321,35 +326,43 @@ func client(addr, pin string, n, inflight, size int, warmup, dur time.Duration) 
 }
 
 // echoLoop keeps inflight messages in flight on c until ctx ends: each
-// carries its send time; every echo is replaced by a new message. It
+// carries its send time; every echo is replaced by a new message. As a game
+// client answers once per frame, it takes every echo that has arrived, sends
+// as many new messages and flushes once, so that they share datagrams. It
 // returns the round trips (µs) of the echoes received while measuring.
 func echoLoop(ctx context.Context, c *netstack.Client, inflight, size int, measuring *atomic.Bool, count *atomic.Uint64) []int32 {
 	payload := make([]byte, size)
-	send := func() bool {
-		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
+	send := func(now int64) bool {
+		binary.LittleEndian.PutUint64(payload, uint64(now))
 		return c.Send(echoType, wire.Reliable, payload) == nil
 	}
+	now := time.Now().UnixNano()
 	for range inflight {
-		if !send() {
+		if !send(now) {
 			return nil
 		}
 	}
 	c.Flush()
+	polled, stop := context.WithCancel(ctx)
+	stop() // Receive with it takes only what has arrived
 	var rtts []int32
 	for {
 		m, err := c.Receive(ctx)
-		if err != nil {
-			return rtts
+		for err == nil {
+			if m.Header.Type == echoType && len(m.Payload) >= 8 {
+				now = time.Now().UnixNano()
+				if measuring.Load() {
+					sent := int64(binary.LittleEndian.Uint64(m.Payload))
+					rtts = append(rtts, int32((now-sent)/1000))
+					count.Add(1)
+				}
+				if !send(now) {
+					return rtts
+				}
+			}
+			m, err = c.Receive(polled)
 		}
-		if m.Header.Type != echoType || len(m.Payload) < 8 {
-			continue
-		}
-		if measuring.Load() {
-			sent := int64(binary.LittleEndian.Uint64(m.Payload))
-			rtts = append(rtts, int32((time.Now().UnixNano()-sent)/1000))
-			count.Add(1)
-		}
-		if !send() {
+		if ctx.Err() != nil || !errors.Is(err, context.Canceled) {
 			return rtts
 		}
 		c.Flush()
