@@ -16,6 +16,7 @@ import (
 type serverCPU struct {
 	ns                   int64
 	echoed, inDg, outDgs uint64
+	inB, outB            uint64
 }
 
 // child is a started process of this program.
@@ -74,7 +75,7 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 		fmt.Fprintln(srv.in, "cpu")
 		var c serverCPU
 		if l, ok := srv.line(); ok {
-			fmt.Sscanf(l, "cpu %d %d %d %d", &c.ns, &c.echoed, &c.inDg, &c.outDgs)
+			fmt.Sscanf(l, "cpu %d %d %d %d %d %d", &c.ns, &c.echoed, &c.inDg, &c.outDgs, &c.inB, &c.outB)
 		}
 		return c
 	}
@@ -146,8 +147,9 @@ func report(o clientOpts, r result, s0, s1 serverCPU, window time.Duration) {
 		o.clients, r.Dial, r.Retransmissions, r.InboxDrops, r.Dropped, r.Sent, r.Datagrams)
 	fmt.Printf("msgs/s %.0f   p50 RTT %.0f µs   p99 RTT %.0f µs   server CPU %.0f ns/msg (%.0f%% of its core)\n",
 		float64(r.Messages)/r.Seconds, r.RTT.quantile(0.5), r.RTT.quantile(0.99), cpu/echoed, 100*cpu/float64(window))
-	fmt.Printf("server datagrams: %.0f/s in (%.1f messages each), %.0f/s out (%.1f echoes each)\n",
-		float64(s1.inDg-s0.inDg)/sec, echoed/float64(s1.inDg-s0.inDg), float64(s1.outDgs-s0.outDgs)/sec, echoed/float64(s1.outDgs-s0.outDgs))
+	in, out := float64(s1.inDg-s0.inDg), float64(s1.outDgs-s0.outDgs)
+	fmt.Printf("server datagrams: %.0f/s in (%.1f messages, %.0f B each), %.0f/s out (%.1f echoes, %.0f B each)\n",
+		in/sec, echoed/in, float64(s1.inB-s0.inB)/in, out/sec, echoed/out, float64(s1.outB-s0.outB)/out)
 }
 
 func btoi(b bool) int {

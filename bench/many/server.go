@@ -54,8 +54,8 @@ func serve(clients int) error {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		ctr := srv.Counters()
-		fmt.Printf("cpu %d %d %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), echoed.Load(),
-			ctr.PacketsReceived.Load(), ctr.PacketsSent.Load())
+		fmt.Printf("cpu %d %d %d %d %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), echoed.Load(),
+			ctr.PacketsReceived.Load(), ctr.PacketsSent.Load(), ctr.BytesReceived.Load(), ctr.BytesSent.Load())
 	}
 	return nil
 }
