@@ -684,6 +684,7 @@ func (s *Server) flushTouched(now time.Time) {
 		p.rxMarked = false
 		if p.state == slotConnected {
 			p.flushLocked(now, &s.rxFlush.b)
+			s.scheduleLocked(p) // what the pass made due has left
 		}
 		closed := p.life.closed && p.state == slotConnected
 		p.mu.Unlock()
@@ -723,6 +724,19 @@ func (s *Server) serviceLoop() {
 	}
 }
 
+// scheduleLocked sets when the service loop next has work for p, from
+// its timers (under p.mu, after what is due now was done).
+func (s *Server) scheduleLocked(p *peer) {
+	due := int64(0) // held messages wait for a handler: looked at every pass
+	if len(p.rel.held) == 0 {
+		due = p.nextServiceLocked()
+		if t := s.resumeDueLocked(p); !t.IsZero() {
+			due = min(due, max(int64(t.Sub(p.origin)), 1))
+		}
+	}
+	p.svcAt.Load().Store(due)
+}
+
 func (s *Server) servicePeer(p *peer, now time.Time) {
 	p.mu.Lock()
 	var closed bool
@@ -734,14 +748,7 @@ func (s *Server) servicePeer(p *peer, now time.Time) {
 		}
 		closed = p.serviceLocked(now, &s.svcFlush.b)
 		s.resumeServiceLocked(p, now)
-		due := int64(0) // held messages wait for a handler: looked at every pass
-		if len(p.rel.held) == 0 {
-			due = p.nextServiceLocked()
-			if t := s.resumeDueLocked(p); !t.IsZero() {
-				due = min(due, max(int64(t.Sub(p.origin)), 1))
-			}
-		}
-		p.svcAt.Load().Store(due)
+		s.scheduleLocked(p)
 	}
 	held := p.state == slotConnected && p.life.seat.held
 	info := p.info()

@@ -151,9 +151,15 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 		return
 	}
 	p.mu.Lock()
-	if (p.out.urgent || challenged || p.out.sends.Load() != sends) && !p.rxMarked {
+	switch {
+	case p.rxMarked:
+	case p.out.urgent || challenged || p.out.sends.Load() != sends:
 		p.rxMarked = true
-		s.rxTouched = append(s.rxTouched, p)
+		s.rxTouched = append(s.rxTouched, p) // flushTouched schedules it
+	case p.state == slotConnected:
+		// Nothing to send: the receive woke the session (an Ack changes
+		// its timers), its timers say when the service loop looks.
+		s.scheduleLocked(p)
 	}
 	p.mu.Unlock()
 }

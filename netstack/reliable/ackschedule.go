@@ -95,7 +95,19 @@ func (e *Endpoint) scheduleAck(s uint32, t, delay time.Duration) {
 // pending range it does not reach, retires ranges that have had their Ack and
 // repeats, and schedules the next repeat (with the then current state) while
 // one is owed.
+//
+// Acks that follow a reliable packet of this flush (e.carried) are not
+// repeated: they share its datagram, so they are lost only with it, and it
+// is retransmitted — with the Ack state of that time — until acknowledged.
+// The repeat is for an Ack that travels alone (the answer to a lone
+// retransmission); a request-answer exchange, whose every answer carries
+// the Acks of its request, would otherwise send a datagram of Acks alone
+// after every answer.
 func (e *Endpoint) emitAcks(t time.Duration, emit func(*wire.Header, []byte)) {
+	repeats := e.cfg.RedundantAcks
+	if e.carried {
+		repeats, e.ackRepeat = 0, 0
+	}
 	e.emitAck(e.highest, t-e.highestAt, emit)
 	e.sinceAck = 0
 	kept := 0
@@ -104,7 +116,7 @@ func (e *Endpoint) emitAcks(t time.Duration, emit func(*wire.Header, []byte)) {
 		if e.highest-r.lo > AckBits {
 			e.emitAck(r.hi, t-r.at, emit)
 		}
-		if r.sent++; r.sent <= e.cfg.RedundantAcks {
+		if r.sent++; r.sent <= repeats {
 			e.pending.r[kept] = r
 			kept++
 		}

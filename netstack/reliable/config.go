@@ -128,7 +128,9 @@ type Config struct {
 	// A retransmission usually arrives alone and earns a single Ack; losing
 	// it costs the sender a whole backoff step, so a cheap repeat (10-byte
 	// payload, at most one per AckDelay) roughly squares the chance that the
-	// acknowledgement is lost. 0 means 1; negative means none.
+	// acknowledgement is lost. Acks that leave in a datagram with a
+	// reliable packet are not repeated: that packet is retransmitted until
+	// acknowledged, with the Acks. 0 means 1; negative means none.
 	RedundantAcks int
 	// MaxFragmentPayload, when positive, makes Send split a message longer
 	// than it into fragments of this many bytes (the last shorter), each its

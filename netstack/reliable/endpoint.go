@@ -67,6 +67,9 @@ type Endpoint struct {
 	highestAt time.Duration
 	ackDue    time.Duration
 	ackRepeat int // redundant Acks still to send after the next one
+	// carried says this Poll emitted a reliable packet: an Ack emitted
+	// after it in the same flush rides in its datagram (ackschedule.go).
+	carried   bool
 	sinceAck  int // new reliable arrivals since the last Ack (Config.AckEvery)
 	pending   ackRanges
 	expectOrd uint32
@@ -152,6 +155,7 @@ func (e *Endpoint) Poll(now time.Time, emit func(h *wire.Header, payload []byte)
 		return e.failErr
 	}
 	t := e.since(now)
+	e.carried = false // a new flush: what the last one emitted is gone
 	if t >= e.ackDue {
 		e.emitAcks(t, emit)
 	}
@@ -261,7 +265,9 @@ func (e *Endpoint) AckPending() bool { return e.failErr == nil && e.ackDue != ne
 
 // FlushAcks emits the owed Acks now, due or not. A v4 sender calls it when it
 // sends a datagram anyway, so that acknowledgements ride along with data
-// instead of waiting for AckDelay in a datagram of their own.
+// instead of waiting for AckDelay in a datagram of their own. Called after
+// a Poll that emitted a reliable packet (in the same flush), it schedules
+// no redundant repeat (Config.RedundantAcks).
 func (e *Endpoint) FlushAcks(now time.Time, emit func(h *wire.Header, payload []byte)) {
 	if e.failErr == nil && e.ackDue != never {
 		e.emitAcks(e.since(now), emit)

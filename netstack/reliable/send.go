@@ -204,6 +204,7 @@ func (e *Endpoint) transmitNew(t time.Duration, emit func(*wire.Header, []byte))
 
 func (e *Endpoint) emitPacket(p *outPacket, emit func(*wire.Header, []byte)) {
 	e.emitHdr = p.hdr
+	e.carried = true
 	emit(&e.emitHdr, *p.buf)
 }
 

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/sparkhost/sparkhost/netstack"
+	"github.com/sparkhost/sparkhost/netstack/ratelimit"
+	"github.com/sparkhost/sparkhost/netstack/wire"
+)
+
+// serve runs the echo server until its stdin ends; each line read is
+// answered with its CPU time, messages echoed and datagrams each way.
+func serve(clients int) error {
+	stop := profile("server")
+	defer stop()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	reg := wire.NewRegistry()
+	if err := reg.Register("echo", echoSchema()); err != nil {
+		return err
+	}
+	lifted := ratelimit.Config{Burst: 10000, RefillPerSecond: 10000}
+	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Registry: reg,
+		Logger: slog.New(slog.DiscardHandler), MaxClients: clients + 16,
+		// Every client is on this machine, 250 to a /24.
+		ConnectBudget: lifted, PrefixBudget: lifted,
+		HalfOpen: netstack.HalfOpenConfig{PerAddress: 1024, PerPrefix: 4096},
+	})
+	if err != nil {
+		return err
+	}
+	var echoed atomic.Uint64
+	// The handler answers at once; the server packs a client's answers of
+	// one receive pass into its datagrams at the end of the pass.
+	srv.Handle(echoType, func(id uint32, _ *wire.Header, p []byte) {
+		if srv.Send(id, echoType, wire.Reliable, p) == nil {
+			echoed.Add(1)
+		}
+	})
+	srv.Start()
+	defer srv.Close()
+	fmt.Printf("ready %s %s\n", srv.Addr(), srv.Pin())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		ctr := srv.Counters()
+		fmt.Printf("cpu %d %d %d %d %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), echoed.Load(),
+			ctr.PacketsReceived.Load(), ctr.PacketsSent.Load(), ctr.BytesReceived.Load(), ctr.BytesSent.Load())
+	}
+	return nil
+}
