@@ -231,7 +231,11 @@ func (s *Server) initIO() {
 	s.tickFree = make(chan *flusher, tickFlushers)
 	s.tickWrites = make(chan *flusher, tickFlushers)
 	for range tickFlushers {
-		s.tickFree <- newFlusher(s.tr)
+		f := newFlusher(s.tr)
+		// Sealed by the tick writer: the encryption of a tick's datagrams
+		// is not the game thread's time.
+		f.b.deferSeal = true
+		s.tickFree <- f
 	}
 }
 
