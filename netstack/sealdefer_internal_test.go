@@ -69,3 +69,18 @@ func TestTickBatchSealedByItsWriter(t *testing.T) {
 		t.Fatalf("the client took %d of 99 messages (counters %+v)", got, st)
 	}
 }
+
+// TestOnlyTheTickBatchDefersSealing: the batches Flush packs into (the
+// tick writer's) leave the encryption to their writer; the receive pass's
+// and the service loop's seal in their flush.
+func TestOnlyTheTickBatchDefersSealing(t *testing.T) {
+	srv, _ := sinkServer(t, nil)
+	if srv.rxFlush.b.deferSeal || srv.svcFlush.b.deferSeal {
+		t.Fatal("the receive pass's or the service loop's batch defers its sealing")
+	}
+	for range tickFlushers {
+		if f := <-srv.tickFree; !f.b.deferSeal {
+			t.Fatal("a tick batch is sealed on the game thread")
+		}
+	}
+}
