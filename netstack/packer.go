@@ -18,14 +18,29 @@ import (
 // packet per datagram.
 
 // datagramBatch holds sealed datagrams back to back with their destinations.
+// A batch with deferSeal holds them begun (header written, sequence taken)
+// but not yet encrypted: sealPending seals them, on the goroutine that
+// writes the batch — the tick's batch is sealed by the tick writer, not
+// on the game thread.
 type datagramBatch struct {
-	buf   []byte
-	spans []datagramSpan
+	buf       []byte
+	spans     []datagramSpan
+	deferSeal bool
 }
 
 type datagramSpan struct {
 	start, end int
 	to         netip.AddrPort
+	pending    seal.Deferred // a datagram of a deferSeal batch still to seal
+}
+
+// sealPending seals the datagrams of the batch that are still plaintext.
+func (b *datagramBatch) sealPending() {
+	for i := range b.spans {
+		if sp := &b.spans[i]; sp.pending.Pending() {
+			sp.pending.Seal(b.buf[sp.start : sp.end-seal.TagSize])
+		}
+	}
 }
 
 // reserve makes room for n more bytes without moving what is written (the
@@ -171,14 +186,24 @@ func (p *packer) seal() {
 // a frame starting at start, and records it for the write.
 func (p *packer) sealInPlace(start, msgs int) {
 	b := p.b
-	out, err := p.sealer.Seal(b.buf[:start], b.buf[start+p.sealer.HeaderSize():], p.now)
+	var out []byte
+	var later seal.Deferred
+	var err error
+	if end := len(b.buf) + seal.TagSize; b.deferSeal && end <= cap(b.buf) {
+		// The header and the sequence now, under the session's lock; the
+		// encryption when the batch is written (sealPending).
+		_, later, err = p.sealer.Reserve(b.buf[:start], p.now)
+		out = b.buf[:end]
+	} else {
+		out, err = p.sealer.Seal(b.buf[:start], b.buf[start+p.sealer.HeaderSize():], p.now)
+	}
 	if err != nil {
 		p.res.err = err
 		b.buf = b.buf[:start]
 		return
 	}
 	b.buf = out
-	b.spans = append(b.spans, datagramSpan{start: start, end: len(out), to: p.to})
+	b.spans = append(b.spans, datagramSpan{start: start, end: len(out), to: p.to, pending: later})
 	p.res.datagrams++
 	p.res.bytes += len(out) - start
 	p.res.messages += msgs

@@ -231,7 +231,11 @@ func (s *Server) initIO() {
 	s.tickFree = make(chan *flusher, tickFlushers)
 	s.tickWrites = make(chan *flusher, tickFlushers)
 	for range tickFlushers {
-		s.tickFree <- newFlusher(s.tr)
+		f := newFlusher(s.tr)
+		// Sealed by the tick writer: the encryption of a tick's datagrams
+		// is not the game thread's time.
+		f.b.deferSeal = true
+		s.tickFree <- f
 	}
 }
 
@@ -497,8 +501,10 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 // as few datagrams per client as the datagram size allows (docs/protocol.md
 // §5.5); acknowledgements ride along. The host calls it once per tick,
 // after modules and replication ran. Peer locks are held only while
-// packing; the datagrams are written (sendmmsg on Linux) by the server's
-// tick writer goroutine, so the caller does not wait for the system calls.
+// packing; the datagrams are encrypted and written (sendmmsg on Linux) by
+// the server's tick writer goroutine, so the caller waits neither for the
+// sealing nor for the system calls (each datagram's frame sequence and
+// header are fixed while packing, so the frames are the same).
 // It is safe to call from any goroutine; calls are serialized.
 func (s *Server) Flush() {
 	s.flushMu.Lock()

@@ -58,6 +58,7 @@ func (f *flusher) write() {
 	if len(f.b.spans) == 0 {
 		return
 	}
+	f.b.sealPending()
 	f.msgs = f.msgs[:0]
 	for _, sp := range f.b.spans {
 		f.msgs = append(f.msgs, transport.Message{Buf: f.b.buf[sp.start:sp.end], N: sp.end - sp.start, Addr: sp.to})

@@ -1,11 +1,13 @@
 package seal
 
 import (
+	"crypto/cipher"
 	"encoding/binary"
 	"math"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // Sealer seals the frames of one direction with K_d[e]. It owns the send-side
@@ -77,10 +79,21 @@ func (s *Sealer) SealFinal(dst, packet []byte) ([]byte, error) {
 }
 
 func (s *Sealer) seal(dst, packet []byte) ([]byte, error) {
+	dst, seq, err := s.header(dst)
+	if err != nil {
+		return dst, err
+	}
+	ad := dst[len(dst)-s.HeaderSize():]
+	putNonce(&s.nonce, s.epoch, seq)
+	return s.cur.aead.Seal(dst, s.nonce[:], packet, ad), nil
+}
+
+// header takes the next frame sequence s and appends the frame's header.
+func (s *Sealer) header(dst []byte) ([]byte, uint64, error) {
 	if s.next == math.MaxUint64 {
 		// Unreachable in practice (2^39 frames at most with the default limits),
 		// but a wrapped s would reuse a nonce.
-		return dst, ErrKeyExhausted
+		return dst, 0, ErrKeyExhausted
 	}
 	seq := s.next
 	s.next++
@@ -94,9 +107,58 @@ func (s *Sealer) seal(dst, packet []byte) ([]byte, error) {
 	if s.hasID {
 		dst = append(dst, s.id[:]...)
 	}
-	ad := dst[len(dst)-s.HeaderSize():]
-	putNonce(&s.nonce, s.epoch, seq)
-	return s.cur.aead.Seal(dst, s.nonce[:], packet, ad), nil
+	return dst, seq, nil
+}
+
+// Reserve is the first half of Seal, for a frame sealed later and possibly
+// on another goroutine: it rotates when due, takes the frame's sequence s
+// and appends its header to dst exactly as Seal would, and returns what
+// Deferred.Seal needs to encrypt the packet. The Sealer's state moves on at
+// once (the next frame gets the next s), so the frame is the same bytes
+// whenever it is sealed; a rotation in between does not matter, the
+// Deferred keeps its epoch's AEAD (whose internal key copy wipe could never
+// clear anyway).
+func (s *Sealer) Reserve(dst []byte, now time.Time) ([]byte, Deferred, error) {
+	if s.epochStart.IsZero() {
+		s.epochStart = now
+	}
+	if s.inEpoch >= s.cfg.MaxFrames || now.Sub(s.epochStart) >= s.cfg.MaxAge {
+		if s.epoch == LastEpoch {
+			return dst, Deferred{}, ErrKeyExhausted
+		}
+		s.rotate(now)
+	}
+	dst, seq, err := s.header(dst)
+	if err != nil {
+		return dst, Deferred{}, err
+	}
+	d := Deferred{aead: s.cur.aead, hdr: uint8(s.HeaderSize())}
+	putNonce(&d.nonce, s.epoch, seq)
+	return dst, d, nil
+}
+
+// Deferred is a frame Reserve began: its header is written and its nonce
+// fixed; Seal encrypts its packet. The zero Deferred is no frame. Seal may
+// run on any goroutine, concurrently with the Sealer's own use (the AEAD
+// is only read).
+type Deferred struct {
+	aead  cipher.AEAD
+	nonce [chacha20poly1305.NonceSize]byte
+	hdr   uint8
+}
+
+// Pending reports whether d is a frame still to seal.
+func (d *Deferred) Pending() bool { return d.aead != nil }
+
+// Seal seals, in place, frame: the header Reserve appended followed by the
+// packet. frame's capacity must hold TagSize more bytes; the result is the
+// sealed frame (frame's header, ciphertext, tag) in the same array. After
+// Seal d is the zero Deferred: a frame is sealed once.
+func (d *Deferred) Seal(frame []byte) []byte {
+	h := int(d.hdr)
+	out := d.aead.Seal(frame[:h], d.nonce[:], frame[h:], frame[:h])
+	*d = Deferred{}
+	return out
 }
 
 // rotate moves to the next epoch and zeroes the retired key.
