@@ -65,7 +65,8 @@ func (l *wtLink) close(reason string) {
 
 // datagramMax is the largest WebTransport datagram the session sends now:
 // quic-go says so when asked to send a datagram larger than any (nothing
-// is sent). A session packs to the size it had when it began.
+// is sent). It grows when path MTU discovery finds room, never shrinks
+// below the QUIC minimum; a session packs to the size it had when it began.
 func datagramMax(sess *webtransport.Session) (int, error) {
 	err := sess.SendDatagram(sizeProbe[:])
 	if e, ok := errors.AsType[*quic.DatagramTooLargeError](err); ok {
@@ -81,7 +82,7 @@ func datagramMax(sess *webtransport.Session) (int, error) {
 // QUIC packet fits one UDP datagram of the path; quic-go's hold at most
 // 1,452 bytes, a jumbo-frame path's 9,000), never written, shared. HTTP/3
 // copies what it is given before quic-go refuses it: 16 KiB of garbage a
-// session, not 64.
+// session, not 128 (a fresh 64 KiB probe and its copy).
 var sizeProbe [16 << 10]byte
 
 // serveWT runs a WebTransport session of h until it ends: datagrams and the
