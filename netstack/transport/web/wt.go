@@ -68,15 +68,22 @@ func (l *wtLink) close(reason string) {
 // is sent). It grows when path MTU discovery finds room, never shrinks
 // below the QUIC minimum; a session packs to the size it had when it began.
 func datagramMax(sess *webtransport.Session) (int, error) {
-	err := sess.SendDatagram(make([]byte, 1<<16))
+	err := sess.SendDatagram(sizeProbe[:])
 	if e, ok := errors.AsType[*quic.DatagramTooLargeError](err); ok {
 		return int(e.MaxDatagramPayloadSize) - quarterIDAllowance, nil
 	}
 	if err == nil {
-		err = errors.New("web: a 64 KiB WebTransport datagram was accepted")
+		err = errors.New("web: a 16 KiB WebTransport datagram was accepted")
 	}
 	return 0, err
 }
+
+// sizeProbe is what datagramMax offers: larger than any QUIC packet (a
+// QUIC packet fits one UDP datagram of the path; quic-go's hold at most
+// 1,452 bytes, a jumbo-frame path's 9,000), never written, shared. HTTP/3
+// copies what it is given before quic-go refuses it: 16 KiB of garbage a
+// session, not 128 (a fresh 64 KiB probe and its copy).
+var sizeProbe [16 << 10]byte
 
 // serveWT runs a WebTransport session of h until it ends: datagrams and the
 // peer's overflow stream are delivered; a second incoming stream is
