@@ -37,7 +37,7 @@ func applyMemoryLimit(cfg *config.Config, log *slog.Logger) (restore func()) {
 // a limit below what they make live: the collector would then run
 // without pause.
 const (
-	autoHeadroomMin   = 16 << 20
+	autoHeadroomMin   = 32 << 20
 	autoHeadroomShare = 8
 	autoLimitEvery    = time.Second
 )
