@@ -31,23 +31,31 @@ func applyMemoryLimit(cfg *config.Config, log *slog.Logger) (restore func()) {
 }
 
 // The automatic limit: what the last collection found live, the heap's
-// partly used spans and the runtime's own memory, plus autoHeadroomMin or
-// 1/autoHeadroomShare of what is live, whichever is more — recomputed
-// every autoLimitEvery, so that arrivals (a few MiB a second) never meet
-// a limit below what they make live: the collector would then run
-// without pause.
+// partly used spans and the runtime's own memory, plus a headroom for
+// what the server allocates between two collections: what it allocated
+// in the last autoCollectEvery at its recent rate (the largest of the
+// last seconds', each second's weighing autoRateDecay less), and at
+// least 1/autoHeadroomShare of what is live and autoHeadroomMin. Players
+// arriving allocate fast (handshakes: tens of MiB a second at a thousand
+// a second), and the headroom grows within a second, so that the
+// collector runs about every autoCollectEvery rather than without pause;
+// idle players allocate little, and the headroom — the free pages the
+// process keeps — falls back to the minimum. Recomputed every
+// autoLimitEvery.
 const (
-	autoHeadroomMin   = 32 << 20
-	autoHeadroomShare = 8
+	autoHeadroomMin   = 8 << 20
+	autoHeadroomShare = 16
+	autoCollectEvery  = 2 * time.Second
+	autoRateDecay     = 0.75
 	autoLimitEvery    = time.Second
 )
 
-// followLiveHeap keeps the memory limit at autoLimit until the returned
-// function stops it and restores the limit before.
+// followLiveHeap keeps the memory limit at the automatic one until the
+// returned function stops it and restores the limit before.
 func followLiveHeap(log *slog.Logger) (restore func()) {
 	before := debug.SetMemoryLimit(-1)
-	samples := autoLimitSamples()
-	limit := autoLimit(samples)
+	a := newAutoLimit()
+	limit := a.next(time.Now())
 	debug.SetMemoryLimit(limit)
 	log.Info("memory limit automatic", "mib", limit>>20)
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -59,8 +67,8 @@ func followLiveHeap(log *slog.Logger) (restore func()) {
 			select {
 			case <-stop:
 				return
-			case <-t.C:
-				debug.SetMemoryLimit(autoLimit(samples))
+			case now := <-t.C:
+				debug.SetMemoryLimit(a.next(now))
 			}
 		}
 	}()
@@ -71,36 +79,51 @@ func followLiveHeap(log *slog.Logger) (restore func()) {
 	}
 }
 
-// The runtime/metrics autoLimit reads, in this order.
+// The runtime/metrics an autoLimit reads, in this order.
 var autoLimitMetrics = []string{
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/gc/heap/live:bytes",
+	"/gc/heap/allocs:bytes",
 }
 
-func autoLimitSamples() []metrics.Sample {
-	s := make([]metrics.Sample, len(autoLimitMetrics))
+// autoLimit computes the automatic limit from the runtime's figures; it
+// remembers the allocation rate between calls.
+type autoLimit struct {
+	samples []metrics.Sample
+	allocs  int64     // cumulative bytes allocated at the last call
+	at      time.Time // the last call
+	rate    float64   // bytes/s, the decaying maximum
+}
+
+func newAutoLimit() *autoLimit {
+	a := &autoLimit{samples: make([]metrics.Sample, len(autoLimitMetrics))}
 	for i, name := range autoLimitMetrics {
-		s[i].Name = name
+		a.samples[i].Name = name
 	}
-	return s
+	return a
 }
 
-// autoLimit is the limit for the memory in use now: everything the
-// runtime holds but free and released pages and heap objects (that is
-// its own memory, stacks and the free room inside spans in use), what
-// the last collection found live, and the headroom.
-func autoLimit(s []metrics.Sample) int64 {
-	metrics.Read(s)
-	var v [5]int64
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = int64(s[i].Value.Uint64())
+// next is the limit for the memory in use at now: everything the runtime
+// holds but free and released pages and heap objects (its own memory,
+// stacks and the free room inside spans in use), what the last
+// collection found live, and the headroom.
+func (a *autoLimit) next(now time.Time) int64 {
+	metrics.Read(a.samples)
+	var v [6]int64
+	for i := range a.samples {
+		if a.samples[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(a.samples[i].Value.Uint64())
 		}
 	}
-	total, released, objects, free, live := v[0], v[1], v[2], v[3], v[4]
+	total, released, objects, free, live, allocs := v[0], v[1], v[2], v[3], v[4], v[5]
+	if dt := now.Sub(a.at).Seconds(); !a.at.IsZero() && dt > 0 {
+		a.rate = max(float64(allocs-a.allocs)/dt, a.rate*autoRateDecay)
+	}
+	a.allocs, a.at = allocs, now
 	held := max(total-released-objects-free, 0)
-	return held + live + max(live/autoHeadroomShare, autoHeadroomMin)
+	headroom := max(int64(a.rate*autoCollectEvery.Seconds()), live/autoHeadroomShare, autoHeadroomMin)
+	return held + live + headroom
 }

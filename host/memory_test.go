@@ -71,7 +71,7 @@ func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	first := debug.SetMemoryLimit(-1)
-	if first == before || first < 32<<20 || first > 1<<30 {
+	if first == before || first < 8<<20 || first > 1<<30 {
 		t.Errorf("the automatic limit while serving is %d bytes (before: %d)", first, before)
 	}
 	// 96 MiB more live, as 16,000 players would make it.
