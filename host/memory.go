@@ -36,8 +36,8 @@ func applyMemoryLimit(cfg *config.Config, log *slog.Logger) (restore func()) {
 // in the last autoCollectEvery at its recent rate (the largest of the
 // last seconds', each second's weighing autoRateDecay less), and at
 // least 1/autoHeadroomShare of what is live and autoHeadroomMin. Players
-// arriving allocate fast (handshakes: tens of MiB a second at a thousand
-// a second), and the headroom grows within a second, so that the
+// arriving allocate fast (their handshakes), and the headroom grows
+// within a second, so that the
 // collector runs about every autoCollectEvery rather than without pause;
 // idle players allocate little, and the headroom — the free pages the
 // process keeps — falls back to the minimum. Recomputed every
