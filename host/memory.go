@@ -37,11 +37,10 @@ func applyMemoryLimit(cfg *config.Config, log *slog.Logger) (restore func()) {
 // last seconds', each second's weighing autoRateDecay less), and at
 // least 1/autoHeadroomShare of what is live and autoHeadroomMin. Players
 // arriving allocate fast (their handshakes), and the headroom grows
-// within a second, so that the
-// collector runs about every autoCollectEvery rather than without pause;
-// idle players allocate little, and the headroom — the free pages the
-// process keeps — falls back to the minimum. Recomputed every
-// autoLimitEvery.
+// within a second, so that the collector runs about every
+// autoCollectEvery rather than without pause; idle players allocate
+// little, and the headroom — the free pages the process keeps — falls
+// back to the minimum. Recomputed every autoLimitEvery.
 const (
 	autoHeadroomMin   = 8 << 20
 	autoHeadroomShare = 16
