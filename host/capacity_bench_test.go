@@ -110,7 +110,9 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.Logf("%d sessions connected in %.1f s (%.0f admissions/s; %d connects tried again)", n, fill.Seconds(), float64(n)/fill.Seconds(), retried)
 	time.Sleep(3 * time.Second) // every session past its first heartbeats
 	b.ResetTimer()
+	gc0 := gcCycles()
 	idle := measureIdle(b, srv, 10*time.Second)
+	idleGCs := gcCycles() - gc0
 	runtime.GC()
 	rss1, heap1 := rssBytes(), heapInuse()
 	classes1 := memoryClasses()
@@ -131,6 +133,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.ReportMetric(idle.lowRate, "lowest-ticks/s")
 	b.ReportMetric(idle.cpu*100, "server-CPU-%")
 	b.ReportMetric(idle.retx, "retx/s")
+	b.ReportMetric(float64(idleGCs)/10, "idle-GCs/s")
 	b.ReportMetric(100*idle.core0, "core0-busy-%")
 	b.ReportMetric(100*idle.clientsCore, "clients-core-busy-%")
 	b.Logf("server RSS %.1f MiB (%.1f before the sessions; %.1f once free memory is returned), heap in use %.1f MiB (%.1f before)",
@@ -502,6 +505,13 @@ func writeHeapProfile(b *testing.B, path string) {
 }
 
 func mib(v uint64) float64 { return float64(v) / (1 << 20) }
+
+// gcCycles is how many collections the process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
 
 // memoryClasses tells where the Go runtime's memory is (runtime/metrics'
 // /memory/classes, MiB), the goroutines and the memory limit in force.
