@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -58,6 +59,9 @@ func BenchmarkIdleSessions(b *testing.B) {
 	burst := envInt("SPARK_IDLE_BURST", 1000)
 	hsRate := envInt("SPARK_IDLE_HANDSHAKES", 0)     // 0: the default budget
 	memLimit := envInt("SPARK_IDLE_MEMLIMIT_MIB", 0) // server.memory_limit_mib; 0: none
+	if os.Getenv("SPARK_IDLE_MEMLIMIT_MIB") == "auto" {
+		memLimit = config.MemoryLimitAuto
+	}
 	if os.Getenv("SPARK_IDLE_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 256 // every session's allocations show
 	}
@@ -106,9 +110,12 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.Logf("%d sessions connected in %.1f s (%.0f admissions/s; %d connects tried again)", n, fill.Seconds(), float64(n)/fill.Seconds(), retried)
 	time.Sleep(3 * time.Second) // every session past its first heartbeats
 	b.ResetTimer()
+	gc0 := gcCycles()
 	idle := measureIdle(b, srv, 10*time.Second)
+	idleGCs := gcCycles() - gc0
 	runtime.GC()
 	rss1, heap1 := rssBytes(), heapInuse()
+	classes1 := memoryClasses()
 	if path := os.Getenv("SPARK_IDLE_HEAPPROFILE"); path != "" {
 		writeHeapProfile(b, path)
 	}
@@ -126,10 +133,12 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.ReportMetric(idle.lowRate, "lowest-ticks/s")
 	b.ReportMetric(idle.cpu*100, "server-CPU-%")
 	b.ReportMetric(idle.retx, "retx/s")
+	b.ReportMetric(float64(idleGCs)/10, "idle-GCs/s")
 	b.ReportMetric(100*idle.core0, "core0-busy-%")
 	b.ReportMetric(100*idle.clientsCore, "clients-core-busy-%")
 	b.Logf("server RSS %.1f MiB (%.1f before the sessions; %.1f once free memory is returned), heap in use %.1f MiB (%.1f before)",
 		mib(rss1), mib(rss0), mib(rss2), mib(heap1), mib(heap0))
+	b.Logf("at load: %s", classes1)
 	if burst > 0 {
 		admitBurst(b, srv, arrivals, n, burst)
 	}
@@ -496,6 +505,38 @@ func writeHeapProfile(b *testing.B, path string) {
 }
 
 func mib(v uint64) float64 { return float64(v) / (1 << 20) }
+
+// gcCycles is how many collections the process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// memoryClasses tells where the Go runtime's memory is (runtime/metrics'
+// /memory/classes, MiB), the goroutines and the memory limit in force.
+func memoryClasses() string {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") || d.Name == "/sched/goroutines:goroutines" || d.Name == "/gc/gomemlimit:bytes" || d.Name == "/gc/heap/live:bytes" || d.Name == "/gc/cycles/total:gc-cycles" {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	var sb strings.Builder
+	for _, sm := range samples {
+		if sm.Value.Kind() != metrics.KindUint64 {
+			continue
+		}
+		v, name := sm.Value.Uint64(), strings.TrimPrefix(sm.Name, "/memory/classes/")
+		if strings.HasSuffix(name, ":bytes") {
+			fmt.Fprintf(&sb, "%s %.1f MiB; ", strings.TrimSuffix(name, ":bytes"), mib(v))
+		} else {
+			fmt.Fprintf(&sb, "%s %d; ", name, v)
+		}
+	}
+	return sb.String()
+}
 
 // coreTimes reads each CPU's busy and total jiffies from /proc/stat (nil
 // where it cannot be read).

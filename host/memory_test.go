@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -45,5 +46,56 @@ func TestMemoryLimitWhileServing(t *testing.T) {
 		if got := debug.SetMemoryLimit(-1); got != before {
 			t.Errorf("memory_limit_mib = %d: the limit after Run is %d, want the one before (%d)", mib, got, before)
 		}
+	}
+}
+
+// TestMemoryLimitFollowsLiveHeap: with server.memory_limit_mib = -1 the
+// limit while serving is what is live plus a headroom, and it rises with
+// the live heap (players arriving) rather than holding the collector
+// under what they use; once Run returns, the limit before is back.
+func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	cfg := config.Default()
+	port, dataDir := 0, shortDataDir(t)
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
+	cfg.Server.MemoryLimitMiB = config.MemoryLimitAuto
+	srv, err := host.New(host.Options{Config: cfg, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Stats().Ticks == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := debug.SetMemoryLimit(-1)
+	if first == before || first < 8<<20 || first > 1<<30 {
+		t.Errorf("the automatic limit while serving is %d bytes (before: %d)", first, before)
+	}
+	// 96 MiB more live, as 16,000 players would make it.
+	live := make([][]byte, 96)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+		live[i][0] = 1
+	}
+	runtime.GC()
+	deadline = time.Now().Add(10 * time.Second)
+	got := first
+	for got < first+88<<20 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		got = debug.SetMemoryLimit(-1)
+	}
+	if got < first+88<<20 {
+		t.Errorf("with 96 MiB more live the limit is %d MiB, was %d MiB", got>>20, first>>20)
+	}
+	runtime.KeepAlive(live)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("the limit after Run is %d, want the one before (%d)", got, before)
 	}
 }

@@ -335,7 +335,7 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	if res.Version >= handshake.ProtocolVersion4 {
 		c.sess.life.seat.key = resumeKey(res.C2S, res.S2C, res.TH)
 	}
-	c.sess.path.mig.wanted = chcfg.idRoom > 0
+	c.sess.path.mig.req = &idRequest{wanted: chcfg.idRoom > 0}
 	c.rxMsgs = readSlots(1)
 	c.rxFlush, c.svcFlush, c.apiFlush = newFlusher(c.tr), newFlusher(c.tr), newFlusher(c.tr)
 	c.flushTimer = time.AfterFunc(time.Hour, c.timerFlush)

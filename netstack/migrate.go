@@ -54,37 +54,51 @@ const (
 )
 
 // migration is a session's migration state, a part of its path (session.path).
-// Owner: the session; guarded by its mu.
+// Owner: the session; guarded by its mu. What only a validation in
+// progress (the server's) or only a client needs is kept apart, so that
+// the server's idle sessions carry neither.
 type migration struct {
 	// id is the session's connection id: the server's for the session
 	// (made at admission for every v4 session, told only to a client that
 	// asks); the client's once the server told it (hasID).
 	id    [seal.IDSize]byte
 	hasID bool
+	told  bool // the id was told to the client (counted once)
 
-	// Server: the address being validated (zero: none), its challenge
-	// token, when the first authenticated frame came from it, when the
-	// challenge was last sent, and the bytes received from and sent to it.
-	cand         netip.AddrPort
+	// Server: the address being validated (nil: none); the address before
+	// the last move, whose frames are the session's until oldUntil.
+	cand     *pathCandidate
+	old      netip.AddrPort
+	oldUntil time.Time
+	rxFrom   netip.AddrPort // the source of the datagram being received
+	moveTook time.Duration  // the last move: first frame from the new address to the move
+	movePing time.Duration  // the ping when it moved (for OnMigrated)
+
+	// Client: its request for an id (nil on the server's sessions).
+	req *idRequest
+}
+
+// pathCandidate is an address a server's session is validating: its
+// challenge token, when the first authenticated frame came from it, when
+// the challenge was last sent, and the bytes received from and sent to it.
+type pathCandidate struct {
+	addr         netip.AddrPort
 	token        [8]byte
-	candSince    time.Time
+	since        time.Time
 	challengedAt time.Time
 	rxBytes      int
 	txBytes      int
-	validated    bool           // the answer came: the server moves the session
-	old          netip.AddrPort // the address before the last move
-	oldUntil     time.Time      // frames from old are the session's until then
-	rxFrom       netip.AddrPort // the source of the datagram being received
-	moveTook     time.Duration  // the last move: first frame from the new address to the move
-	movePing     time.Duration  // the ping when it moved (for OnMigrated)
-	told         bool           // the id was told to the client (counted once)
+	validated    bool // the answer came: the server moves the session
+}
 
-	// Client: the request for an id (a PathChallenge) in flight.
-	wanted   bool // a v4 client that supports migration
-	reqToken [8]byte
-	reqAt    time.Time
-	reqTries int
-	refused  bool // the server refused PathChallenge: it does not migrate
+// idRequest is a client's request for a connection id (a PathChallenge)
+// in flight, and the copy of its last answer to a server's challenge.
+type idRequest struct {
+	wanted  bool // a v4 client that supports migration
+	token   [8]byte
+	at      time.Time
+	tries   int
+	refused bool // the server refused PathChallenge: it does not migrate
 	// The copy of the client's last answer to a server's challenge, sent
 	// answerRepeat after it in a datagram of its own.
 	again   wire.PathResponse
@@ -103,17 +117,17 @@ func newConnectionID() (id [seal.IDSize]byte) {
 // requestIDLocked asks the server for a connection id (once admitted, and
 // again by migrateServiceLocked until answered).
 func (s *session) requestIDLocked(now time.Time) {
-	m := &s.path.mig
-	if !m.wanted || m.hasID || m.refused || m.reqTries >= idRequestTries || s.life.finishing {
+	m, r := &s.path.mig, s.path.mig.req
+	if r == nil || !r.wanted || m.hasID || r.refused || r.tries >= idRequestTries || s.life.finishing {
 		return
 	}
-	if m.reqTries == 0 {
-		_, _ = rand.Read(m.reqToken[:])
+	if r.tries == 0 {
+		_, _ = rand.Read(r.token[:])
 	}
-	m.reqTries++
-	m.reqAt = now
+	r.tries++
+	r.at = now
 	var w [wire.PathChallengeSize]byte
-	s.queueUnreliable(wire.TypePathChallenge, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: m.reqToken}))
+	s.queueUnreliable(wire.TypePathChallenge, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: r.token}))
 	s.out.urgent = true
 }
 
@@ -121,18 +135,19 @@ func (s *session) requestIDLocked(now time.Time) {
 // address it saw us at, from the client; the client's request for an id,
 // on the server.
 func (s *session) onPathChallengeLocked(c wire.PathChallenge) {
+	m := &s.path.mig
 	r := wire.PathResponse{Token: c.Token}
-	if s.path.mig.hasID {
-		r.ID = s.path.mig.id // a server's session without one answers zero: no migration
+	if m.hasID {
+		r.ID = m.id // a server's session without one answers zero: no migration
 	}
 	var w [wire.PathResponseSize]byte
 	s.queueUnreliable(wire.TypePathResponse, wire.AppendPathResponse(w[:0], &r))
 	s.out.urgent = true
-	if !s.server && s.path.mig.hasID && s.path.mig.againAt.IsZero() {
-		s.path.mig.again, s.path.mig.againAt = r, s.rel.rx0.now.Add(answerRepeat)
+	if q := m.req; q != nil && m.hasID && q.againAt.IsZero() {
+		q.again, q.againAt = r, s.rel.rx0.now.Add(answerRepeat)
 	}
-	if s.server && s.path.mig.hasID && !s.path.mig.told {
-		s.path.mig.told = true
+	if s.server && m.hasID && !m.told {
+		m.told = true
 		s.add(idsIssued, 1)
 	}
 }
@@ -143,27 +158,28 @@ func (s *session) onPathChallengeLocked(c wire.PathChallenge) {
 func (s *session) onPathResponseLocked(r wire.PathResponse) {
 	m := &s.path.mig
 	if !s.server {
-		if !m.wanted || m.hasID || m.reqTries == 0 || r.Token != m.reqToken {
+		q := m.req
+		if q == nil || !q.wanted || m.hasID || q.tries == 0 || r.Token != q.token {
 			return // not the answer to our request (a challenge's is sent, not received)
 		}
 		if r.ID == ([seal.IDSize]byte{}) {
-			m.refused = true // the server gives no id to this session
+			q.refused = true // the server gives no id to this session
 			return
 		}
 		m.id, m.hasID = r.ID, true
 		s.keys.sealer.SetID(r.ID)
 		return
 	}
-	if m.cand.IsValid() && m.rxFrom == m.cand && r.Token == m.token {
-		m.validated = true
+	if c := m.cand; c != nil && m.rxFrom == c.addr && r.Token == c.token {
+		c.validated = true
 	}
 }
 
 // onRefusedLocked notes a MessageRefused from the peer: a server that
 // refuses PathChallenge does not support migration.
 func (s *session) onRefusedLocked(n wire.MessageRefused) {
-	if !s.server && n.Type == wire.TypePathChallenge {
-		s.path.mig.refused = true
+	if q := s.path.mig.req; q != nil && n.Type == wire.TypePathChallenge {
+		q.refused = true
 	}
 }
 
@@ -179,19 +195,19 @@ func (s *session) fromOtherAddressLocked(from netip.AddrPort, n int, now time.Ti
 	if from == m.old && now.Before(m.oldUntil) {
 		return false
 	}
-	if m.validated {
-		return from == m.cand
+	if m.cand != nil && m.cand.validated {
+		return from == m.cand.addr
 	}
-	if from != m.cand {
-		if m.cand.IsValid() {
+	if m.cand == nil || from != m.cand.addr {
+		if m.cand != nil {
 			s.add(pathValidationsFailed, 1) // a newer address replaces it
 		}
-		m.cand, m.candSince, m.rxBytes, m.txBytes, m.challengedAt = from, now, 0, 0, time.Time{}
-		_, _ = rand.Read(m.token[:])
+		m.cand = &pathCandidate{addr: from, since: now}
+		_, _ = rand.Read(m.cand.token[:])
 		s.add(pathValidationsStarted, 1)
 	}
-	m.rxBytes += n
-	if m.challengedAt.IsZero() {
+	m.cand.rxBytes += n
+	if m.cand.challengedAt.IsZero() {
 		s.challengeLocked(now, b)
 	}
 	return false
@@ -201,9 +217,9 @@ func (s *session) fromOtherAddressLocked(from netip.AddrPort, n int, now time.Ti
 // unless it would take what is sent there past three times what came from
 // there (it waits for more from the client, or for its timeout).
 func (s *session) challengeLocked(now time.Time, b *datagramBatch) {
-	m := &s.path.mig
+	c := s.path.mig.cand
 	for i := range challengeCopies {
-		if m.txBytes+challengeDatagramMax > amplificationFactor*m.rxBytes {
+		if c.txBytes+challengeDatagramMax > amplificationFactor*c.rxBytes {
 			if i == 0 {
 				s.add(challengesHeld, 1)
 			}
@@ -212,11 +228,11 @@ func (s *session) challengeLocked(now time.Time, b *datagramBatch) {
 		var w [wire.PathChallengeSize]byte
 		h := wire.Header{Type: wire.TypePathChallenge, Channel: wire.Unreliable}
 		pk := &s.out.pk
-		pk.begin(b, m.cand, now)
-		pk.add(&h, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: m.token}))
+		pk.begin(b, c.addr, now)
+		pk.add(&h, wire.AppendPathChallenge(w[:0], &wire.PathChallenge{Token: c.token}))
 		res := pk.finish()
-		m.txBytes += res.bytes
-		m.challengedAt = now
+		c.txBytes += res.bytes
+		c.challengedAt = now
 		s.countSent(res.datagrams, res.bytes, res.messages)
 	}
 }
@@ -228,29 +244,34 @@ func (s *session) challengeLocked(now time.Time, b *datagramBatch) {
 func (s *session) migrateServiceLocked(now time.Time, b *datagramBatch) {
 	m := &s.path.mig
 	if !s.server {
-		if m.wanted && !m.hasID && !m.refused && m.reqTries > 0 && now.Sub(m.reqAt) >= s.retryAfter() {
+		q := m.req
+		if q == nil {
+			return
+		}
+		if q.wanted && !m.hasID && !q.refused && q.tries > 0 && now.Sub(q.at) >= s.retryAfter() {
 			s.requestIDLocked(now)
 		}
-		if !m.againAt.IsZero() && !now.Before(m.againAt) {
+		if !q.againAt.IsZero() && !now.Before(q.againAt) {
 			var w [wire.PathResponseSize]byte
-			s.queueUnreliable(wire.TypePathResponse, wire.AppendPathResponse(w[:0], &m.again))
+			s.queueUnreliable(wire.TypePathResponse, wire.AppendPathResponse(w[:0], &q.again))
 			s.out.urgent = true
-			m.againAt = time.Time{}
+			q.againAt = time.Time{}
 		}
 		return
 	}
 	if m.old.IsValid() && !now.Before(m.oldUntil) {
 		m.old = netip.AddrPort{}
 	}
-	if !m.cand.IsValid() || m.validated {
+	c := m.cand
+	if c == nil || c.validated {
 		return
 	}
-	if now.Sub(m.candSince) >= pathValidationTimeout {
+	if now.Sub(c.since) >= pathValidationTimeout {
 		s.add(pathValidationsFailed, 1)
-		m.cand = netip.AddrPort{}
+		m.cand = nil
 		return
 	}
-	if now.Sub(m.challengedAt) >= s.retryAfter() {
+	if now.Sub(c.challengedAt) >= s.retryAfter() {
 		s.challengeLocked(now, b)
 	}
 }
@@ -260,20 +281,24 @@ func (s *session) migrateServiceLocked(now time.Time, b *datagramBatch) {
 func (s *session) migrateDueLocked(d time.Time) time.Time {
 	m := &s.path.mig
 	if !s.server {
-		if m.wanted && !m.hasID && !m.refused && m.reqTries > 0 {
-			d = minTime(d, m.reqAt.Add(s.retryAfter()))
+		q := m.req
+		if q == nil {
+			return d
 		}
-		if !m.againAt.IsZero() {
-			d = minTime(d, m.againAt)
+		if q.wanted && !m.hasID && !q.refused && q.tries > 0 {
+			d = minTime(d, q.at.Add(s.retryAfter()))
+		}
+		if !q.againAt.IsZero() {
+			d = minTime(d, q.againAt)
 		}
 		return d
 	}
 	if m.old.IsValid() {
 		d = minTime(d, m.oldUntil)
 	}
-	if m.cand.IsValid() && !m.validated {
-		d = minTime(d, m.candSince.Add(pathValidationTimeout))
-		d = minTime(d, m.challengedAt.Add(s.retryAfter()))
+	if c := m.cand; c != nil && !c.validated {
+		d = minTime(d, c.since.Add(pathValidationTimeout))
+		d = minTime(d, c.challengedAt.Add(s.retryAfter()))
 	}
 	return d
 }
@@ -290,11 +315,11 @@ func (s *session) retryAfter() time.Duration {
 func (s *session) movedLocked(now time.Time) netip.AddrPort {
 	m := &s.path.mig
 	old := s.path.addr
-	s.path.addr = m.cand
-	m.moveTook = now.Sub(m.candSince)
+	s.path.addr = m.cand.addr
+	m.moveTook = now.Sub(m.cand.since)
 	m.movePing = s.path.q.ping
 	m.old, m.oldUntil = old, now.Add(oldPathGrace)
-	m.cand, m.validated = netip.AddrPort{}, false
+	m.cand = nil
 	s.path.proof = proofChallenge
 	s.add(migrations, 1)
 	s.out.urgent = true // what waited for the new path leaves now
@@ -337,12 +362,12 @@ func (s *Server) handleSealedID(d []byte, from netip.AddrPort, now time.Time) {
 func (s *Server) move(p *peer, now time.Time) {
 	s.mu.Lock()
 	p.mu.Lock()
-	if p.state != slotConnected || !p.path.mig.validated {
+	if c := p.path.mig.cand; p.state != slotConnected || c == nil || !c.validated {
 		p.mu.Unlock()
 		s.mu.Unlock()
 		return
 	}
-	to := p.path.mig.cand
+	to := p.path.mig.cand.addr
 	old := p.movedLocked(now)
 	if s.byAddr[old] == p {
 		delete(s.byAddr, old)

@@ -62,7 +62,9 @@ type ServerSection struct {
 	// MemoryLimitMiB is the soft limit, in MiB, within which the Go runtime
 	// keeps the server process by collecting sooner and returning free
 	// memory (runtime/debug.SetMemoryLimit, what GOMEMLIMIT sets); 0 leaves
-	// the runtime's own (GOMEMLIMIT if set, else none); 0 or 16..1048576.
+	// the runtime's own (GOMEMLIMIT if set, else none); MemoryLimitAuto (-1)
+	// keeps it at what the last collection found live plus a headroom
+	// (host/memory.go); -1, 0 or 16..1048576.
 	MemoryLimitMiB int `toml:"memory_limit_mib"`
 }
 
@@ -432,7 +434,12 @@ func (c *Config) PluginHangTimeout() time.Duration { return seconds(c.Modules.Pl
 // PluginMemoryLimit is modules.plugin_memory_mib in bytes.
 func (c *Config) PluginMemoryLimit() int64 { return int64(c.Modules.PluginMemoryMiB) << 20 }
 
-// MemoryLimit is server.memory_limit_mib in bytes (0: none set).
+// MemoryLimitAuto is the server.memory_limit_mib that has the server keep
+// the limit at what is live plus a headroom, rather than at a fixed value.
+const MemoryLimitAuto = -1
+
+// MemoryLimit is server.memory_limit_mib in bytes (0: none set; negative:
+// MemoryLimitAuto).
 func (c *Config) MemoryLimit() int64 { return int64(c.Server.MemoryLimitMiB) << 20 }
 
 // RestartBackoff is modules.restart_backoff as a time.Duration.

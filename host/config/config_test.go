@@ -259,7 +259,7 @@ func TestBadFiles(t *testing.T) {
 		{"hang timeout too short", "[modules]\nplugin_hang_timeout = 0.5\n",
 			`config.toml:2: modules.plugin_hang_timeout = 0.5: must be 1..3600 seconds`, 2, "modules.plugin_hang_timeout"},
 		{"server memory limit too small", "[server]\nmemory_limit_mib = 8\n",
-			`config.toml:2: server.memory_limit_mib = 8: must be 16..1048576 MiB (or 0: no limit)`, 2, "server.memory_limit_mib"},
+			`config.toml:2: server.memory_limit_mib = 8: must be 16..1048576 MiB (or 0: no limit, -1: automatic)`, 2, "server.memory_limit_mib"},
 		{"memory cap too small", "[modules]\nplugin_memory_mib = 8\n",
 			`config.toml:2: modules.plugin_memory_mib = 8: must be 16..1048576 MiB`, 2, "modules.plugin_memory_mib"},
 		{"no log rate", "[modules]\nplugin_log_lines_per_second = 0\n",

@@ -92,8 +92,8 @@ func (c *Config) checkServer() *Error {
 	case s.DataDir == "":
 		return c.refuse("server.data_dir", s.DataDir, "must not be empty")
 	}
-	if s.MemoryLimitMiB != 0 {
-		return c.intIn("server.memory_limit_mib", s.MemoryLimitMiB, 16, 1<<20, " MiB (or 0: no limit)")
+	if s.MemoryLimitMiB != 0 && s.MemoryLimitMiB != MemoryLimitAuto {
+		return c.intIn("server.memory_limit_mib", s.MemoryLimitMiB, 16, 1<<20, " MiB (or 0: no limit, -1: automatic)")
 	}
 	return nil
 }

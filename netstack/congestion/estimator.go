@@ -17,8 +17,12 @@ const (
 	// ProbeInterval is how often a sending session sends a marker
 	// (heartbeat probe) at most; markers also wait for half a round trip.
 	ProbeInterval = 100 * time.Millisecond
-	// markerSlots bounds the markers awaiting their echo.
-	markerSlots = 16
+	// markerSlots bounds the markers awaiting their echo, and the echoed
+	// ones kept. Both rings start at minMarkerSlots and double, up to
+	// markerSlots, only when a marker would take the place of one still
+	// needed: an idle session's one marker a second keeps two of each.
+	markerSlots    = 16
+	minMarkerSlots = 2
 	// bwBuckets split the bandwidth filter's window.
 	bwBuckets = 8
 	// minRTTWindow is how long a minimum round trip is believed.
@@ -100,7 +104,7 @@ type Estimator struct {
 
 	sent       uint64    // bytes sent, cumulative
 	epoch      time.Time // what the markers' stamps count from
-	markers    [markerSlots]marker
+	markers    []marker  // a ring of len(markers) slots (nil until the first Mark)
 	next       int
 	lastProbe  time.Time
 	firstProbe time.Time
@@ -109,7 +113,7 @@ type Estimator struct {
 	// echoed are the latest markers echoed, a ring: a rate sample spans
 	// from one of them long enough ago that round-trip spread is small
 	// beside the span.
-	echoed  [markerSlots]marker
+	echoed  []marker // a ring of len(echoed) slots, growing like markers
 	nechoed int
 	probes  uint64 // markers sent
 	lost    uint64 // markers that were never echoed
@@ -168,12 +172,15 @@ func (e *Estimator) ProbeDue(now time.Time) bool {
 // Sent so far. A marker still awaiting its echo in the slot it takes is
 // counted lost.
 func (e *Estimator) Mark(id uint32, now time.Time) {
+	if len(e.markers) == 0 || e.markers[e.next].live && len(e.markers) < markerSlots {
+		e.growMarkers()
+	}
 	m := &e.markers[e.next]
 	if m.live {
 		e.lostProbe()
 	}
 	*m = marker{n: uint32(e.probes), id: id, at: e.stamp(now), sent: e.sent, apps: e.apps, live: true}
-	e.next = (e.next + 1) % markerSlots
+	e.next = (e.next + 1) % len(e.markers)
 	e.lastProbe = now
 	if e.firstProbe.IsZero() {
 		e.firstProbe = now
@@ -227,7 +234,10 @@ func (e *Estimator) deliverySample(m marker, now time.Time) {
 		e.prior = m
 	}
 	p, ok := e.sampleStart(m)
-	e.echoed[e.nechoed%markerSlots] = m
+	if e.echoedFull(m) {
+		e.growEchoed()
+	}
+	e.echoed[e.nechoed%len(e.echoed)] = m
 	e.nechoed++
 	if !ok {
 		return
@@ -251,8 +261,11 @@ func (e *Estimator) deliverySample(m marker, now time.Time) {
 // sampleSpan is how long before a marker its rate sample starts: sixteen
 // times the jitter, at least ProbeInterval, at most a second.
 func (e *Estimator) sampleSpan() time.Duration {
-	return min(max(16*e.jitter, ProbeInterval), time.Second)
+	return min(max(16*e.jitter, ProbeInterval), maxSampleSpan)
 }
+
+// maxSampleSpan is the longest sampleSpan.
+const maxSampleSpan = time.Second
 
 // sampleStart finds the newest echoed marker sent at least sampleSpan
 // before m; before any estimate, the oldest one sent before m will do.
@@ -262,8 +275,8 @@ func (e *Estimator) sampleSpan() time.Duration {
 func (e *Estimator) sampleStart(m marker) (marker, bool) {
 	span := e.sampleSpan()
 	var oldest marker
-	for i := 1; i <= min(e.nechoed, markerSlots); i++ {
-		p := e.echoed[(e.nechoed-i)%markerSlots]
+	for i := 1; i <= min(e.nechoed, len(e.echoed)); i++ {
+		p := e.echoed[(e.nechoed-i)%len(e.echoed)]
 		if p.n >= m.n {
 			continue
 		}
@@ -280,12 +293,50 @@ func (e *Estimator) sampleStart(m marker) (marker, bool) {
 // was echoed.
 func (e *Estimator) echoedBetween(a, b uint32) bool {
 	var n uint32
-	for i := range min(e.nechoed, markerSlots) {
+	for i := range min(e.nechoed, len(e.echoed)) {
 		if q := e.echoed[i].n; q > a && q < b {
 			n++
 		}
 	}
 	return n == b-a-1
+}
+
+// growMarkers doubles the ring of markers awaiting their echo (makes it,
+// the first time), oldest first, the next slot the first new one.
+func (e *Estimator) growMarkers() {
+	n := len(e.markers)
+	grown := make([]marker, max(2*n, minMarkerSlots))
+	for i := range n {
+		grown[i] = e.markers[(e.next+i)%n]
+	}
+	e.markers, e.next = grown, n
+}
+
+// echoedFull reports whether the ring of echoed markers must grow before
+// m joins it: it is not made yet, or the slot m takes holds the oldest
+// echoed marker, and the one after it is not yet as long before m as a
+// rate sample may span (so that the oldest may still start one).
+func (e *Estimator) echoedFull(m marker) bool {
+	n := len(e.echoed)
+	if n == 0 {
+		return true
+	}
+	if n >= markerSlots || e.nechoed < n {
+		return false
+	}
+	second := e.echoed[(e.nechoed+1)%n]
+	return m.at.sub(second.at) < maxSampleSpan
+}
+
+// growEchoed doubles the ring of echoed markers (makes it, the first
+// time), keeping every marker at the same distance from the newest.
+func (e *Estimator) growEchoed() {
+	n := len(e.echoed)
+	grown := make([]marker, max(2*n, minMarkerSlots))
+	for i := 1; i <= min(e.nechoed, n); i++ {
+		grown[(e.nechoed-i)%len(grown)] = e.echoed[(e.nechoed-i)%n]
+	}
+	e.echoed = grown
 }
 
 func (e *Estimator) bwEmpty() bool {
