@@ -206,6 +206,12 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 		bots = exec.Command("taskset", append([]string{"-c", strconv.Itoa(runtime.NumCPU() - 1), bin}, args...)...)
 		bots.Env = append(os.Environ(), "GOMAXPROCS=1")
 	}
+	if path := os.Getenv("SPARK_BENCH_ROOMS_BOTS_CPUPROFILE"); path != "" { // the bots' process, from all connected to the end
+		if bots.Env == nil {
+			bots.Env = os.Environ()
+		}
+		bots.Env = append(bots.Env, "SPARKHOST_BOTS_CPUPROFILE="+path)
+	}
 	bots.Stdout, bots.Stderr = &out, &out
 	if err := bots.Start(); err != nil {
 		b.Fatal(err)
