@@ -200,7 +200,7 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	h0, rss0 := liveHeap(), residentKiB()
 	var out syncbuf.Buffer
 	args := []string{"bots", "--count", strconv.Itoa(n), "--rooms", strconv.Itoa(rooms), "--server", srv.Addr().String(),
-		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "50ms"}
+		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "100ms"}
 	bots := exec.Command(bin, args...)
 	if _, err := exec.LookPath("taskset"); split && err == nil {
 		bots = exec.Command("taskset", append([]string{"-c", strconv.Itoa(runtime.NumCPU() - 1), bin}, args...)...)
