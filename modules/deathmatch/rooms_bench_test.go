@@ -230,7 +230,9 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	connected, progress := waitAllInRooms(b, srv, n, rooms, exited, &out)
 	time.Sleep(settle)
 	stopProfile := profileServer(b)
+	profilePlugin(syscall.SIGUSR1)
 	before, t0, cpu0 := srv.Stats(), time.Now(), processCPU()
+	plugin0, bots0 := childCPU("deathmatch-"), childCPU("sparkhost-")
 	b.ResetTimer()
 	var peak float64
 	minRate := before.CurrentTickRate
@@ -240,8 +242,10 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 		minRate = min(minRate, st.CurrentTickRate)
 	}
 	after, elapsed, cpu := srv.Stats(), time.Since(t0).Seconds(), processCPU()-cpu0
+	pluginCPU, botsCPU := childCPU("deathmatch-")-plugin0, childCPU("sparkhost-")-bots0
 	b.StopTimer()
 	stopProfile()
+	profilePlugin(syscall.SIGUSR2)
 	ticks := after.Ticks - before.Ticks
 	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	b.ReportMetric(avg, "tick-avg-ms")
@@ -253,6 +257,10 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	// (its input, with its acks) and little else.
 	b.ReportMetric(float64(after.Net.PacketsReceived-before.Net.PacketsReceived)/float64(n)/elapsed, "in-datagrams/client/s")
 	b.ReportMetric(100*cpu.Seconds()/elapsed, "server-cpu-%")
+	// The plugin shares the server's core; the bots have the other.
+	b.ReportMetric(100*pluginCPU.Seconds()/elapsed, "plugin-cpu-%")
+	b.ReportMetric(100*(cpu+pluginCPU).Seconds()/elapsed, "core-cpu-%")
+	b.ReportMetric(100*botsCPU.Seconds()/elapsed, "bots-cpu-%")
 	h1, p1, rss1 := liveHeap(), pluginResident(b, srv), residentKiB()
 	b.ReportMetric(float64(h1-h0)/float64(rooms)/1024, "KiB-heap/room")
 	b.ReportMetric(p1*1024/float64(rooms), "KiB-plugin/room")
