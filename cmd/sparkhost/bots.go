@@ -38,7 +38,10 @@ for an input — wander the map, aim at the nearest enemy in sight, fire when
 aimed — predicts it with the server's movement code (client/predict) and
 sends it as ClientInput; InputAck reconciles the prediction, PlayerRespawn
 restarts it at the spawn, the module's Map message (and MatchStart,
-GameStateSync) say which map is played. docs/deathmatch.md has the rest.
+GameStateSync) say which map is played. One goroutine plays every bot of
+the process: each tick it hands each bot what arrived and writes its input,
+so that thousands of bots cost their own work, not a goroutine and a timer
+each. docs/deathmatch.md has the rest.
 
 flags:
   --count N         bots to run, 1..4096 (required)
