@@ -18,7 +18,8 @@
 // target a bot aims a replication frame or so behind and misses some
 // shots, as a human player without interpolation would.
 //
-// One goroutine runs a Bot (Run); Stats may be read from any goroutine.
+// One goroutine runs a Bot (Run), or one goroutine runs many (Group);
+// Stats may be read from any goroutine.
 package netbot
 
 import (
