@@ -130,3 +130,30 @@ func childCPU(prefix string) time.Duration {
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100
 // on Linux everywhere Go runs).
 const clockTicks = 100
+
+// childWaited is how long the threads of this process's children whose
+// command name starts with prefix have waited, runnable, for a CPU
+// (/proc/PID/task/TID/schedstat's second field): the bots' core taken by
+// other processes shows here, not in their CPU time.
+func childWaited(prefix string) time.Duration {
+	var total time.Duration
+	for _, pid := range children(prefix) {
+		total += waited(pid)
+	}
+	return total
+}
+
+// waited is how long the threads of process pid have waited, runnable,
+// for a CPU.
+func waited(pid int) time.Duration {
+	var total time.Duration
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+		if f := strings.Fields(string(b)); err == nil && len(f) >= 2 {
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
