@@ -38,7 +38,10 @@ for an input — wander the map, aim at the nearest enemy in sight, fire when
 aimed — predicts it with the server's movement code (client/predict) and
 sends it as ClientInput; InputAck reconciles the prediction, PlayerRespawn
 restarts it at the spawn, the module's Map message (and MatchStart,
-GameStateSync) say which map is played. docs/deathmatch.md has the rest.
+GameStateSync) say which map is played. One goroutine plays every bot of
+the process: each tick it hands each bot what arrived and writes its input,
+so that thousands of bots cost their own work, not a goroutine and a timer
+each. docs/deathmatch.md has the rest.
 
 flags:
   --count N         bots to run, 1..4096 (required)
@@ -173,7 +176,9 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Bots come back to their seats after an outage (docs/protocol.md §3.15),
 	// as the console does: a rig scenario with bots sees resumptions.
-	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true, ServiceInterval: o.service}
+	// A bot writes its input (and the acks it owes) on the group's
+	// goroutine as it sends it: no writer to wake, no flush timer to arm.
+	base := netstack.ClientConfig{Server: o.server, Pin: o.pin, Resumable: true, ServiceInterval: o.service, FlushInterval: -1}
 	if base.Registry, err = netbot.Registry(); err != nil {
 		fmt.Fprintf(stderr, "sparkhost bots: %v\n", err)
 		return 1
@@ -199,9 +204,9 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Each bot plays from the moment it is connected, while the next ones
-	// connect.
+	// connect; one goroutine plays them all (netbot.Group).
 	fmt.Fprintf(stdout, "connecting %d bots to %s\n", o.count, o.server)
-	var wg sync.WaitGroup
+	group := netbot.NewGroup(ctx)
 	bots, connected := o.connectAll(ctx, stdout, func(ctx context.Context, i int, room *uint32) (*netbot.Bot, error) {
 		b, err := netbot.Dial(ctx, netbot.Config{Name: fmt.Sprintf("bot%d", i+1), Client: base, Maps: catalog, Rate: o.rate,
 			Seed: o.seed*uint64(maxBots) + uint64(i)})
@@ -214,16 +219,18 @@ func runBots(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return b, nil
 	}, func(r *botRun) {
-		wg.Go(func() {
-			if err := r.bot.Run(ctx); err != nil {
+		group.Add(r.bot, func(err error) {
+			if err != nil {
 				r.end = err.Error()
 			} else {
-				r.end = "ok"
+				r.end = "ok" // read after group.Wait
 			}
 		})
 	}, stderr)
 	fmt.Fprintf(stdout, "%d of %d bots connected to %s\n", connected, o.count, o.server)
-	wg.Wait()
+	stopProfile := startBotsProfile(stderr)
+	group.Wait()
+	stopProfile()
 	writeBotSummary(stdout, bots)
 	for _, r := range bots {
 		if r.end != "ok" {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,6 +331,46 @@ func TestBotsRoomRequestUnanswered(t *testing.T) {
 		"bot2: room: the room's first bot did not open it", "bot4: room: the room's first bot did not open it"} {
 		if !strings.Contains(r.errOut.String(), want) {
 			t.Fatalf("stderr lacks %q:\n%s", want, r.errOut.String())
+		}
+	}
+}
+
+// TestBotsOneGoroutinePlaysAll: the bots of a run are played by one
+// goroutine (netbot.Group), not a goroutine and a ticker each, whose
+// wake-ups cost a thousand bots a core: while 12 bots play, one goroutine
+// of this process plays them (a bot's Run or a Group's), and the bots send their inputs.
+func TestBotsOneGoroutinePlaysAll(t *testing.T) {
+	srv := startBotsHost(t)
+	const n = 12
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	r := startBotsCtx(ctx, "--count", strconv.Itoa(n), "--server", srv.Addr().String(), "--pin", srv.Pin(), "--duration", "60s")
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("bot%d", i+1)
+	}
+	waitPlayers(t, srv.Exec, names...)
+	var stacks bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&stacks, 2); err != nil {
+		t.Fatal(err)
+	}
+	playing := 0
+	for _, g := range strings.Split(stacks.String(), "\n\n") {
+		if strings.Contains(g, "netbot.(*Bot).Run(") || strings.Contains(g, "netbot.(*Group).run(") {
+			playing++
+		}
+	}
+	time.Sleep(time.Second)
+	stop()
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, r.out.String(), r.errOut.String())
+	}
+	if playing != 1 {
+		t.Fatalf("%d goroutines play while %d bots play, want 1", playing, n)
+	}
+	for _, name := range names {
+		if inputs, _ := strconv.Atoi(summaryRow(t, r.out.String(), name)[2]); inputs < 20 {
+			t.Fatalf("%s sent %d inputs, want ≥ 20 in over a second at 60 Hz\n%s", name, inputs, r.out.String())
 		}
 	}
 }

@@ -200,11 +200,17 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	h0, rss0 := liveHeap(), residentKiB()
 	var out syncbuf.Buffer
 	args := []string{"bots", "--count", strconv.Itoa(n), "--rooms", strconv.Itoa(rooms), "--server", srv.Addr().String(),
-		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "50ms"}
+		"--pin", srv.Pin(), "--duration", "15m", "--seed", "1", "--service", "100ms"}
 	bots := exec.Command(bin, args...)
 	if _, err := exec.LookPath("taskset"); split && err == nil {
 		bots = exec.Command("taskset", append([]string{"-c", strconv.Itoa(runtime.NumCPU() - 1), bin}, args...)...)
 		bots.Env = append(os.Environ(), "GOMAXPROCS=1")
+	}
+	if path := os.Getenv("SPARK_BENCH_ROOMS_BOTS_CPUPROFILE"); path != "" { // the bots' process, from all connected to the end
+		if bots.Env == nil {
+			bots.Env = os.Environ()
+		}
+		bots.Env = append(bots.Env, "SPARKHOST_BOTS_CPUPROFILE="+path)
 	}
 	bots.Stdout, bots.Stderr = &out, &out
 	if err := bots.Start(); err != nil {
@@ -224,7 +230,10 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	connected, progress := waitAllInRooms(b, srv, n, rooms, exited, &out)
 	time.Sleep(settle)
 	stopProfile := profileServer(b)
+	profilePlugin(syscall.SIGUSR1)
 	before, t0, cpu0 := srv.Stats(), time.Now(), processCPU()
+	plugin0, bots0, waited0 := childCPU("deathmatch-"), childCPU("sparkhost-"), childWaited("sparkhost-")
+	coreWaited0 := waited(os.Getpid()) + childWaited("deathmatch-")
 	b.ResetTimer()
 	var peak float64
 	minRate := before.CurrentTickRate
@@ -234,8 +243,12 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 		minRate = min(minRate, st.CurrentTickRate)
 	}
 	after, elapsed, cpu := srv.Stats(), time.Since(t0).Seconds(), processCPU()-cpu0
+	pluginCPU, botsCPU := childCPU("deathmatch-")-plugin0, childCPU("sparkhost-")-bots0
+	botsWaited := childWaited("sparkhost-") - waited0
+	coreWaited := waited(os.Getpid()) + childWaited("deathmatch-") - coreWaited0
 	b.StopTimer()
 	stopProfile()
+	profilePlugin(syscall.SIGUSR2)
 	ticks := after.Ticks - before.Ticks
 	avg := (after.AvgTickMS*float64(after.Ticks) - before.AvgTickMS*float64(before.Ticks)) / float64(ticks)
 	b.ReportMetric(avg, "tick-avg-ms")
@@ -247,6 +260,14 @@ func benchRoomsLoad(b *testing.B, rooms, per int) {
 	// (its input, with its acks) and little else.
 	b.ReportMetric(float64(after.Net.PacketsReceived-before.Net.PacketsReceived)/float64(n)/elapsed, "in-datagrams/client/s")
 	b.ReportMetric(100*cpu.Seconds()/elapsed, "server-cpu-%")
+	// The plugin shares the server's core; the bots have the other.
+	b.ReportMetric(100*pluginCPU.Seconds()/elapsed, "plugin-cpu-%")
+	b.ReportMetric(100*(cpu+pluginCPU).Seconds()/elapsed, "core-cpu-%")
+	b.ReportMetric(100*botsCPU.Seconds()/elapsed, "bots-cpu-%")
+	// The time the bots' threads were runnable but had no CPU: their core
+	// is shared with whatever else runs on the machine.
+	b.ReportMetric(100*botsWaited.Seconds()/elapsed, "bots-waited-%")
+	b.ReportMetric(100*coreWaited.Seconds()/elapsed, "core-waited-%")
 	h1, p1, rss1 := liveHeap(), pluginResident(b, srv), residentKiB()
 	b.ReportMetric(float64(h1-h0)/float64(rooms)/1024, "KiB-heap/room")
 	b.ReportMetric(p1*1024/float64(rooms), "KiB-plugin/room")

@@ -71,12 +71,40 @@ func (m *Map) RayBlock(origin, dir wire.Vec3, maxDist float32) float32 {
 		return 0
 	}
 	best := maxDist
+	reach := segmentBox(origin, dir, maxDist)
 	for _, o := range m.Obstacles {
+		if !touches(reach, o) {
+			continue // the ray cannot enter it: most obstacles of a map, for a bot's short probes
+		}
 		if t, ok := lagcomp.AABB(o).RayDistance(origin, dir, best); ok && t < best {
 			best = t
 		}
 	}
 	return best
+}
+
+// segmentBox is a box around the ray's segment from origin to maxDist along
+// dir, widened by a margin far above the rounding of the exact test
+// (lagcomp's, in float64), so that no obstacle the ray enters is outside
+// it.
+func segmentBox(origin, dir wire.Vec3, maxDist float32) movement.Box {
+	d := [3]float64{float64(dir.X), float64(dir.Y), float64(dir.Z)}
+	l := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	o := [3]float64{float64(origin.X), float64(origin.Y), float64(origin.Z)}
+	var lo, hi [3]float32
+	for i := range 3 {
+		end := o[i] + d[i]/l*float64(maxDist)
+		margin := 1e-3 * (1 + math.Abs(o[i]) + math.Abs(end))
+		lo[i], hi[i] = float32(min(o[i], end)-margin), float32(max(o[i], end)+margin)
+	}
+	return movement.Box{Min: wire.Vec3{X: lo[0], Y: lo[1], Z: lo[2]}, Max: wire.Vec3{X: hi[0], Y: hi[1], Z: hi[2]}}
+}
+
+// touches reports whether the closed boxes a and b share a point.
+func touches(a, b movement.Box) bool {
+	return a.Min.X <= b.Max.X && b.Min.X <= a.Max.X &&
+		a.Min.Y <= b.Max.Y && b.Min.Y <= a.Max.Y &&
+		a.Min.Z <= b.Max.Z && b.Min.Z <= a.Max.Z
 }
 
 // LineOfSight reports whether the segment from a to b meets no obstacle

@@ -18,7 +18,8 @@
 // target a bot aims a replication frame or so behind and misses some
 // shots, as a human player without interpolation would.
 //
-// One goroutine runs a Bot (Run); Stats may be read from any goroutine.
+// One goroutine runs a Bot (Run), or one goroutine runs many (Group);
+// Stats may be read from any goroutine.
 package netbot
 
 import (
@@ -298,12 +299,11 @@ func (b *Bot) Close() error { return b.client().Close() }
 
 // Run plays until ctx ends, then leaves with ClientQuit and returns nil; if
 // the server ends the connection first it returns an error matching
-// ErrDropped with the reason.
+// ErrDropped with the reason. A Group plays many bots on one goroutine
+// instead.
 func (b *Bot) Run(ctx context.Context) error {
 	ticker := time.NewTicker(b.period)
 	defer ticker.Stop()
-	poll, cancel := context.WithCancel(context.Background())
-	cancel() // a cancelled context makes Receive return at once when nothing is queued
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,25 +313,45 @@ func (b *Bot) Run(ctx context.Context) error {
 			if b.resume(ctx) {
 				continue // the same seat on a new connection
 			}
-			reason, detail := b.client().CloseReason()
-			if reason == wire.DisconnectClientQuit { // Close from another goroutine
-				return nil
-			}
-			return fmt.Errorf("%w: %s (%s)", ErrDropped, reason, detail)
+			return b.dropped()
 		case <-ticker.C:
 		}
-		for {
-			msg, err := b.client().Receive(poll)
-			if err != nil {
-				break
-			}
-			b.handle(msg)
-			if b.cfg.Observe != nil {
-				b.cfg.Observe(msg)
-			}
-		}
-		b.step()
+		b.turn()
 	}
+}
+
+// dropped is Run's error once the connection ended and was not resumed:
+// nil after a Close from another goroutine.
+func (b *Bot) dropped() error {
+	reason, detail := b.client().CloseReason()
+	if reason == wire.DisconnectClientQuit {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (%s)", ErrDropped, reason, detail)
+}
+
+// noWait is a cancelled context: Receive with it returns at once when
+// nothing is queued.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// turn is one of the bot's ticks: it handles what arrived and sends its
+// next input.
+func (b *Bot) turn() {
+	for {
+		msg, err := b.client().Receive(noWait)
+		if err != nil {
+			break
+		}
+		b.handle(msg)
+		if b.cfg.Observe != nil {
+			b.cfg.Observe(msg)
+		}
+	}
+	b.step()
 }
 
 // setMap switches the bot to the named map.
@@ -381,7 +401,9 @@ func (b *Bot) step() {
 	if b.client().Send(gamemsg.TypeClientInput, wire.Unreliable, b.buf) != nil {
 		return
 	}
-	b.client().Flush() // this frame's input leaves now, with the acks the bot owes
+	if b.cfg.Client.FlushInterval >= 0 { // negative: Send wrote it already
+		b.client().Flush() // this frame's input leaves now, with the acks the bot owes
+	}
 	b.sentAt[in.InputSeq%inputRing] = time.Now()
 	b.mu.Lock()
 	b.st.Inputs++

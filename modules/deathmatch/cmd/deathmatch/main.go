@@ -11,4 +11,7 @@ import (
 	"github.com/sparkhost/sparkhost/plugin"
 )
 
-func main() { plugin.ServeRooms(deathmatch.New) }
+func main() {
+	watchProfile()
+	plugin.ServeRooms(deathmatch.New)
+}
