@@ -151,7 +151,6 @@ type Server struct {
 	tickFree    chan *flusher
 	tickWrites  chan *flusher
 	tickPeers   []*peer
-	tickClosed  []*peer // the tick's flush's sessions that closed
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -519,47 +518,23 @@ func (s *Server) Flush() {
 	// Only the sessions with something queued, urgent or due since the
 	// service loop looked (wakeService).
 	s.tickPeers = s.due.dueList(s.tickPeers, pass)
-	s.tickClosed = flushPeers(s.tickPeers, warmAhead, now, &f.b, s.tickClosed[:0])
-	for _, p := range s.tickClosed {
-		s.remove(p)
+	for _, p := range s.tickPeers {
+		p.mu.Lock()
+		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
+			p.flushLocked(now, &f.b)
+		}
+		closed := p.life.closed && p.state == slotConnected
+		p.mu.Unlock()
+		if closed {
+			s.remove(p)
+		}
 	}
 	clear(s.tickPeers)
-	clear(s.tickClosed)
 	if len(f.b.spans) == 0 {
 		s.tickFree <- f
 		return
 	}
 	s.tickWrites <- f
-}
-
-// warmAhead is how many sessions ahead of the one it flushes a tick's flush
-// touches the memory of (warm): enough to keep several sessions' loads in
-// flight, few enough that what they load is still in the cache when its
-// flush comes.
-const warmAhead = 4
-
-// flushPeers flushes into b the peers with something to send, each under
-// its lock, touching the memory of the one ahead sessions on (0: none),
-// and appends to closed those that closed (for the caller to remove, after
-// their locks).
-func flushPeers(peers []*peer, ahead int, now time.Time, b *datagramBatch, closed []*peer) []*peer {
-	for i := range min(ahead, len(peers)) {
-		warm(peers[i])
-	}
-	for i, p := range peers {
-		if ahead > 0 && i+ahead < len(peers) {
-			warm(peers[i+ahead])
-		}
-		p.mu.Lock()
-		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
-			p.flushLocked(now, b)
-		}
-		if p.life.closed && p.state == slotConnected {
-			closed = append(closed, p)
-		}
-		p.mu.Unlock()
-	}
-	return closed
 }
 
 // ClientProtocol returns the protocol version of an admitted client's
