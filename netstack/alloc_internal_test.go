@@ -62,6 +62,15 @@ func sessionPair(t testing.TB) (srv, cli *session) {
 	return k.server(handshake.ProtocolVersion4, now, nil), k.client(handshake.ProtocolVersion4, now, nil)
 }
 
+// deliverBatch has s receive every datagram of b at now, as the other end
+// of a sessionPair, and empties b.
+func deliverBatch(s *session, b *datagramBatch, reg validator, now time.Time, deliver deliverFunc) {
+	for _, sp := range b.spans {
+		s.receiveLocked(reg, b.buf[sp.start:sp.end], now, deliver, nil)
+	}
+	b.reset()
+}
+
 // TestPackedPathAllocatesNothing: a tick's worth of messages to one client
 // — unreliable updates, a reliable ordered one — queued, flushed (packed
 // and sealed), received (opened, checked, validated, acknowledged,
@@ -90,15 +99,9 @@ func TestPackedPathAllocatesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.flushLocked(now, &sb)
-		for _, sp := range sb.spans {
-			cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
-		}
-		sb.reset()
+		deliverBatch(cli, &sb, reg, now, deliver)
 		cli.flushLocked(now.Add(20*time.Millisecond), &cb) // the acks
-		for _, sp := range cb.spans {
-			srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(20*time.Millisecond), deliver, nil)
-		}
-		cb.reset()
+		deliverBatch(srv, &cb, reg, now.Add(20*time.Millisecond), deliver)
 	}
 	for range 100 {
 		step()

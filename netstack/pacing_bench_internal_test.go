@@ -27,15 +27,9 @@ func BenchmarkPackedTick(b *testing.B) {
 		}
 		_ = srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, destroy, now)
 		srv.flushLocked(now, &sb)
-		for _, sp := range sb.spans {
-			cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
-		}
-		sb.reset()
+		deliverBatch(cli, &sb, reg, now, deliver)
 		cli.flushLocked(now.Add(5*time.Millisecond), &cb)
-		for _, sp := range cb.spans {
-			srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(5*time.Millisecond), deliver, nil)
-		}
-		cb.reset()
+		deliverBatch(srv, &cb, reg, now.Add(5*time.Millisecond), deliver)
 	}
 }
 
@@ -67,15 +61,9 @@ func BenchmarkTickFlushGameThread(b *testing.B) {
 				w := time.Now()
 				sb.sealPending()
 				writer += time.Since(w)
-				for _, sp := range sb.spans {
-					cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
-				}
-				sb.reset()
+				deliverBatch(cli, &sb, reg, now, deliver)
 				cli.flushLocked(now.Add(5*time.Millisecond), &cb)
-				for _, sp := range cb.spans {
-					srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(5*time.Millisecond), deliver, nil)
-				}
-				cb.reset()
+				deliverBatch(srv, &cb, reg, now.Add(5*time.Millisecond), deliver)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(writer.Nanoseconds())/float64(b.N), "writer-ns/op")

@@ -167,15 +167,9 @@ func TestStatePathAllocatesNothing(t *testing.T) {
 		_ = srv.sendLocked(gamemsg.TypeInputAck, wire.Unreliable, ack, now)
 		_ = srv.sendLocked(gamemsg.TypeEntityDestroy, wire.ReliableOrdered, []byte{9, 0, 0, 0}, now)
 		srv.flushLocked(now, &sb)
-		for _, sp := range sb.spans {
-			cli.receiveLocked(reg, sb.buf[sp.start:sp.end], now, deliver, nil)
-		}
-		sb.reset()
+		deliverBatch(cli, &sb, reg, now, deliver)
 		cli.flushLocked(now.Add(20*time.Millisecond), &cb)
-		for _, sp := range cb.spans {
-			srv.receiveLocked(reg, cb.buf[sp.start:sp.end], now.Add(20*time.Millisecond), deliver, nil)
-		}
-		cb.reset()
+		deliverBatch(srv, &cb, reg, now.Add(20*time.Millisecond), deliver)
 	}
 	for range 100 {
 		step()
