@@ -38,6 +38,7 @@ type Endpoint struct {
 	// been transmitted. nextSeq − oldest ≤ len(out) ≤ MaxInFlight: the ring
 	// grows on demand (growOut).
 	out            []outPacket
+	settledAt      time.Duration // when the last in-flight packet was acked (releaseIdleOut)
 	oldest         uint32
 	firstUnsent    uint32
 	nextSeq        uint32
@@ -166,6 +167,7 @@ func (e *Endpoint) Poll(now time.Time, emit func(h *wire.Header, payload []byte)
 	}
 	e.fillWindow(t)
 	e.transmitNew(t, emit)
+	e.releaseIdleOut(t)
 	return nil
 }
 

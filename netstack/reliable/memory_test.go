@@ -89,3 +89,35 @@ func TestRingsGrowKeepingOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledEndpointLetsGoOfItsSendRing: once everything a lightly used
+// Endpoint sent is acknowledged, it keeps no send ring (an idle session
+// pays for none), and the next Send grows one again and still works.
+func TestSettledEndpointLetsGoOfItsSendRing(t *testing.T) {
+	e := admittedEndpoint(t)
+	poll(t, e, 500*time.Millisecond)
+	if len(e.out) == 0 {
+		t.Fatal("the send ring was let go 0.5 s after it emptied; a peer sending now and then would allocate a ring each time")
+	}
+	poll(t, e, 1100*time.Millisecond)
+	if len(e.out) != 0 {
+		t.Fatalf("a settled Endpoint keeps a send ring of %d slots, want none", len(e.out))
+	}
+	mustSend(t, e, wire.ReliableOrdered, "again", 0)
+	var got []uint32
+	if err := e.Poll(at(1200*time.Millisecond), func(h *wire.Header, _ []byte) {
+		if h.Type != wire.TypeAck {
+			got = append(got, h.Sequence)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != 4 {
+		t.Fatalf("after the ring was let go, sent sequences %v, want [4]", got)
+	}
+	e.OnAck(Ack{Ack: 4}, at(1210*time.Millisecond))
+	poll(t, e, 2300*time.Millisecond)
+	if !e.Settled() || len(e.out) != 0 {
+		t.Fatalf("settled %v, ring %d slots after the second ack", e.Settled(), len(e.out))
+	}
+}

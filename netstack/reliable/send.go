@@ -374,4 +374,22 @@ func (e *Endpoint) slide(t time.Duration) {
 		e.timerDue = never
 	}
 	e.fillWindow(t)
+	if e.Settled() {
+		e.settledAt = t
+	}
+}
+
+// outIdleRelease is how long a send ring of the first size is kept once
+// nothing is in flight or queued.
+const outIdleRelease = time.Second
+
+// releaseIdleOut lets go of a send ring of the first size that has been
+// empty for outIdleRelease: an idle session (it sends only unreliable
+// heartbeats, whose flushes still Poll) then holds no ring, while a peer
+// sending now and then reuses its ring without allocating. A ring that grew
+// beyond the first size belongs to a busy peer and is kept.
+func (e *Endpoint) releaseIdleOut(t time.Duration) {
+	if e.out != nil && len(e.out) <= minOutSlots && e.Settled() && t-e.settledAt >= outIdleRelease {
+		e.out = nil
+	}
 }
