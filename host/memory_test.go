@@ -17,32 +17,15 @@ import (
 func TestMemoryLimitWhileServing(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	for _, mib := range []int{0, 64} {
-		cfg := config.Default()
-		port, dataDir := 0, shortDataDir(t)
-		cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
-		cfg.Server.MemoryLimitMiB = mib
-		srv, err := host.New(host.Options{Config: cfg, Logger: testLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx) }()
+		stop := serveWithMemoryLimit(t, mib)
 		want := before
 		if mib > 0 {
 			want = int64(mib) << 20
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for srv.Stats().Ticks == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // serving: the loop ticks
-		}
 		if got := debug.SetMemoryLimit(-1); got != want {
 			t.Errorf("memory_limit_mib = %d: the limit while serving is %d, want %d", mib, got, want)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got := debug.SetMemoryLimit(-1); got != before {
 			t.Errorf("memory_limit_mib = %d: the limit after Run is %d, want the one before (%d)", mib, got, before)
 		}
@@ -55,21 +38,7 @@ func TestMemoryLimitWhileServing(t *testing.T) {
 // under what they use; once Run returns, the limit before is back.
 func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
-	cfg := config.Default()
-	port, dataDir := 0, shortDataDir(t)
-	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
-	cfg.Server.MemoryLimitMiB = config.MemoryLimitAuto
-	srv, err := host.New(host.Options{Config: cfg, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Stats().Ticks == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	stop := serveWithMemoryLimit(t, config.MemoryLimitAuto)
 	first := debug.SetMemoryLimit(-1)
 	if first == before || first < 8<<20 || first > 1<<30 {
 		t.Errorf("the automatic limit while serving is %d bytes (before: %d)", first, before)
@@ -81,7 +50,7 @@ func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 		live[i][0] = 1
 	}
 	runtime.GC()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	got := first
 	for got < first+88<<20 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -91,11 +60,34 @@ func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 		t.Errorf("with 96 MiB more live the limit is %d MiB, was %d MiB", got>>20, first>>20)
 	}
 	runtime.KeepAlive(live)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("the limit after Run is %d, want the one before (%d)", got, before)
+	}
+}
+
+// serveWithMemoryLimit runs a server with server.memory_limit_mib = mib
+// until it has ticked once (it is serving); stop ends Run and waits for it.
+func serveWithMemoryLimit(t *testing.T, mib int) (stop func()) {
+	t.Helper()
+	cfg := config.Default()
+	port, dataDir := 0, shortDataDir(t)
+	cfg.Apply(config.Overrides{Port: &port, DataDir: &dataDir}, func(string) string { return "" })
+	cfg.Server.MemoryLimitMiB = mib
+	srv, err := host.New(host.Options{Config: cfg, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); srv.Stats().Ticks == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // serving: the loop ticks
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
