@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,16 +27,7 @@ func TestMMOMetricsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(tmp, "data")
-	cmd := exec.Command(bin, "run", "--config", cfg, "--port", "0", "--data-dir", dataDir, "--module", "mmo")
-	cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	_, stdout := startCommand(t, bin, "", "run", "--config", cfg, "--port", "0", "--data-dir", dataDir, "--module", "mmo")
 	var addr, pin, opsAddr string
 	sc := bufio.NewScanner(stdout)
 	for opsAddr == "" && sc.Scan() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -51,11 +52,12 @@ func startServerIn(t *testing.T, bin, dir, dataDir string, extra ...string) *run
 	return startServerWeb(t, bin, dir, dataDir, false, extra...)
 }
 
-// startServerWeb is startServerIn that, with web set, also waits for the
-// web transports' line (the config must enable [web]).
-func startServerWeb(t *testing.T, bin, dir, dataDir string, web bool, extra ...string) *runningServer {
+// startCommand starts bin with args in dir ("" = the test's), the
+// environment's bind address cleared and stderr shown when
+// SPARK_TEST_SERVER_LOG is set, and returns it with its standard output;
+// the test's cleanup kills it.
+func startCommand(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, io.ReadCloser) {
 	t.Helper()
-	args := append([]string{"run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", dataDir}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	if os.Getenv("SPARK_TEST_SERVER_LOG") != "" {
@@ -70,6 +72,15 @@ func startServerWeb(t *testing.T, bin, dir, dataDir string, web bool, extra ...s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, stdout
+}
+
+// startServerWeb is startServerIn that, with web set, also waits for the
+// web transports' line (the config must enable [web]).
+func startServerWeb(t *testing.T, bin, dir, dataDir string, web bool, extra ...string) *runningServer {
+	t.Helper()
+	args := append([]string{"run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", dataDir}, extra...)
+	cmd, stdout := startCommand(t, bin, dir, args...)
 	rs := &runningServer{cmd: cmd}
 	lines := make(chan string)
 	go func() {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,15 +15,7 @@ import (
 func TestSIGTERMOnTheReadyLineStopsGracefully(t *testing.T) {
 	bin := buildBinary(t)
 	for i := range 5 {
-		cmd := exec.Command(bin, "run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", t.TempDir())
-		cmd.Env = append(os.Environ(), "SPARK_NETWORK_BIND_ADDRESS=")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdout := startCommand(t, bin, "", "run", "--port", "0", "--bind", "127.0.0.1", "--data-dir", t.TempDir())
 		done := make(chan error, 1)
 		go func() {
 			sc := bufio.NewScanner(stdout)
