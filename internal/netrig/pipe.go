@@ -149,12 +149,22 @@ func (p *pipe) outage(until time.Time) {
 	p.mu.Unlock()
 }
 
-// forwarderThread locks the calling goroutine to its thread for good (the
-// thread ends with it, so that a real-time thread never runs other
-// goroutines) and asks for real-time scheduling, which root gets.
-func forwarderThread() {
+// forwarderThread locks the calling goroutine to its thread and asks for
+// real-time scheduling, which root gets. The returned release puts the
+// thread back to ordinary scheduling and unlocks it, so that a real-time
+// thread never runs other goroutines and yet the thread does not end: a
+// child process started with Pdeathsig from a thread is killed when that
+// thread ends (not when the process does), and the runtime may have forked
+// a test's PostgreSQL or server from this very thread earlier. Only when
+// the reset fails does the goroutine end locked, taking the thread with it.
+func forwarderThread() (release func()) {
 	runtime.LockOSThread()
 	unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: rtPriority}, 0)
+	return func() {
+		if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL}, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+	}
 }
 
 // rtPriority is low among real-time priorities: above every ordinary
@@ -173,7 +183,7 @@ func ppoll(fds []unix.PollFd, timeout time.Duration) {
 
 func (p *pipe) readLoop() {
 	defer p.wg.Done()
-	forwarderThread()
+	defer forwarderThread()()
 	buf := make([]byte, 65536)
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.stop), Events: unix.POLLIN}}
 	for {
@@ -263,7 +273,7 @@ func (p *pipe) write(pkt []byte) {
 
 func (p *pipe) writeLoop() {
 	defer p.wg.Done()
-	forwarderThread()
+	defer forwarderThread()()
 	fds := []unix.PollFd{{Fd: int32(p.kick), Events: unix.POLLIN}, {Fd: int32(p.stop), Events: unix.POLLIN}}
 	var drain [8]byte
 	for {

@@ -3,6 +3,8 @@ package netrig
 import (
 	"encoding/binary"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,5 +123,41 @@ func TestPipeWithoutDelayPassesAtOnceAndDuplicates(t *testing.T) {
 	p.close()
 	if st := p.stats.snapshot(); st.Lost != 1 || st.Duplicated != 1 || st.Delivered != 2 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestForwarderThreadOutlivesItsGoroutine: a forwarder's thread goes back to
+// the runtime when the forwarder ends. A thread that ended would fire the
+// Pdeathsig of every child process the runtime had forked from it (a test's
+// PostgreSQL cluster, a rig's server), in the middle of later tests.
+func TestForwarderThreadOutlivesItsGoroutine(t *testing.T) {
+	tids := make(chan int, 1)
+	var tid int
+	// Locked, the caller keeps its thread: the goroutine gets another.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for range 100 {
+		go func() {
+			// The main thread never ends (the runtime parks it instead):
+			// run the forwarder on another.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if unix.Gettid() == unix.Getpid() {
+				tids <- 0
+				return
+			}
+			defer forwarderThread()()
+			tids <- unix.Gettid()
+		}()
+		if tid = <-tids; tid != 0 {
+			break
+		}
+	}
+	if tid == 0 {
+		t.Fatal("no goroutine ran on a thread other than the main one")
+	}
+	time.Sleep(300 * time.Millisecond) // a thread's end would land by now
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err != nil {
+		t.Fatalf("the forwarder's thread %d ended with it: %v", tid, err)
 	}
 }

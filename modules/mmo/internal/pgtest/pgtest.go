@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,13 +165,11 @@ func (c *Cluster) Restart() error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The postmaster dies with the test process, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	exited, err := startOnOwnThread(cmd)
+	logf.Close()
+	if err != nil {
 		return fmt.Errorf("starting postgres: %w", err)
 	}
-	logf.Close()
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	c.cmd, c.exited = cmd, exited
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -198,6 +197,32 @@ func (c *Cluster) tailLog() string {
 		b = b[len(b)-2000:]
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// startOnOwnThread starts cmd from a goroutine locked to its OS thread and
+// keeps that thread until cmd has exited; exited is closed then. Pdeathsig
+// is sent when the thread that forked the child ends, not when the process
+// does, and a test process ends threads: a goroutine that ends locked to
+// its thread (a network namespace's, a real-time forwarder's) takes the
+// thread with it. Forked from an ordinary thread, the postmaster could be
+// killed in the middle of a package's tests by whichever test ended the
+// thread that had once run the fork.
+func startOnOwnThread(cmd *exec.Cmd) (exited chan struct{}, err error) {
+	exited = make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			runtime.UnlockOSThread()
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		runtime.UnlockOSThread()
+		close(exited)
+	}()
+	return exited, <-started
 }
 
 // Kill sends SIGKILL to the postmaster and its backends and waits for them:
