@@ -595,13 +595,20 @@ func (s *loadServer) sendCalls(b *testing.B, kind string) func() {
 }
 
 // perf records the server with `perf record` until the returned func is
-// called, when SPARK_SESSION_PERF names a directory.
+// called, when SPARK_SESSION_PERF names a directory: call stacks at 999 Hz,
+// or the events SPARK_SESSION_PERF_EVENTS lists (e.g. net:net_dev_queue,
+// whose len field sorts the packets the server sent by size).
 func (s *loadServer) perf(b *testing.B, name string) func() {
 	dir := os.Getenv("SPARK_SESSION_PERF")
 	if dir == "" {
 		return func() {}
 	}
-	p := exec.Command("perf", "record", "-g", "-F", "999", "-o", filepath.Join(dir, name+".perf.data"), "-p", strconv.Itoa(s.cmd.Process.Pid))
+	what := []string{"-g", "-F", "999"}
+	if ev := os.Getenv("SPARK_SESSION_PERF_EVENTS"); ev != "" {
+		what = []string{"-e", ev}
+	}
+	args := append(append([]string{"record"}, what...), "-o", filepath.Join(dir, name+".perf.data"), "-p", strconv.Itoa(s.cmd.Process.Pid))
+	p := exec.Command("perf", args...)
 	if err := p.Start(); err != nil {
 		b.Logf("perf: %v", err)
 		return func() {}
