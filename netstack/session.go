@@ -85,7 +85,7 @@ type session struct {
 	origin  time.Time
 	global  *Counters          // the server's totals (nil on a client)
 	hist    *sessionHistograms // the server's session histograms (nil on a client)
-	ctr     Counters
+	ctr     peerCounters
 	// svcDue is when the server's service loop next has work here, as an
 	// offset from origin (nextServiceLocked); 0: at its next pass. Anything
 	// that may make work due sooner stores 0 (wakeService), under mu, so
@@ -335,9 +335,10 @@ func (s *session) countDrop(k dropKind) {
 // atomicU64 names the counters' type for the accessor functions of add.
 type atomicU64 = atomic.Uint64
 
-// add adds n to one counter of the peer and of the server's totals.
+// add adds n to one of the peer's rarely moved counters and to the
+// server's totals (the inline ones, peerCounters, are added to directly).
 func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
-	c(&s.ctr).Add(n)
+	c(s.ctr.more()).Add(n)
 	if s.global != nil {
 		c(s.global).Add(n)
 	}

@@ -292,6 +292,13 @@ const (
 
 // drop counts one dropped datagram in its counter and in PacketsDropped.
 func (c *Counters) drop(k dropKind) {
+	c.dropReason(k)
+	c.PacketsDropped.Add(1)
+}
+
+// dropReason counts one dropped datagram in the counter of its reason
+// (none for dropOther).
+func (c *Counters) dropReason(k dropKind) {
 	switch k {
 	case dropSecurity:
 		c.SecurityDrops.Add(1)
@@ -318,7 +325,6 @@ func (c *Counters) drop(k dropKind) {
 	case dropAmplification:
 		c.AmplificationDropped.Add(1)
 	}
-	c.PacketsDropped.Add(1)
 }
 
 // linkQuality tracks ping, jitter, inbound loss and bandwidth of one peer. It is
