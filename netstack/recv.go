@@ -62,7 +62,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	}
 	s.keys.open = pkt[:0]
 	s.wakeService() // acks, answers, held messages, a linger's end: the next service pass looks
-	s.path.lastAuth = now
+	s.path.lastAuth = s.since(now)
 	if s.life.seat.adopt != nil {
 		s.adoptLocked(now) // the server's answer to a resumption (resume_session.go)
 	}
@@ -270,8 +270,8 @@ func (s *session) refuseLocked(h *wire.Header, reason wire.RefusalReason) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	s.rel.noticeTokens = min(noticeBurst, s.rel.noticeTokens+float64(now.Sub(s.rel.noticeAt))/float64(noticeEvery))
-	s.rel.noticeAt = now
+	s.rel.noticeTokens = min(noticeBurst, s.rel.noticeTokens+float64(s.since(now)-s.rel.noticeAt)/float64(noticeEvery))
+	s.rel.noticeAt = s.since(now)
 	if s.rel.noticeTokens < 1 {
 		s.rel.suppressed++
 		s.add(noticesSuppressed, 1)

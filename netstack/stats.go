@@ -331,13 +331,13 @@ func (c *Counters) dropReason(k dropKind) {
 // guarded by the owning session's lock.
 type linkQuality struct {
 	ping, jitter time.Duration
-	hasPing      bool
 
 	// Inbound loss: a bitmap of the peer's unreliable sequence numbers in
 	// (lossBase, lossBase+2·lossWindow]. A window of lossWindow sequences is
 	// judged only once the peer has sent lossWindow more after it, so late
 	// (reordered) packets still count; duplicates set a bit once.
 	lossBase    uint32
+	hasPing     bool // ping was measured (here beside lossBase: no padding)
 	lossStarted bool
 	lossBits    [2 * lossWindow / 64]uint64
 	loss        float64
