@@ -39,24 +39,31 @@ func TestSessionStructIsSmall(t *testing.T) {
 	}
 }
 
-// TestIdleSessionCountsInline: an idle session's heartbeats move only its
-// inline counters; the first rare event (a refused message) makes the
-// rest, and it shows in the session's Stats and in the server's totals.
+// TestIdleSessionCountsInline: an idle session's heartbeats, and the
+// connection id its client asks for once (every v4 client that can
+// migrate does), move only its inline counters; the first rare event (a
+// refused message) makes the rest, and it shows in the session's Stats
+// and in the server's totals.
 func TestIdleSessionCountsInline(t *testing.T) {
 	srv, cli := sessionPair(t)
 	var global Counters
 	srv.global = &global
+	srv.path.mig.id, srv.path.mig.hasID = [8]byte{1}, true // made at admission
 	now := time.Now().Add(time.Second)
 	var b datagramBatch
 	cli.life.finishing = false
 	cli.serviceLocked(now, &b)
 	deliverBatch(srv, &b, gamemsg.NewRegistry(), now, func(*wire.Header, []byte) {})
+	srv.onPathChallengeLocked(wire.PathChallenge{Token: [8]byte{2}}) // the client's request for an id
 	srv.serviceLocked(now, &b)
 	if srv.ctr.rare.Load() != nil {
-		t.Fatal("a heartbeat exchange made the session's rarely moved counters")
+		t.Fatal("a heartbeat exchange and a connection id made the session's rarely moved counters")
 	}
-	if st := srv.statsLocked(); st.PacketsReceived != 1 || st.MessagesReceived == 0 || st.PacketsSent == 0 {
-		t.Fatalf("after a heartbeat each way: %d datagrams in, %d messages in, %d out", st.PacketsReceived, st.MessagesReceived, st.PacketsSent)
+	if st := srv.statsLocked(); st.PacketsReceived != 1 || st.MessagesReceived == 0 || st.PacketsSent == 0 || st.ConnectionIDsIssued != 1 {
+		t.Fatalf("after a heartbeat each way and an id: %d datagrams in, %d messages in, %d out, %d ids", st.PacketsReceived, st.MessagesReceived, st.PacketsSent, st.ConnectionIDsIssued)
+	}
+	if g := global.ConnectionIDsIssued.Load(); g != 1 {
+		t.Fatalf("server total of ids issued %d, want 1", g)
 	}
 	h := wire.Header{Type: wire.FirstUserDefined, Channel: wire.Reliable, Sequence: 1}
 	srv.refuseLocked(&h, wire.RefusedNotLoaded)

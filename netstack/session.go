@@ -452,6 +452,9 @@ func (s *session) statsLocked() Stats {
 	st.Ping, st.Jitter, st.PacketLoss = s.path.q.ping, s.path.q.jitter, s.path.q.loss
 	st.BandwidthUp, st.BandwidthDown = s.path.q.lastUp, s.path.q.lastDown
 	s.ccStatsLocked(&st, time.Now())
+	if s.server && s.path.mig.told {
+		st.ConnectionIDsIssued = 1
+	}
 	rs := s.rel.engine.Stats()
 	st.RTO, st.ReassemblyBytes, st.ReassemblyFull = rs.RTO, rs.ReassemblyBytes, rs.ReassemblyFull
 	return st
