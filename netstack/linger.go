@@ -1,6 +1,7 @@
 package netstack
 
 import (
+	"math"
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack/handshake"
@@ -42,7 +43,10 @@ func (s *session) beginCloseLocked(reason wire.DisconnectReason, detail string, 
 	if !s.life.lingering {
 		s.life.lingering = true
 		s.life.reason, s.life.detail = reason, detail
-		s.life.lingerUntil = now.Add(linger)
+		s.life.lingerUntil = s.since(now) + linger
+		if s.life.lingerUntil < s.since(now) {
+			s.life.lingerUntil = math.MaxInt64 // a linger of centuries
+		}
 		s.out.urgent = true // what is queued leaves at the next flush
 		s.wakeService()
 	}
@@ -58,7 +62,7 @@ func (s *session) lingerDoneLocked(now time.Time) bool {
 	if !s.life.lingering {
 		return false
 	}
-	if s.settledLocked() || !now.Before(s.life.lingerUntil) {
+	if s.settledLocked() || s.since(now) >= s.life.lingerUntil {
 		s.closeLocked(s.life.reason, s.life.detail, now)
 	}
 	return s.life.closed

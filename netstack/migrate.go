@@ -69,7 +69,7 @@ type migration struct {
 	// the last move, whose frames are the session's until oldUntil.
 	cand     *pathCandidate
 	old      netip.AddrPort
-	oldUntil time.Time
+	oldUntil time.Duration  // since origin (session.since)
 	rxFrom   netip.AddrPort // the source of the datagram being received
 	moveTook time.Duration  // the last move: first frame from the new address to the move
 	movePing time.Duration  // the ping when it moved (for OnMigrated)
@@ -147,8 +147,13 @@ func (s *session) onPathChallengeLocked(c wire.PathChallenge) {
 		q.again, q.againAt = r, s.rel.rx0.now.Add(answerRepeat)
 	}
 	if s.server && m.hasID && !m.told {
+		// Counted in the server's totals; the session's own count is
+		// told itself (statsLocked): nearly every v4 client asks, and a
+		// counter here would make every session's rarely moved ones.
 		m.told = true
-		s.add(idsIssued, 1)
+		if s.global != nil {
+			s.global.ConnectionIDsIssued.Add(1)
+		}
 	}
 }
 
@@ -192,7 +197,7 @@ func (s *session) onRefusedLocked(n wire.MessageRefused) {
 // answer has come and the session must move.
 func (s *session) fromOtherAddressLocked(from netip.AddrPort, n int, now time.Time, b *datagramBatch) bool {
 	m := &s.path.mig
-	if from == m.old && now.Before(m.oldUntil) {
+	if from == m.old && s.since(now) < m.oldUntil {
 		return false
 	}
 	if m.cand != nil && m.cand.validated {
@@ -259,7 +264,7 @@ func (s *session) migrateServiceLocked(now time.Time, b *datagramBatch) {
 		}
 		return
 	}
-	if m.old.IsValid() && !now.Before(m.oldUntil) {
+	if m.old.IsValid() && s.since(now) >= m.oldUntil {
 		m.old = netip.AddrPort{}
 	}
 	c := m.cand
@@ -294,7 +299,7 @@ func (s *session) migrateDueLocked(d time.Time) time.Time {
 		return d
 	}
 	if m.old.IsValid() {
-		d = minTime(d, m.oldUntil)
+		d = minTime(d, s.at(m.oldUntil))
 	}
 	if c := m.cand; c != nil && !c.validated {
 		d = minTime(d, c.since.Add(pathValidationTimeout))
@@ -318,7 +323,7 @@ func (s *session) movedLocked(now time.Time) netip.AddrPort {
 	s.path.addr = m.cand.addr
 	m.moveTook = now.Sub(m.cand.since)
 	m.movePing = s.path.q.ping
-	m.old, m.oldUntil = old, now.Add(oldPathGrace)
+	m.old, m.oldUntil = old, s.since(now)+oldPathGrace
 	m.cand = nil
 	s.path.proof = proofChallenge
 	s.add(migrations, 1)
@@ -417,7 +422,6 @@ func (s *Server) registerIDLocked(p *peer) {
 	}
 }
 
-func idsIssued(c *Counters) *atomicU64              { return &c.ConnectionIDsIssued }
 func pathValidationsStarted(c *Counters) *atomicU64 { return &c.PathValidationsStarted }
 func pathValidationsFailed(c *Counters) *atomicU64  { return &c.PathValidationsFailed }
 func challengesHeld(c *Counters) *atomicU64         { return &c.PathChallengesHeld }

@@ -33,11 +33,15 @@ const (
 
 // pathCongestion is a path's congestion-control state (peerPath.cc).
 type pathCongestion struct {
-	on    bool // a server's v4 session
 	est   congestion.Estimator
 	pacer congestion.Pacer
 	probe uint32  // a marker's token queued for the next flush (0: none)
 	hb    [8]byte // scratch of heartbeat payloads (a local one escapes)
+	on    bool    // a server's v4 session
+	// backlogged: state was left waiting by the last flush (beside the
+	// small fields above, not with the other figures of the last flush
+	// below: its own 8 bytes of padding there).
+	backlogged bool
 
 	// Queued state (SendState), oldest first: kq indexes payloads in kbuf;
 	// kidx finds the newest queued state of a type and key.
@@ -45,8 +49,8 @@ type pathCongestion struct {
 	kbuf  []byte
 	kbuf2 []byte // the other buffer, which compaction copies into
 	kidx  map[stateKey]int
-	// What the last flush did with state, for statistics and back-pressure.
-	backlogged bool          // state was left waiting
+	// What the last flush did with state, for statistics and back-pressure
+	// (and backlogged above).
 	queueDelay time.Duration // the longest wait of what the last flush sent
 	sampledAt  time.Time     // when the histograms last took this session
 	lastRate   float64       // the pacing rate of the last flush

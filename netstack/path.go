@@ -47,7 +47,7 @@ func (p addrProof) String() string {
 // send time, whose echo is an RTT sample.
 func (s *session) queueHeartbeatLocked(now time.Time) {
 	token := rand.Uint32() | 1 // nonzero
-	s.path.heartbeats[s.path.hbNext] = heartbeatProbe{token: token, sent: now}
+	s.path.heartbeats[s.path.hbNext] = heartbeatProbe{token: token, sent: s.since(now)}
 	s.path.hbNext = (s.path.hbNext + 1) % heartbeatSlots
 	var w [8]byte
 	s.queueUnreliable(wire.TypeHeartbeat, wire.AppendHeartbeat(w[:0], &wire.Heartbeat{Token: token}))
@@ -70,7 +70,7 @@ func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 			// client's probe proved it alive, so the server's own probe
 			// would be a second datagram each way for nothing. It is sent
 			// only when the client's probes stop.
-			s.path.nextHeartbeat = now.Add(peerProbeGrace * s.path.hbInterval)
+			s.path.nextHeartbeat = s.since(now) + peerProbeGrace*s.path.hbInterval
 		}
 	}
 	if hb.Echo == 0 {
@@ -82,8 +82,8 @@ func (s *session) onHeartbeatLocked(hb wire.Heartbeat, now time.Time) {
 	}
 	for i := range s.path.heartbeats {
 		if p := &s.path.heartbeats[i]; p.token == hb.Echo {
-			s.path.q.addPing(now.Sub(p.sent))
-			s.path.cc.est.RTT(now.Sub(p.sent), now)
+			s.path.q.addPing(s.since(now) - p.sent)
+			s.path.cc.est.RTT(s.since(now)-p.sent, now)
 			p.token = 0
 			return
 		}

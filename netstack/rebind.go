@@ -139,7 +139,7 @@ func (c *Client) Rebind(conn net.PacketConn) error {
 	c.sess.mu.Lock()
 	if !c.sess.life.closed && !c.sess.life.finishing {
 		c.sess.queueHeartbeatLocked(now) // the server learns the new address from it
-		c.sess.path.nextHeartbeat = now.Add(c.sess.path.hbInterval)
+		c.sess.path.nextHeartbeat = c.sess.since(now) + c.sess.path.hbInterval
 		c.sess.out.urgent = true
 	}
 	c.sess.mu.Unlock()

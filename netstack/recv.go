@@ -62,7 +62,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	}
 	s.keys.open = pkt[:0]
 	s.wakeService() // acks, answers, held messages, a linger's end: the next service pass looks
-	s.path.lastAuth = now
+	s.path.lastAuth = s.since(now)
 	if s.life.seat.adopt != nil {
 		s.adoptLocked(now) // the server's answer to a resumption (resume_session.go)
 	}
@@ -117,7 +117,10 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 
 // handleLocked routes one authenticated message.
 func (s *session) handleLocked(h *wire.Header, payload []byte) {
-	s.add(messagesReceived, 1)
+	s.ctr.MessagesReceived.Add(1)
+	if s.global != nil {
+		s.global.MessagesReceived.Add(1)
+	}
 	now := s.rel.rx0.now
 	if s.server && h.Type == wire.TypeConnect && h.FragCount == 0 {
 		// A repeated ClientFinished is a duplicate by Sequence alone: acked,
@@ -255,7 +258,7 @@ func (s *session) engineRefused(h *wire.Header, reason wire.RefusalReason) { s.r
 // datagram around it was accepted.
 func (s *session) refuseLocked(h *wire.Header, reason wire.RefusalReason) {
 	s.ctr.refused(reason)
-	s.ctr.MalformedDropped.Add(1)
+	s.ctr.more().MalformedDropped.Add(1)
 	if s.global != nil {
 		s.global.refused(reason)
 		s.global.MalformedDropped.Add(1)
@@ -267,8 +270,8 @@ func (s *session) refuseLocked(h *wire.Header, reason wire.RefusalReason) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	s.rel.noticeTokens = min(noticeBurst, s.rel.noticeTokens+float64(now.Sub(s.rel.noticeAt))/float64(noticeEvery))
-	s.rel.noticeAt = now
+	s.rel.noticeTokens = min(noticeBurst, s.rel.noticeTokens+float64(s.since(now)-s.rel.noticeAt)/float64(noticeEvery))
+	s.rel.noticeAt = s.since(now)
 	if s.rel.noticeTokens < 1 {
 		s.rel.suppressed++
 		s.add(noticesSuppressed, 1)
@@ -294,5 +297,3 @@ func noticesSuppressed(c *Counters) *atomicU64 { return &c.NoticesSuppressed }
 // discard is the deliver function for a ClientFinished, which the reliability
 // engine must see (to ack it and recognise repeats) but nobody consumes.
 func discard(*wire.Header, []byte) {}
-
-func messagesReceived(c *Counters) *atomicU64 { return &c.MessagesReceived }

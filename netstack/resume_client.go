@@ -133,7 +133,7 @@ func (c *Client) Resumable() (time.Time, bool) {
 }
 
 func (c *Client) holdDeadlineLocked() time.Time {
-	d := c.sess.path.lastAuth.Add(c.rt.hold)
+	d := c.sess.at(c.sess.path.lastAuth + c.rt.hold)
 	return minTime(d, c.rt.expires)
 }
 

@@ -73,7 +73,7 @@ func (p *peer) wakeLocked(now time.Time) bool {
 	}
 	p.life.seat.held = false
 	p.life.reason, p.life.detail = 0, ""
-	p.path.lastAuth = now
+	p.path.lastAuth = p.since(now)
 	_ = p.rel.engine.Resume(now)
 	p.out.urgent = true
 	return true
@@ -188,7 +188,7 @@ func (s *Server) expireHeld(now time.Time) {
 	s.mu.RUnlock()
 	for _, p := range due {
 		p.mu.Lock()
-		end := p.life.seat.held && now.Sub(p.path.lastAuth) >= s.resume.hold
+		end := p.life.seat.held && p.since(now)-p.path.lastAuth >= s.resume.hold
 		if end {
 			p.endHoldLocked(wire.DisconnectTimeout, fmt.Sprintf("did not come back within %v", s.resume.hold), now)
 		}

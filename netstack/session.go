@@ -85,7 +85,7 @@ type session struct {
 	origin  time.Time
 	global  *Counters          // the server's totals (nil on a client)
 	hist    *sessionHistograms // the server's session histograms (nil on a client)
-	ctr     Counters
+	ctr     peerCounters
 	// svcDue is when the server's service loop next has work here, as an
 	// offset from origin (nextServiceLocked); 0: at its next pass. Anything
 	// that may make work due sooner stores 0 (wakeService), under mu, so
@@ -132,18 +132,19 @@ type reliability struct {
 	held      []heldMessage
 	heldBytes int
 	holdFor   time.Duration
-	// deliverRefusals: the peer's MessageRefused notices are delivered
-	// too (ClientConfig.DeliverRefusals), besides being counted.
-	deliverRefusals bool
 
 	// MessageRefused notices (v4): a token bucket and the refusals not told.
 	noticeTokens float64
-	noticeAt     time.Time
+	noticeAt     time.Duration // since origin (session.since)
 	suppressed   uint32
 
-	rx        wire.Header // header of the message being received
-	rx0       rxContext   // the receive call in progress
-	checkedFn deliverFunc // s.deliverChecked, bound once
+	rx wire.Header // header of the message being received
+	// deliverRefusals: the peer's MessageRefused notices are delivered
+	// too (ClientConfig.DeliverRefusals), besides being counted. (Here,
+	// where the fields before it leave room, not beside holdFor.)
+	deliverRefusals bool
+	rx0             rxContext   // the receive call in progress
+	checkedFn       deliverFunc // s.deliverChecked, bound once
 }
 
 // sendQueue is what waits for a flush and the packer that sends it
@@ -170,15 +171,18 @@ type sendQueue struct {
 // server's session migrates (migrate.go), under both the server's mu and
 // the session's: the server's maps read addr under their own lock.
 type peerPath struct {
-	addr  netip.AddrPort
-	proof addrProof // how the peer proved addr (the server's sessions)
+	addr   netip.AddrPort
+	proof  addrProof // how the peer proved addr (the server's sessions)
+	hbNext uint8     // the heartbeats slot of the next probe
 
-	lastAuth      time.Time     // when a datagram last authenticated
+	// The path's times are kept since the session's origin (session.since),
+	// 8 bytes each where a time.Time takes 24: they are in every
+	// connected player's session.
+	lastAuth      time.Duration // when a datagram last authenticated
 	timeout       time.Duration // closes the session after that long without one
-	nextHeartbeat time.Time
+	nextHeartbeat time.Duration
 	hbInterval    time.Duration
 	heartbeats    [heartbeatSlots]heartbeatProbe // unanswered probes: RTT samples
-	hbNext        int
 
 	q linkQuality
 
@@ -204,13 +208,13 @@ type lifecycle struct {
 	// Graceful close: no new sends, no new deliveries, the Disconnect once
 	// everything is acknowledged or lingerUntil passes.
 	lingering   bool
-	lingerUntil time.Time
+	closed      bool
+	reason      wire.DisconnectReason
+	lingerUntil time.Duration // since origin (session.since)
 	closeLinger time.Duration // how long a graceful close may wait
 	abandoned   int           // reliable messages still unacknowledged at the close
 
-	closed bool
-	reason wire.DisconnectReason
-	detail string
+	detail string // the close's reason, with closed and reason above
 
 	// Resumption (resume_session.go): a holdable session that times out is
 	// held, not closed, so that a new handshake can resume it.
@@ -219,7 +223,7 @@ type lifecycle struct {
 
 type heartbeatProbe struct {
 	token uint32
-	sent  time.Time
+	sent  time.Duration // since origin (session.since)
 }
 
 // sessionKeys are what a finished handshake hands to the channel.
@@ -244,7 +248,7 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 	s.rel.engine = reliable.New(rc, now)
 	s.rel.holdFor = cfg.holdFor
 	s.rel.deliverRefusals = cfg.deliverRefusals
-	s.rel.noticeTokens, s.rel.noticeAt = noticeBurst, now
+	s.rel.noticeTokens, s.rel.noticeAt = noticeBurst, now.Sub(origin)
 	s.rel.checkedFn = s.deliverChecked
 	s.rel.engine.SetRefusalHook(s.engineRefused)
 	s.out.uqMax, s.out.flushDelay = cfg.maxQueuedUnreliable, cfg.flushDelay
@@ -256,7 +260,7 @@ func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server b
 		}
 	}
 	s.out.pk.init(pc)
-	s.path = peerPath{addr: addr, lastAuth: now, timeout: cfg.timeout, hbInterval: cfg.heartbeat, nextHeartbeat: now.Add(cfg.heartbeat)}
+	s.path = peerPath{addr: addr, lastAuth: now.Sub(origin), timeout: cfg.timeout, hbInterval: cfg.heartbeat, nextHeartbeat: now.Sub(origin) + cfg.heartbeat}
 	s.life = lifecycle{finishing: !server, closeLinger: cfg.closeLinger}
 	s.path.cc.est.Init(congestion.Config{})
 	if server && version >= handshake.ProtocolVersion4 {
@@ -320,6 +324,14 @@ func checkTransport(tr transport.Transport) error {
 	return nil
 }
 
+// since is now as the session keeps its times: the time since its origin.
+// (A time.Duration is 8 bytes, a time.Time 24; the monotonic clock's
+// reading is origin's.)
+func (s *session) since(now time.Time) time.Duration { return now.Sub(s.origin) }
+
+// at is the time that since returned d for.
+func (s *session) at(d time.Duration) time.Time { return s.origin.Add(d) }
+
 func (s *session) timestamp(now time.Time) float32 {
 	return float32(now.Sub(s.origin).Seconds())
 }
@@ -335,9 +347,10 @@ func (s *session) countDrop(k dropKind) {
 // atomicU64 names the counters' type for the accessor functions of add.
 type atomicU64 = atomic.Uint64
 
-// add adds n to one counter of the peer and of the server's totals.
+// add adds n to one of the peer's rarely moved counters and to the
+// server's totals (the inline ones, peerCounters, are added to directly).
 func (s *session) add(c func(*Counters) *atomicU64, n uint64) {
-	c(&s.ctr).Add(n)
+	c(s.ctr.more()).Add(n)
 	if s.global != nil {
 		c(s.global).Add(n)
 	}
@@ -354,15 +367,15 @@ func (s *session) serviceLocked(now time.Time, b *datagramBatch) bool {
 	if s.lingerDoneLocked(now) {
 		return true
 	}
-	if now.Sub(s.path.lastAuth) >= s.path.timeout {
+	if s.since(now)-s.path.lastAuth >= s.path.timeout {
 		s.closeLocked(wire.DisconnectTimeout, "nothing received for "+s.path.timeout.String(), now)
 		return s.life.closed // a held seat is not closed (resume_session.go)
 	}
 	s.migrateServiceLocked(now, b)
 	due := s.out.urgent
-	if !now.Before(s.path.nextHeartbeat) && !s.life.finishing {
+	if s.since(now) >= s.path.nextHeartbeat && !s.life.finishing {
 		s.queueHeartbeatLocked(now)
-		s.path.nextHeartbeat = now.Add(s.path.hbInterval)
+		s.path.nextHeartbeat = s.since(now) + s.path.hbInterval
 		due = true // a probe's send time is its RTT sample's start: it leaves now
 	}
 	if d := s.rel.engine.NextDeadline(); !d.IsZero() && !now.Before(d) {
@@ -392,9 +405,9 @@ func (s *session) nextServiceLocked() int64 {
 	if s.out.urgent || s.life.closed {
 		return 0
 	}
-	d := s.path.lastAuth.Add(s.path.timeout)
+	d := s.at(s.path.lastAuth + s.path.timeout)
 	if !s.life.finishing {
-		d = minTime(d, s.path.nextHeartbeat)
+		d = minTime(d, s.at(s.path.nextHeartbeat))
 	}
 	if e := s.rel.engine.NextDeadline(); !e.IsZero() {
 		d = minTime(d, e)
@@ -403,7 +416,7 @@ func (s *session) nextServiceLocked() int64 {
 		d = minTime(d, s.out.queuedAt.Add(s.out.flushDelay))
 	}
 	if s.life.lingering {
-		d = minTime(d, s.life.lingerUntil)
+		d = minTime(d, s.at(s.life.lingerUntil))
 	}
 	d = s.migrateDueLocked(d)
 	if cc := &s.path.cc; cc.on && s.hist != nil {
@@ -439,6 +452,9 @@ func (s *session) statsLocked() Stats {
 	st.Ping, st.Jitter, st.PacketLoss = s.path.q.ping, s.path.q.jitter, s.path.q.loss
 	st.BandwidthUp, st.BandwidthDown = s.path.q.lastUp, s.path.q.lastDown
 	s.ccStatsLocked(&st, time.Now())
+	if s.server && s.path.mig.told {
+		st.ConnectionIDsIssued = 1
+	}
 	rs := s.rel.engine.Stats()
 	st.RTO, st.ReassemblyBytes, st.ReassemblyFull = rs.RTO, rs.ReassemblyBytes, rs.ReassemblyFull
 	return st

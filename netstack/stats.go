@@ -292,6 +292,13 @@ const (
 
 // drop counts one dropped datagram in its counter and in PacketsDropped.
 func (c *Counters) drop(k dropKind) {
+	c.dropReason(k)
+	c.PacketsDropped.Add(1)
+}
+
+// dropReason counts one dropped datagram in the counter of its reason
+// (none for dropOther).
+func (c *Counters) dropReason(k dropKind) {
 	switch k {
 	case dropSecurity:
 		c.SecurityDrops.Add(1)
@@ -318,20 +325,19 @@ func (c *Counters) drop(k dropKind) {
 	case dropAmplification:
 		c.AmplificationDropped.Add(1)
 	}
-	c.PacketsDropped.Add(1)
 }
 
 // linkQuality tracks ping, jitter, inbound loss and bandwidth of one peer. It is
 // guarded by the owning session's lock.
 type linkQuality struct {
 	ping, jitter time.Duration
-	hasPing      bool
 
 	// Inbound loss: a bitmap of the peer's unreliable sequence numbers in
 	// (lossBase, lossBase+2·lossWindow]. A window of lossWindow sequences is
 	// judged only once the peer has sent lossWindow more after it, so late
 	// (reordered) packets still count; duplicates set a bit once.
 	lossBase    uint32
+	hasPing     bool // ping was measured (here beside lossBase: no padding)
 	lossStarted bool
 	lossBits    [2 * lossWindow / 64]uint64
 	loss        float64
