@@ -194,6 +194,19 @@ func (h *moduleHost) sees(client uint32) bool {
 }
 
 func (h *moduleHost) Clients() []module.ClientInfo {
+	ids := h.ClientIDs()
+	out := make([]module.ClientInfo, 0, len(ids))
+	for _, id := range ids {
+		if ci, ok := h.Client(id); ok {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// ClientIDs lists the ids of the clients Clients lists, in id order,
+// without their facts (a plugin's adapter gathers those a few at a tick).
+func (h *moduleHost) ClientIDs() []uint32 {
 	var ids []uint32
 	if h.att == nil && h.inst.multi {
 		for _, a := range h.inst.rooms {
@@ -204,13 +217,7 @@ func (h *moduleHost) Clients() []module.ClientInfo {
 	} else if a, err := h.room(); err == nil {
 		ids = a.sc.memberIDs()
 	}
-	out := make([]module.ClientInfo, 0, len(ids))
-	for _, id := range ids {
-		if ci, ok := h.Client(id); ok {
-			out = append(out, ci)
-		}
-	}
-	return out
+	return ids
 }
 
 // Server is the room's facts, or the server's for the own Host of an

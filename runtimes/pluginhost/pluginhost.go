@@ -132,8 +132,8 @@ type Module struct {
 	// killed is set by the memory watchdog when it killed the process: the
 	// reason the game thread reports.
 	killed   atomic.Pointer[string]
-	name     string // the module's name, from its manifest
-	lastPing time.Time
+	name     string         // the module's name, from its manifest
+	pings    pinger         // the clients whose link facts go with the next calls (pings.go)
 	dead     error          // set once the process is gone
 	prepared *preparedStart // Prepare's result, taken by Load
 	metrics  []module.MetricValue

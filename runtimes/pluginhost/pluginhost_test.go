@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +54,8 @@ type stubHost struct {
 	sends   []string
 	faults  []error
 	clients map[uint32]module.ClientInfo
-	onScore func() // called by AddScore (a test's panic)
+	looked  []uint32 // the clients whose facts Client and Clients handed out
+	onScore func()   // called by AddScore (a test's panic)
 }
 
 func newStubHost() *stubHost {
@@ -73,14 +76,23 @@ func (h *stubHost) Log() *slog.Logger         { return slog.New(slog.DiscardHand
 func (h *stubHost) Fault(err error)           { h.faults = append(h.faults, err) }
 func (h *stubHost) Client(id uint32) (module.ClientInfo, bool) {
 	c, ok := h.clients[id]
+	if ok {
+		h.looked = append(h.looked, id)
+	}
 	return c, ok
 }
 func (h *stubHost) Clients() []module.ClientInfo {
 	var out []module.ClientInfo
-	for _, c := range h.clients {
-		out = append(out, c)
+	for _, id := range h.ClientIDs() {
+		out = append(out, h.clients[id])
+		h.looked = append(h.looked, id)
 	}
 	return out
+}
+func (h *stubHost) ClientIDs() []uint32 {
+	ids := slices.Collect(maps.Keys(h.clients))
+	slices.Sort(ids)
+	return ids
 }
 func (h *stubHost) Server() module.ServerInfo { return module.ServerInfo{Name: "stub", TickRate: 60} }
 func (h *stubHost) SetArea(string) error      { return nil }

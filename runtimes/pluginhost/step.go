@@ -219,15 +219,7 @@ func (m *Module) send(t module.Tick, events []module.Event) {
 	req.Rooms = m.roomTicks(req.Rooms[:0])
 	clear(s.held) // the request holds the payloads now
 	s.held = s.held[:0]
-	req.Pings = req.Pings[:0]
-	if t.Now.Sub(m.lastPing) >= pingEvery {
-		m.lastPing = t.Now
-		for _, c := range m.host.Clients() {
-			req.Pings = append(req.Pings, &pluginv1.ClientPing{Client: c.ID, PingNs: int64(c.Ping),
-				RttVarNs: int64(c.Link.RTTVariance), Loss: c.Link.Loss, Bandwidth: c.Link.Bandwidth,
-				SendRate: c.Link.SendRate, QueueDelayNs: int64(c.Link.QueueDelay), Backlogged: c.Link.Backlogged})
-		}
-	}
+	req.Pings = m.appendPings(req.Pings[:0], t)
 	s.sentAt = time.Now()
 	s.inFlight = true
 	s.calls <- req // the worker is idle: it answered the last call
