@@ -29,7 +29,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/netip"
@@ -45,10 +44,9 @@ import (
 	"syscall"
 	"time"
 
-	"crypto/ed25519"
-
 	"github.com/quic-go/quic-go"
 
+	"github.com/sparkhost/sparkhost/bench/internal/echosrv"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
@@ -263,16 +261,7 @@ func serve(tr string) error {
 		}()
 		addr, pin, stop = ln.Addr().String(), "-", func() { ln.Close() }
 	case "sparkhost":
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			return err
-		}
-		reg := wire.NewRegistry()
-		if err := reg.Register("echo", echoSchema()); err != nil {
-			return err
-		}
-		srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Registry: reg,
-			Logger: slog.New(slog.DiscardHandler)})
+		srv, err := echosrv.New(echoSchema(), netstack.ServerConfig{})
 		if err != nil {
 			return err
 		}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/sparkhost/sparkhost/bench/internal/echosrv"
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/ratelimit"
 	"github.com/sparkhost/sparkhost/netstack/wire"
@@ -20,17 +18,8 @@ import (
 func serve(clients int) error {
 	stop := profile("server")
 	defer stop()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return err
-	}
-	reg := wire.NewRegistry()
-	if err := reg.Register("echo", echoSchema()); err != nil {
-		return err
-	}
 	lifted := ratelimit.Config{Burst: 10000, RefillPerSecond: 10000}
-	srv, err := netstack.NewServer(netstack.ServerConfig{Bind: "127.0.0.1", Identity: priv, Registry: reg,
-		Logger: slog.New(slog.DiscardHandler), MaxClients: clients + 16,
+	srv, err := echosrv.New(echoSchema(), netstack.ServerConfig{MaxClients: clients + 16,
 		// Every client is on this machine, 250 to a /24.
 		ConnectBudget: lifted, PrefixBudget: lifted,
 		HalfOpen: netstack.HalfOpenConfig{PerAddress: 1024, PerPrefix: 4096},
