@@ -234,6 +234,9 @@ type sessionKeys struct {
 
 func newSession(tr transport.Transport, addr netip.AddrPort, id uint32, server bool, version uint16, origin, now time.Time, keys sessionKeys, cfg *channelConfig) *session {
 	rc := cfg.reliable
+	// v4's sender retries until the connection timeout; v3 keeps its
+	// retransmission count (docs/protocol.md §5.4).
+	rc.RetryUntilTimeout = version >= handshake.ProtocolVersion4
 	if version >= handshake.ProtocolVersion4 {
 		// A migrating client's frames carry a connection id: room for it.
 		rc.MaxFragmentPayload = wire.MaxFragmentPayload(cfg.datagramSize - cfg.idRoom)

@@ -38,6 +38,10 @@ const (
 	// MaxAckDelay is the longest a receiver may wait before acknowledging a
 	// reliable arrival ("within 33 ms").
 	MaxAckDelay = 33 * time.Millisecond
+	// MaxRetransmitWait caps the wait after any transmission in a
+	// RetryUntilTimeout (protocol v4) endpoint, so that a peer back from an
+	// outage is retried within a second (docs/protocol.md §5.4).
+	MaxRetransmitWait = time.Second
 	// MaxProbes is how many expired packets are resent per round to a peer
 	// that has acknowledged nothing sent since them (see runTimers): a
 	// slow peer gets a probe, not its whole window again.
@@ -65,9 +69,11 @@ var (
 	// full: the message was not accepted. The caller decides (retry later, or
 	// disconnect a peer that does not keep up); it is never dropped silently.
 	ErrSendQueueFull = errors.New("reliable: send queue full: the peer is not acknowledging fast enough; retry later or disconnect it")
-	// ErrDeliveryFailed means a reliable packet went unacknowledged after the
-	// last retransmission's wait or for longer than the connection timeout. The
-	// connection must be closed with Disconnect(ReliableDeliveryFailed). Once
+	// ErrDeliveryFailed means a reliable packet went unacknowledged for too
+	// long: after the last retransmission's wait or for longer than the
+	// connection timeout (protocol v3), or through the wait of a
+	// transmission made a connection timeout after its first (with
+	// RetryUntilTimeout, protocol v4). The connection must be closed with Disconnect(ReliableDeliveryFailed). Once
 	// returned, every later Send and Poll returns it again.
 	ErrDeliveryFailed = errors.New("reliable: reliable delivery failed")
 	// ErrNotReliableChannel is returned by Send for the Unreliable channel.
@@ -106,13 +112,24 @@ type Config struct {
 	// limit never hits it, at most 2^20. Costs ReceiveWindow/8 bytes.
 	ReceiveWindow uint32
 	// ConnectionTimeout is how long a sent reliable packet may wait for its
-	// acknowledgement before ErrDeliveryFailed (§8's liveness timeout).
-	// 0 means 10 s; clamped to 100 years so deadlines cannot overflow.
+	// acknowledgement before ErrDeliveryFailed (§8's liveness timeout); with
+	// RetryUntilTimeout, the least it is retried for. 0 means 10 s; clamped
+	// to 100 years so deadlines cannot overflow.
 	ConnectionTimeout time.Duration
 	// MaxRetransmissions is how many times a packet is retransmitted; after
 	// the last retransmission's wait without an ack, ErrDeliveryFailed.
-	// 0 means 10.
+	// 0 means 10. Ignored with RetryUntilTimeout.
 	MaxRetransmissions int
+	// RetryUntilTimeout is protocol v4's give-up rule (docs/protocol.md
+	// §5.4); netstack sets it by the session's protocol version. A packet
+	// is retransmitted, however often, until a transmission of it made at
+	// least ConnectionTimeout after its first goes unacknowledged through
+	// its wait; only then ErrDeliveryFailed. Every wait is capped at
+	// MaxRetransmitWait. So an outage shorter than the connection timeout
+	// never ends the session here, whatever the RTO: ten retransmissions
+	// at the 50 ms minimum RTO are over in 3.55 s, which is what ended
+	// such sessions under v3's count (false: protocol v3's rule, frozen).
+	RetryUntilTimeout bool
 	// AckDelay is how long an Ack for a new reliable arrival is held back so
 	// that one Ack covers a burst. 0 means 10 ms; clamped to 33 ms (§7).
 	// Duplicates are acknowledged at once regardless.

@@ -22,7 +22,7 @@ func (e *Endpoint) Resume(now time.Time) error {
 	t := e.since(now)
 	for s := e.oldest; s != e.firstUnsent; s++ {
 		if p := e.slot(s); p.state == outSent {
-			p.firstSent, p.due, p.retx = t, t, 0
+			p.firstSent, p.due, p.retx, p.last = t, t, 0, false
 		}
 	}
 	e.ackedTx = e.txCount // every transmission so far counts as heard: no probing

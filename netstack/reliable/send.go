@@ -28,6 +28,9 @@ type outPacket struct {
 	due       time.Duration // next retransmission, or failure after the last
 	retx      int           // retransmissions so far; Karn samples only at 0
 	state     outState
+	// last: its latest transmission was made a connection timeout or more
+	// after its first (RetryUntilTimeout): the end of its wait is failure.
+	last bool
 }
 
 // queued is a message waiting for room in the in-flight window. Its
@@ -195,7 +198,7 @@ func (e *Endpoint) transmitNew(t time.Duration, emit func(*wire.Header, []byte))
 		e.txCount++
 		p.lastTx = e.txCount
 		p.due = t + e.rtt.rto
-		e.timerDue = min(e.timerDue, p.due, t+e.cfg.ConnectionTimeout)
+		e.timerDue = min(e.timerDue, p.due, e.deadline(p))
 		e.st.sent++
 		e.emitPacket(p, emit)
 	}
@@ -209,9 +212,11 @@ func (e *Endpoint) emitPacket(p *outPacket, emit func(*wire.Header, []byte)) {
 }
 
 // runTimers retransmits the sent packets whose wait expired and detects
-// delivery failure. The k-th retransmission waits RTO·min(2^k, 8), with the
-// RTO current when it is sent. It scans the whole window (≤ 256 slots), which
-// is cheaper than keeping a timer heap in order under acks.
+// delivery failure (giveUp). The k-th retransmission waits
+// RTO·min(2^k, 8), with the RTO current when it is sent, at most
+// MaxRetransmitWait with RetryUntilTimeout. It scans the whole window
+// (≤ 256 slots), which is cheaper than keeping a timer heap in order under
+// acks.
 //
 // An expired packet is resent at once when the peer has acknowledged a
 // transmission made after it: the peer is alive and this one was lost. When
@@ -236,11 +241,10 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 		if p.state != outSent {
 			continue
 		}
-		deadline := p.firstSent + e.cfg.ConnectionTimeout
-		if t >= deadline {
-			return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v after %d retransmissions (connection timeout)",
-				ErrDeliveryFailed, s, t-p.firstSent, p.retx))
+		if err := e.giveUp(s, p, t); err != nil {
+			return err
 		}
+		deadline := e.deadline(p)
 		if t >= p.due {
 			if p.lastTx > e.ackedTx { // nothing sent after it has been acknowledged
 				if !probing || probes >= MaxProbes {
@@ -250,14 +254,15 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 				}
 				probes++
 			}
-			if p.retx >= e.cfg.MaxRetransmissions {
+			if !e.cfg.RetryUntilTimeout && p.retx >= e.cfg.MaxRetransmissions {
 				return e.fail(fmt.Errorf("%w: sequence %d unacknowledged after %d retransmissions",
 					ErrDeliveryFailed, s, p.retx))
 			}
 			p.retx++
 			e.txCount++
 			p.lastTx = e.txCount
-			p.due = t + backoff(e.rtt.rto, p.retx)
+			p.due = t + e.wait(p.retx)
+			p.last = e.cfg.RetryUntilTimeout && t-p.firstSent >= e.cfg.ConnectionTimeout
 			e.st.retransmissions++
 			e.emitPacket(p, emit)
 		}
@@ -265,7 +270,7 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 	}
 	if probes > 0 {
 		e.silentRounds++
-		e.probeDue = t + backoff(e.rtt.rto, e.silentRounds)
+		e.probeDue = t + e.wait(e.silentRounds)
 	}
 	e.deferred = deferred
 	if deferred {
@@ -273,6 +278,45 @@ func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) e
 	}
 	e.timerDue = next
 	return nil
+}
+
+// giveUp fails the endpoint when the sent packet p (sequence s) has gone
+// unacknowledged for too long at t. Protocol v3: once it has waited the
+// connection timeout since its first transmission (the retransmission
+// count is checked where it is resent). With RetryUntilTimeout (v4): once
+// the wait of a transmission made at least the connection timeout after
+// its first is over — so it is given up no earlier than the connection
+// timeout, and only after a last try that a peer back from an outage
+// shorter than that timeout can answer.
+func (e *Endpoint) giveUp(s uint32, p *outPacket, t time.Duration) error {
+	switch {
+	case e.cfg.RetryUntilTimeout && p.last && t >= p.due:
+		return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v, %d retransmissions (connection timeout)",
+			ErrDeliveryFailed, s, t-p.firstSent, p.retx))
+	case !e.cfg.RetryUntilTimeout && t >= p.firstSent+e.cfg.ConnectionTimeout:
+		return e.fail(fmt.Errorf("%w: sequence %d unacknowledged for %v after %d retransmissions (connection timeout)",
+			ErrDeliveryFailed, s, t-p.firstSent, p.retx))
+	}
+	return nil
+}
+
+// deadline is when p fails whatever its retransmissions (v3: its connection
+// timeout); never with RetryUntilTimeout, where only the end of a wait is.
+func (e *Endpoint) deadline(p *outPacket) time.Duration {
+	if e.cfg.RetryUntilTimeout {
+		return never
+	}
+	return p.firstSent + e.cfg.ConnectionTimeout
+}
+
+// wait is how long the k-th retransmission (k = 0: the original) waits, and
+// the wait after the k-th silent probe round.
+func (e *Endpoint) wait(k int) time.Duration {
+	w := backoff(e.rtt.rto, k)
+	if e.cfg.RetryUntilTimeout {
+		w = min(w, MaxRetransmitWait)
+	}
+	return w
 }
 
 func (e *Endpoint) fail(err error) error {
