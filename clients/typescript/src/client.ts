@@ -46,7 +46,8 @@ const FLUSH_DELAY_MS = 2;
 const RTO_INITIAL = 500;
 const RTO_MIN = 50;
 const RTO_MAX = 1000;
-const MAX_RETRANSMITS = 10;
+// The longest wait between transmissions of a reliable packet (§5.4).
+const MAX_RETRANSMIT_WAIT_MS = 1000;
 const SEND_WINDOW = 256;
 const SEND_QUEUE = 4096;
 const RECV_WINDOW = 1024;
@@ -122,6 +123,9 @@ interface Outgoing {
   firstSentAt: number;
   retransmits: number;
   deadline: number;
+  // The last send was made LIVENESS_MS or more after the first: if its
+  // wait ends unacknowledged, the session fails (§5.4, "Giving up").
+  last: boolean;
 }
 
 interface Reassembly {
@@ -479,7 +483,10 @@ export class Client {
       }
     }
     for (const o of this.inflight.values()) {
-      if (t - o.firstSentAt > LIVENESS_MS || (o.retransmits >= MAX_RETRANSMITS && t >= o.deadline)) {
+      // Retried until a send made a connection timeout after the first
+      // goes unanswered (§5.4): an outage shorter than the liveness
+      // timeout does not end the session here, whatever the RTO.
+      if (o.last && t >= o.deadline) {
         this.fail(7, `reliable message ${o.rec.sequence} (type ${o.rec.type}) was not acknowledged`, true);
         return;
       }
@@ -516,7 +523,7 @@ export class Client {
         fragIndex: count > 1 ? i : 0, fragCount: count > 1 ? count : 0,
         payload: count > 1 ? payload.subarray(i * f, Math.min((i + 1) * f, payload.length)) : payload,
       };
-      this.waiting.push({ rec, sentAt: -1, firstSentAt: -1, retransmits: 0, deadline: 0 });
+      this.waiting.push({ rec, sentAt: -1, firstSentAt: -1, retransmits: 0, deadline: 0, last: false });
     }
   }
 
@@ -584,7 +591,8 @@ export class Client {
         this.inflight.set(o.rec.sequence, o);
       }
       o.sentAt = t;
-      o.deadline = t + this.rto * Math.min(2 ** o.retransmits, 8);
+      o.deadline = t + Math.min(this.rto * Math.min(2 ** o.retransmits, 8), MAX_RETRANSMIT_WAIT_MS);
+      o.last = t - o.firstSentAt >= LIVENESS_MS;
       add(o.rec);
     }
     for (const u of unreliable) {
