@@ -25,19 +25,7 @@ const giveUpTimeout = 10 * time.Second // both ends' liveness and reliable conne
 func oldGiveUp(rto time.Duration) time.Duration { return 71 * rto }
 
 func TestV4SessionOutlivesRetransmissionsWithinTimeout(t *testing.T) {
-	r := newSeatRig(t, resumeHoldOK, func(c *ServerConfig) {
-		c.Timeout, c.HeartbeatInterval = giveUpTimeout, resumeBeat
-	})
-	cfg := r.clientConfig("dora")
-	cfg.Resumable, cfg.Timeout = false, giveUpTimeout
-	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
-	c, err := Dial(ctx, cfg)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	id := c.ID()
+	r, c, id := giveUpRig(t, 4)
 
 	// Traffic both ways first, so that both ends have RTT samples and a
 	// loopback-sized RTO (50 ms, the minimum, when the machine keeps up).
@@ -85,6 +73,59 @@ func checkOpen(t *testing.T, c *Client, dark time.Duration) {
 		t.Fatalf("the client closed with %v (%s) during a %v outage; its timeout is %v", reason, detail, dark, giveUpTimeout)
 	default:
 	}
+}
+
+// giveUpRig connects a client speaking protocol version through the
+// dark-able relay, both ends with giveUpTimeout; the client asks for no
+// resume ticket.
+func giveUpRig(t *testing.T, version uint16) (*seatRig, *Client, uint32) {
+	r := newSeatRig(t, resumeHoldOK, func(c *ServerConfig) {
+		c.Timeout, c.HeartbeatInterval = giveUpTimeout, resumeBeat
+	})
+	cfg := r.clientConfig("dora")
+	cfg.Resumable, cfg.Timeout, cfg.Protocol = false, giveUpTimeout, version
+	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
+	c, err := Dial(ctx, cfg)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if c.sess.version != version {
+		t.Fatalf("the session speaks v%d, want v%d", c.sess.version, version)
+	}
+	return r, c, c.ID()
+}
+
+// A v3 session keeps v3's rule (protocol-v3.md §7, frozen): its client
+// gives up on a message sent into the same outage after the 10th
+// retransmission's wait, before the liveness timeout.
+func TestV3SessionKeepsItsRetransmissionCount(t *testing.T) {
+	r, c, _ := giveUpRig(t, 3)
+	for _, l := range seq("c", 1, 2) {
+		if err := c.Send(lineType, wire.ReliableOrdered, []byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Flush()
+	waitFor(t, "c1, c2 at the server", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) >= 2 })
+	rto := engineStats(c.sess).RTO
+	r.link.SetDark(true)
+	start := time.Now()
+	if err := c.Send(lineType, wire.ReliableOrdered, []byte("c3")); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush()
+	select {
+	case <-c.Done():
+	case <-time.After(resumeWait):
+		t.Fatal("the v3 client never gave up")
+	}
+	took := time.Since(start)
+	if reason, detail := c.CloseReason(); reason != wire.DisconnectReliableDeliveryFailed {
+		t.Fatalf("the v3 client closed with %v (%s) after %v, want ReliableDeliveryFailed", reason, detail, took)
+	}
+	t.Logf("v3 client gave up after %v (RTO %v: the rule says %v)", took, rto, oldGiveUp(rto))
 }
 
 // sendLines sends s<from>..s<to> from the server and c<from>..c<to> from
