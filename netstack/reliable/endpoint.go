@@ -149,8 +149,8 @@ func (e *Endpoint) NextUnreliableSequence() uint32 {
 // payload, nor modify payload.
 //
 // Poll returns ErrDeliveryFailed (wrapped with the failing sequence) when a
-// packet's last retransmission waited without an ack or a packet waited
-// ConnectionTimeout for its ack; the Endpoint is then dead.
+// packet went unacknowledged too long (Config.RetryUntilTimeout says how
+// long: v4's rule or v3's); the Endpoint is then dead.
 func (e *Endpoint) Poll(now time.Time, emit func(h *wire.Header, payload []byte)) error {
 	if e.failErr != nil {
 		return e.failErr

@@ -226,12 +226,11 @@ func (e *Endpoint) emitPacket(p *outPacket, emit func(*wire.Header, []byte)) {
 // what a slow peer must get through, and a server with many slow peers
 // melts down in its own retransmissions. So such packets are probes: at most
 // MaxProbes of them (the oldest) go per silent round, and the rounds back
-// off like a retransmission, RTO·min(2^r, 8) after the r-th; the others wait
-// for the next round or for an Ack, which either acknowledges them or, by
+// off like a retransmission, wait(r) after the r-th; the others wait for
+// the next round or for an Ack, which either acknowledges them or, by
 // acknowledging the probes, shows them lost (then they go at once). Every
-// packet keeps its own retransmission count and connection deadline, so a
-// dead peer is detected as before: the oldest packet is always probed
-// first.
+// packet keeps its own retransmission count and first-send time, so a dead
+// peer is detected as before: the oldest packet is always probed first.
 func (e *Endpoint) runTimers(t time.Duration, emit func(*wire.Header, []byte)) error {
 	next := never
 	probes, deferred := 0, false
