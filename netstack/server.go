@@ -147,11 +147,10 @@ type Server struct {
 	// packs into a free flusher and hands it to the tick writer goroutine,
 	// which seals and makes the system calls while the game thread goes on;
 	// QueueFlush hands it over empty and the writer packs it first.
-	flushMu        sync.Mutex
-	flushClosed    bool
-	tickFree       chan *flusher
-	tickWrites     chan *flusher
-	tickWriterDone chan struct{} // closed when the tick writer has written all
+	flushMu     sync.Mutex
+	flushClosed bool
+	tickFree    chan *flusher
+	tickWrites  chan *flusher
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -231,7 +230,6 @@ func (s *Server) initIO() {
 	s.svcFlush = newFlusher(s.tr)
 	s.tickFree = make(chan *flusher, tickFlushers)
 	s.tickWrites = make(chan *flusher, tickFlushers)
-	s.tickWriterDone = make(chan struct{})
 	for range tickFlushers {
 		f := newFlusher(s.tr)
 		// Sealed by the tick writer: the encryption of a tick's datagrams
@@ -249,7 +247,6 @@ const tickFlushers = 4
 // datagrams, then returns the flusher.
 func (s *Server) tickWriter() {
 	defer s.wg.Done()
-	defer close(s.tickWriterDone)
 	for f := range s.tickWrites {
 		if f.pack {
 			s.packTick(f)
@@ -330,9 +327,6 @@ func (s *Server) Close() error {
 		s.flushClosed = true
 		close(s.tickWrites) // the tick writer writes what is queued, then ends
 		s.flushMu.Unlock()
-		if s.started.Load() {
-			<-s.tickWriterDone // what QueueFlush handed over is packed before the Disconnects
-		}
 		s.lingerAll()
 		now := time.Now()
 		for _, p := range append(s.snapshotPeers(nil), s.heldPeers()...) {

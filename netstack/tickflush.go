@@ -11,9 +11,8 @@ import "time"
 // anyway, so the datagrams leave when they would have. A message sent
 // after QueueFlush returns may leave with this flush or with the next.
 // Four flushes at most wait for the writer; a fifth waits for one of them
-// (back pressure). Close packs and writes what was handed over before it
-// tells the clients the server shuts down. It is safe to call from any
-// goroutine; calls are serialized with Flush's.
+// (back pressure); after Close it does nothing. It is safe to call from
+// any goroutine; calls are serialized with Flush's.
 func (s *Server) QueueFlush() {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
