@@ -430,8 +430,9 @@ func (s *Server) step(t tick.Tick) {
 	s.drainStep(t.Now)
 	s.net.AnnounceSchemas() // a changed table of module types (netstack sends it first to whoever gets a module message)
 	// Everything this tick sent to each client leaves now, packed into as
-	// few datagrams as the datagram size allows (docs/protocol.md §5.5).
-	s.net.Flush()
+	// few datagrams as the datagram size allows (docs/protocol.md §5.5),
+	// by the transport's tick writer: the packing is not the tick's time.
+	s.net.QueueFlush()
 	s.publishView(t.Now)
 	s.afterStep(t.Now, began)
 }

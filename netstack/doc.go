@@ -17,8 +17,8 @@
 // is ever held across a signature or a system call.
 //
 // The v4 data plane packs (docs/protocol.md §5): Send only queues; a flush —
-// Server.Flush once per tick, the end of a receive pass, the service loop,
-// or Client.Flush — packs what each peer has due into as few sealed
+// Server.QueueFlush (or Flush) once per tick, the end of a receive pass,
+// the service loop, or Client.Flush — packs what each peer has due into as few sealed
 // datagrams as the datagram size allows (fragmenting reliable messages that
 // do not fit one), and the datagrams are written in batches through the
 // transport (sendmmsg, recvmmsg on Linux). Every authenticated reliable

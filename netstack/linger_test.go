@@ -144,9 +144,11 @@ func TestKickAndShutdownDeliverWhatWasSent(t *testing.T) {
 		name   string
 		close  func(r *lingerRig)
 		reason wire.DisconnectReason
+		queue  bool // QueueFlush (the tick writer packs) instead of Flush
 	}{
-		{"kick", func(r *lingerRig) { _ = r.srv.Kick(r.clientID, wire.DisconnectKicked, "spamming") }, wire.DisconnectKicked},
-		{"shutdown", func(r *lingerRig) { r.srv.Close() }, wire.DisconnectServerShutdown},
+		{"kick", func(r *lingerRig) { _ = r.srv.Kick(r.clientID, wire.DisconnectKicked, "spamming") }, wire.DisconnectKicked, false},
+		{"shutdown", func(r *lingerRig) { r.srv.Close() }, wire.DisconnectServerShutdown, false},
+		{"queued shutdown", func(r *lingerRig) { r.srv.Close() }, wire.DisconnectServerShutdown, true},
 	} {
 		for name, run := range lingerLinks() {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -157,7 +159,11 @@ func TestKickAndShutdownDeliverWhatWasSent(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					r.srv.Flush()
+					if tc.queue {
+						r.srv.QueueFlush()
+					} else {
+						r.srv.Flush()
+					}
 					tc.close(r)
 					// The game sees the client leave at once.
 					if d := r.events.waitDisconnect(t, r.clientID); d.reason != tc.reason {

@@ -143,14 +143,14 @@ type Server struct {
 
 	svcFlush *flusher // service goroutine only
 
-	// flushMu serializes Flush (the game thread's). Flush packs and seals
-	// into a free flusher and hands it to the tick writer goroutine, which
-	// makes the system calls while the game thread goes on.
+	// flushMu serializes Flush and QueueFlush (the game thread's). Flush
+	// packs into a free flusher and hands it to the tick writer goroutine,
+	// which seals and makes the system calls while the game thread goes on;
+	// QueueFlush hands it over empty and the writer packs it first.
 	flushMu     sync.Mutex
 	flushClosed bool
 	tickFree    chan *flusher
 	tickWrites  chan *flusher
-	tickPeers   []*peer
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -243,10 +243,15 @@ func (s *Server) initIO() {
 // a Flush finding none free waits for the writer (back pressure).
 const tickFlushers = 4
 
-// tickWriter writes the datagrams Flush packed, then returns the flusher.
+// tickWriter packs the flushers QueueFlush handed over, writes the
+// datagrams, then returns the flusher.
 func (s *Server) tickWriter() {
 	defer s.wg.Done()
 	for f := range s.tickWrites {
+		if f.pack {
+			s.packTick(f)
+			f.pack = false
+		}
 		f.write()
 		s.tickFree <- f
 	}
@@ -499,12 +504,13 @@ func (s *Server) sendTo(p *peer, t wire.MessageType, ch wire.Channel, payload []
 
 // Flush packs, seals and writes what every admitted client has queued, in
 // as few datagrams per client as the datagram size allows (docs/protocol.md
-// §5.5); acknowledgements ride along. The host calls it once per tick,
-// after modules and replication ran. Peer locks are held only while
+// §5.5); acknowledgements ride along. Peer locks are held only while
 // packing; the datagrams are encrypted and written (sendmmsg on Linux) by
 // the server's tick writer goroutine, so the caller waits neither for the
 // sealing nor for the system calls (each datagram's frame sequence and
-// header are fixed while packing, so the frames are the same).
+// header are fixed while packing, so the frames are the same). When Flush
+// returns, everything queued before it is packed. QueueFlush leaves the
+// packing to the tick writer too.
 // It is safe to call from any goroutine; calls are serialized.
 func (s *Server) Flush() {
 	s.flushMu.Lock()
@@ -513,23 +519,7 @@ func (s *Server) Flush() {
 		return
 	}
 	f := <-s.tickFree
-	now := time.Now()
-	pass := int64(now.Sub(s.origin))
-	// Only the sessions with something queued, urgent or due since the
-	// service loop looked (wakeService).
-	s.tickPeers = s.due.dueList(s.tickPeers, pass)
-	for _, p := range s.tickPeers {
-		p.mu.Lock()
-		if p.state == slotConnected && (!p.out.queuedAt.IsZero() || p.out.urgent || p.rel.engine.Due(now)) {
-			p.flushLocked(now, &f.b)
-		}
-		closed := p.life.closed && p.state == slotConnected
-		p.mu.Unlock()
-		if closed {
-			s.remove(p)
-		}
-	}
-	clear(s.tickPeers)
+	s.packTick(f)
 	if len(f.b.spans) == 0 {
 		s.tickFree <- f
 		return

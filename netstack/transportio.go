@@ -48,6 +48,11 @@ type flusher struct {
 	b    datagramBatch
 	tr   transport.Transport
 	msgs []transport.Message
+
+	// A tick flusher's: the sessions a tick's flush looked at, and whether
+	// the tick writer is to pack it first (QueueFlush).
+	peers []*peer
+	pack  bool
 }
 
 func newFlusher(tr transport.Transport) *flusher { return &flusher{tr: tr} }
