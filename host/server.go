@@ -200,7 +200,7 @@ func New(opts Options) (*Server, error) {
 	for _, t := range rooms.RequestTypes {
 		s.net.Handle(t, s.roomReqs.receive)
 	}
-	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock})
+	s.loop = tick.New(tick.Config{Rate: cfg.Server.TickRate, Clock: opts.Clock, Slice: cfg.GameThreadSlice(), Log: log})
 	s.registerBuiltins()
 	s.registerDrain()
 	s.mods = supervisor.NewManager(supervisor.Config{

@@ -139,7 +139,7 @@ func TestBadFiles(t *testing.T) {
 		key        string
 	}{
 		{"unknown key in a section", "[server]\nport = 27015\ncolour = \"red\"\n",
-			`config.toml:3: unknown key "server.colour" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib)`,
+			`config.toml:3: unknown key "server.colour" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib, game_thread_slice_ms)`,
 			3, "server.colour"},
 		{"unknown key at the top level", "port = 27015\n\n[server]\nname = \"x\"\n",
 			`config.toml:1: unknown key "port" outside any section (known sections: server, network, match, lan, logging, modules, limits, ops, agones, rooms, web)`,
@@ -148,7 +148,7 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:4: unknown section [colour] (known sections: server, network, match, lan, logging, modules, limits, ops, agones, rooms, web)`,
 			4, "colour"},
 		{"unknown sub-table", "[server]\nport = 27015\n\n[server.extra]\nx = 1\n",
-			`config.toml:4: unknown key "server.extra" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib)`,
+			`config.toml:4: unknown key "server.extra" (known keys in [server]: name, motd, port, max_clients, tick_rate, client_timeout, heartbeat_interval, data_dir, memory_limit_mib, game_thread_slice_ms)`,
 			4, "server.extra"},
 		{"string for an integer", "[server]\nname = \"x\"\nport = \"high\"\n",
 			`config.toml:3: server.port: expected an integer, got a string`, 3, "server.port"},
@@ -260,6 +260,10 @@ func TestBadFiles(t *testing.T) {
 			`config.toml:2: modules.plugin_hang_timeout = 0.5: must be 1..3600 seconds`, 2, "modules.plugin_hang_timeout"},
 		{"server memory limit too small", "[server]\nmemory_limit_mib = 8\n",
 			`config.toml:2: server.memory_limit_mib = 8: must be 16..1048576 MiB (or 0: no limit, -1: automatic)`, 2, "server.memory_limit_mib"},
+		{"game thread slice below the kernel's least", "[server]\ngame_thread_slice_ms = 0.05\n",
+			`config.toml:2: server.game_thread_slice_ms = 0.05: must be 0.1..100 ms (or 0: the kernel's default)`, 2, "server.game_thread_slice_ms"},
+		{"game thread slice above the kernel's most", "[server]\ngame_thread_slice_ms = 150.0\n",
+			`config.toml:2: server.game_thread_slice_ms = 150: must be 0.1..100 ms (or 0: the kernel's default)`, 2, "server.game_thread_slice_ms"},
 		{"memory cap too small", "[modules]\nplugin_memory_mib = 8\n",
 			`config.toml:2: modules.plugin_memory_mib = 8: must be 16..1048576 MiB`, 2, "modules.plugin_memory_mib"},
 		{"no log rate", "[modules]\nplugin_log_lines_per_second = 0\n",
@@ -343,6 +347,7 @@ func TestPartialFile(t *testing.T) {
 [server]
 port = 0              # any free port
 client_timeout = 30   # an integer for a number
+game_thread_slice_ms = 0  # the kernel's default slice
 
 [match]
 game_mode = "capture_the_flag"
@@ -360,6 +365,7 @@ load = ["ctf"]
 	want := Default()
 	want.Server.Port = 0
 	want.Server.ClientTimeout = 30
+	want.Server.GameThreadSliceMS = 0
 	want.Match.GameMode = "capture_the_flag"
 	want.Match.MapRotation = []string{"docks"}
 	want.Modules.Load = []string{"ctf"}
@@ -368,6 +374,9 @@ load = ["ctf"]
 	}
 	if got.GameMode() != gamemsg.ModeCaptureTheFlag {
 		t.Errorf("GameMode() = %v", got.GameMode())
+	}
+	if got.GameThreadSlice() != 0 {
+		t.Errorf("GameThreadSlice() = %v, want 0 (none asked)", got.GameThreadSlice())
 	}
 }
 
@@ -418,6 +427,7 @@ func TestDurations(t *testing.T) {
 		{"RestartBackoff", c.RestartBackoff(), time.Second},
 		{"RestartBackoffMax", c.RestartBackoffMax(), 30 * time.Second},
 		{"RestartWindow", c.RestartWindow(), 10 * time.Minute},
+		{"GameThreadSlice", c.GameThreadSlice(), 300 * time.Microsecond},
 	}
 	for _, tc := range checks {
 		if tc.got != tc.want {

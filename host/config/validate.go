@@ -92,6 +92,11 @@ func (c *Config) checkServer() *Error {
 	case s.DataDir == "":
 		return c.refuse("server.data_dir", s.DataDir, "must not be empty")
 	}
+	if s.GameThreadSliceMS != 0 {
+		if e := c.floatIn("server.game_thread_slice_ms", s.GameThreadSliceMS, 0.1, 100, " ms (or 0: the kernel's default)"); e != nil {
+			return e
+		}
+	}
 	if s.MemoryLimitMiB != 0 && s.MemoryLimitMiB != MemoryLimitAuto {
 		return c.intIn("server.memory_limit_mib", s.MemoryLimitMiB, 16, 1<<20, " MiB (or 0: no limit, -1: automatic)")
 	}

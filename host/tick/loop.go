@@ -10,6 +10,7 @@ package tick
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,11 @@ type Config struct {
 	Rate       int   // ticks per second (Hz); 0 or less means DefaultRate, above MaxRate means MaxRate
 	Clock      Clock // time source; nil means RealClock{}
 	MaxCatchUp int   // most due ticks run back-to-back when late (see Loop); 0 or less means DefaultMaxCatchUp
+	// Slice is the scheduling slice Run asks the kernel for, for the game
+	// thread (see claimThread); 0 leaves the thread to the kernel's default;
+	// otherwise MinSlice..MaxSlice, or Run logs a refusal and runs without.
+	Slice time.Duration
+	Log   *slog.Logger // where Run says what it set for its thread; nil means nowhere
 }
 
 // Tick is what the step function learns about the tick it runs.
@@ -76,6 +82,8 @@ type Stats struct {
 type Loop struct {
 	clock      Clock
 	maxCatchUp int64
+	slice      time.Duration
+	log        *slog.Logger
 	rate       atomic.Int64 // configured Hz, read at every tick
 	running    atomic.Bool
 
@@ -96,7 +104,10 @@ type counters struct {
 
 // New returns a Loop configured by cfg; it does not start it.
 func New(cfg Config) *Loop {
-	l := &Loop{clock: cfg.Clock, maxCatchUp: int64(cfg.MaxCatchUp)}
+	l := &Loop{clock: cfg.Clock, maxCatchUp: int64(cfg.MaxCatchUp), slice: cfg.Slice, log: cfg.Log}
+	if l.log == nil {
+		l.log = discard
+	}
 	if l.clock == nil {
 		l.clock = RealClock{}
 	}
@@ -121,12 +132,14 @@ func (l *Loop) SetRate(hz int) {
 
 // Run calls step once per tick until ctx is done, then returns ctx.Err(). A
 // panic in step is not recovered: the step function owns its faults. Run
-// returns ErrRunning if the Loop is already running.
+// returns ErrRunning if the Loop is already running. With a Slice, step runs
+// on one OS thread that has that scheduling slice until Run returns.
 func (l *Loop) Run(ctx context.Context, step func(t Tick)) error {
 	if !l.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer l.running.Store(false)
+	defer l.claimThread()()
 	sleep := sleeper(ctx, l.clock)
 	start := l.clock.Now()
 	s := schedule{anchor: start, rate: l.rate.Load(), next: 1}
