@@ -393,9 +393,11 @@ func (c *Config) GameMode() gamemsg.GameMode {
 	return m
 }
 
-// DefaultGameThreadSliceMS is server.game_thread_slice_ms's default: 0.3 ms,
-// about a tenth of a loaded tick's work (docs/performance.md § 4).
-const DefaultGameThreadSliceMS = 0.3
+// DefaultGameThreadSliceMS is server.game_thread_slice_ms's default: none
+// asked. 0.3 ms (about a tenth of a loaded tick's work) made no difference
+// to the MMO benchmark's peak tick it was meant for (docs/performance.md
+// § 4), so it is the operator's choice.
+const DefaultGameThreadSliceMS = 0
 
 // GameThreadSlice is server.game_thread_slice_ms as a duration; 0: none asked.
 func (c *Config) GameThreadSlice() time.Duration {

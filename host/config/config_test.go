@@ -347,7 +347,7 @@ func TestPartialFile(t *testing.T) {
 [server]
 port = 0              # any free port
 client_timeout = 30   # an integer for a number
-game_thread_slice_ms = 0  # the kernel's default slice
+game_thread_slice_ms = 0.3  # a short slice
 
 [match]
 game_mode = "capture_the_flag"
@@ -365,7 +365,7 @@ load = ["ctf"]
 	want := Default()
 	want.Server.Port = 0
 	want.Server.ClientTimeout = 30
-	want.Server.GameThreadSliceMS = 0
+	want.Server.GameThreadSliceMS = 0.3
 	want.Match.GameMode = "capture_the_flag"
 	want.Match.MapRotation = []string{"docks"}
 	want.Modules.Load = []string{"ctf"}
@@ -375,8 +375,8 @@ load = ["ctf"]
 	if got.GameMode() != gamemsg.ModeCaptureTheFlag {
 		t.Errorf("GameMode() = %v", got.GameMode())
 	}
-	if got.GameThreadSlice() != 0 {
-		t.Errorf("GameThreadSlice() = %v, want 0 (none asked)", got.GameThreadSlice())
+	if got.GameThreadSlice() != 300*time.Microsecond {
+		t.Errorf("GameThreadSlice() = %v, want 300µs", got.GameThreadSlice())
 	}
 }
 
@@ -427,7 +427,7 @@ func TestDurations(t *testing.T) {
 		{"RestartBackoff", c.RestartBackoff(), time.Second},
 		{"RestartBackoffMax", c.RestartBackoffMax(), 30 * time.Second},
 		{"RestartWindow", c.RestartWindow(), 10 * time.Minute},
-		{"GameThreadSlice", c.GameThreadSlice(), 300 * time.Microsecond},
+		{"GameThreadSlice", c.GameThreadSlice(), 0},
 	}
 	for _, tc := range checks {
 		if tc.got != tc.want {
