@@ -1,7 +1,6 @@
 package tick
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,10 +9,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sparkhost/sparkhost/internal/syncbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,25 +21,8 @@ import (
 // end the process), which would hide a loop that forgot to unlock.
 func init() { runtime.LockOSThread() }
 
-// lockedLog is a slog text handler's output, safe to read while a loop logs.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+// textLogger is a slog text logger writing into b.
+func textLogger(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // threadAttr is what the kernel says of the calling thread's scheduling.
 type threadAttr struct {
@@ -114,9 +96,9 @@ func TestGameThreadHasTheSliceWhileRunning(t *testing.T) {
 	if def == uint64(slice) {
 		t.Skipf("the kernel's default slice is already %v", slice)
 	}
-	var log lockedLog
+	var log syncbuf.Buffer
 	var children []uint64
-	l := New(Config{Clock: newFakeClock(), Slice: slice, Log: log.logger()})
+	l := New(Config{Clock: newFakeClock(), Slice: slice, Log: textLogger(&log)})
 	seen := runTicks(t, l, func() {
 		s, err := childSlice()
 		if err != nil {
@@ -172,8 +154,8 @@ func checkThreadReleased(t *testing.T, tid int, def uint64) {
 
 func TestNoSliceSetsNothing(t *testing.T) {
 	def := defaultSlice(t)
-	var log lockedLog
-	seen := runTicks(t, New(Config{Clock: newFakeClock(), Log: log.logger()}), nil)
+	var log syncbuf.Buffer
+	seen := runTicks(t, New(Config{Clock: newFakeClock(), Log: textLogger(&log)}), nil)
 	for i, a := range seen {
 		if a.err != nil || a.slice != def || a.flags != 0 {
 			t.Errorf("tick %d ran with slice %d ns, flags %#x (%v); want the default %d ns, no flags", i+1, a.slice, a.flags, a.err, def)
@@ -187,8 +169,8 @@ func TestNoSliceSetsNothing(t *testing.T) {
 func TestRefusedSliceIsLoggedAndTheLoopRuns(t *testing.T) {
 	def := defaultSlice(t)
 	for _, slice := range []time.Duration{50 * time.Microsecond, 200 * time.Millisecond} {
-		var log lockedLog
-		seen := runTicks(t, New(Config{Clock: newFakeClock(), Slice: slice, Log: log.logger()}), nil)
+		var log syncbuf.Buffer
+		seen := runTicks(t, New(Config{Clock: newFakeClock(), Slice: slice, Log: textLogger(&log)}), nil)
 		if len(seen) != 3 {
 			t.Errorf("slice %v: %d ticks ran, want 3", slice, len(seen))
 		}

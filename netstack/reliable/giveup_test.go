@@ -2,6 +2,7 @@ package reliable
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func TestRetryUntilTimeoutGivesUpAfterALastTry(t *testing.T) {
 	for d := 1500 * ms; d <= 10500*ms; d += time.Second {
 		want = append(want, d)
 	}
-	if !equalDurations(tx, want) {
+	if !slices.Equal(tx, want) {
 		t.Fatalf("sequence 1 retransmitted at %v, want %v", tx, want)
 	}
 	if d := e.NextDeadline(); !d.Equal(at(11500 * ms)) {
@@ -106,7 +107,7 @@ func TestRetryUntilTimeoutCapsTheWait(t *testing.T) {
 	tx := transmissions(t, e, 2, 12*time.Second)
 	want := []time.Duration{4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second, 8 * time.Second,
 		9 * time.Second, 10 * time.Second, 11 * time.Second}
-	if !equalDurations(tx, want) {
+	if !slices.Equal(tx, want) {
 		t.Fatalf("retransmitted at %v, want every second: %v", tx, want)
 	}
 }
@@ -123,16 +124,4 @@ func TestResumeForgetsTheLastTry(t *testing.T) {
 	if tx := transmissions(t, e, 1, 20*time.Second); len(tx) < 9 {
 		t.Fatalf("after the resumption retransmitted at %v only", tx)
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
