@@ -73,8 +73,9 @@ var (
 	// long: after the last retransmission's wait or for longer than the
 	// connection timeout (protocol v3), or through the wait of a
 	// transmission made a connection timeout after its first (with
-	// RetryUntilTimeout, protocol v4). The connection must be closed with Disconnect(ReliableDeliveryFailed). Once
-	// returned, every later Send and Poll returns it again.
+	// RetryUntilTimeout, protocol v4). The connection must be closed with
+	// Disconnect(ReliableDeliveryFailed). Once returned, every later Send
+	// and Poll returns it again.
 	ErrDeliveryFailed = errors.New("reliable: reliable delivery failed")
 	// ErrNotReliableChannel is returned by Send for the Unreliable channel.
 	ErrNotReliableChannel = errors.New("reliable: Send needs channel Reliable or ReliableOrdered; send unreliable packets directly")
@@ -128,7 +129,8 @@ type Config struct {
 	// MaxRetransmitWait. So an outage shorter than the connection timeout
 	// never ends the session here, whatever the RTO: ten retransmissions
 	// at the 50 ms minimum RTO are over in 3.55 s, which is what ended
-	// such sessions under v3's count (false: protocol v3's rule, frozen).
+	// such sessions under v3's count. False keeps protocol v3's (frozen)
+	// rule: MaxRetransmissions, and ConnectionTimeout as a hard deadline.
 	RetryUntilTimeout bool
 	// AckDelay is how long an Ack for a new reliable arrival is held back so
 	// that one Ack covers a burst. 0 means 10 ms; clamped to 33 ms (§7).
