@@ -20,8 +20,9 @@ const freeWriters = 8
 var _ Transport = (*UDP)(nil)
 
 // UDP is the Transport of a UDP socket: batches move with recvmmsg and
-// sendmmsg on Linux (one system call for many datagrams), one datagram per
-// call elsewhere. A batch of one is always a plain read or write.
+// sendmmsg on Linux (one system call for many datagrams; a batch of one
+// too, as a raw system call: see sysReader), one datagram per call
+// elsewhere.
 type UDP struct {
 	conn  *net.UDPConn
 	local netip.AddrPort
@@ -78,7 +79,7 @@ func (u *UDP) Batched() bool { return u.batched }
 
 // ReadBatch implements Transport.
 func (u *UDP) ReadBatch(msgs []Message) (int, error) {
-	if len(msgs) > 1 && u.batched {
+	if u.batched {
 		u.readMu.Lock()
 		defer u.readMu.Unlock()
 		if u.rd == nil || len(u.rd.hdrs) < len(msgs) {
@@ -99,7 +100,7 @@ func (u *UDP) ReadBatch(msgs []Message) (int, error) {
 
 // WriteBatch implements Transport.
 func (u *UDP) WriteBatch(msgs []Message) (sent int, err error) {
-	if len(msgs) > 1 && u.batched {
+	if u.batched {
 		var w *sysWriter
 		select {
 		case w = <-u.writers:

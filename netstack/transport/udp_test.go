@@ -154,3 +154,38 @@ func TestNoAllocations(t *testing.T) {
 		t.Fatalf("%.1f allocations per batch, want 0", allocs)
 	}
 }
+
+// TestOneAtATime: batches of one each way (a client's reads and a flush of
+// one datagram) move whole datagrams with their source, over IPv4, IPv6
+// and from IPv4 to a dual-stack socket; a datagram too large for UDP is
+// refused alone.
+func TestOneAtATime(t *testing.T) {
+	for _, tc := range []struct{ rnet, raddr, wnet, waddr, to string }{
+		{"udp4", "127.0.0.1:0", "udp4", "127.0.0.1:0", "127.0.0.1"},
+		{"udp6", "[::1]:0", "udp6", "[::1]:0", "::1"},
+		{"udp", "[::]:0", "udp4", "127.0.0.1:0", "127.0.0.1"},
+	} {
+		t.Run(tc.rnet+" from "+tc.wnet, func(t *testing.T) {
+			r, w := listen(t, tc.rnet, tc.raddr), listen(t, tc.wnet, tc.waddr)
+			to := netip.AddrPortFrom(netip.MustParseAddr(tc.to), r.LocalAddr().Port())
+			big := Message{Buf: make([]byte, 1<<16), N: 1 << 16, Addr: to} // beyond IPv4 and IPv6
+			if sent, err := w.WriteBatch([]Message{big}); sent != 0 || err == nil {
+				t.Fatalf("WriteBatch of %d bytes = %d, %v; want 0 and an error", big.N, sent, err)
+			}
+			in := slots(1, 2048)
+			_ = r.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for i := range 5 {
+				b := bytes.Repeat([]byte{byte(i)}, 1+i*100)
+				if sent, err := w.WriteBatch([]Message{{Buf: b, N: len(b), Addr: to}}); sent != 1 || err != nil {
+					t.Fatalf("WriteBatch = %d, %v", sent, err)
+				}
+				if n, err := r.ReadBatch(in); n != 1 || err != nil {
+					t.Fatalf("ReadBatch = %d, %v", n, err)
+				}
+				if m := in[0]; !bytes.Equal(m.Buf[:m.N], b) || m.Addr.Port() != w.LocalAddr().Port() || m.Addr.Addr().Is4In6() {
+					t.Fatalf("datagram %d: %d bytes from %v; want %d from port %d", i, m.N, m.Addr, len(b), w.LocalAddr().Port())
+				}
+			}
+		})
+	}
+}
