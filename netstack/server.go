@@ -128,6 +128,13 @@ type Server struct {
 
 	handlersMu sync.RWMutex
 	handlers   map[wire.MessageType]Handler
+	// handlersGen counts the changes of handlers, so that a receive pass
+	// looks a type's handler up once for a run of messages of that type.
+	handlersGen atomic.Uint64
+
+	// dispatching is the session whose messages the receive goroutine's
+	// handlers are being given: Send to it needs no lookup of its id.
+	dispatching atomic.Pointer[peer]
 
 	ctr  Counters
 	hist *sessionHistograms // the sessions' RTT, loss, bandwidth and send-queue delay
@@ -312,6 +319,7 @@ func (s *Server) Time() float32 { return float32(time.Since(s.origin).Seconds())
 func (s *Server) Handle(t wire.MessageType, h Handler) {
 	s.handlersMu.Lock()
 	defer s.handlersMu.Unlock()
+	s.handlersGen.Add(1)
 	if h == nil {
 		delete(s.handlers, t)
 		return
@@ -469,7 +477,13 @@ func (s *Server) ChannelBinding(id uint32) ([32]byte, bool) {
 // A type the client's protocol version does not define is refused
 // (ErrNotInProtocol; see ClientInfo.Speaks).
 func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []byte) error {
-	p := s.admitted(id)
+	// A handler answering its client: that session is at hand. (Its id is
+	// never another session's; one closed or resumed meanwhile is found
+	// out under its lock by sendTo, as one looked up would be.)
+	p := s.dispatching.Load()
+	if p == nil || p.id != id {
+		p = s.admitted(id)
+	}
 	if p == nil {
 		return ErrNoSuchClient
 	}

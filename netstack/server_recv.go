@@ -136,6 +136,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 		s.move(p, now)
 	}
 
+	s.dispatching.Store(p)
 	s.rxd.dispatchEach(info, answerEvery, func() {
 		// A long burst of requests is answered in a pipeline: what the
 		// handlers queued so far leaves now, while the rest is handled.
@@ -146,6 +147,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 		p.mu.Unlock()
 		s.rxFlush.write()
 	})
+	s.dispatching.Store(nil)
 	if closed {
 		s.remove(p)
 		return
@@ -231,14 +233,24 @@ func (d *dispatcher) dispatch(from ClientInfo) { d.dispatchEach(from, 0, nil) }
 // dispatchEach runs the handlers of the collected messages (no lock held),
 // calling between after every n of them (not after the last) when n > 0.
 func (d *dispatcher) dispatchEach(from ClientInfo, n int, between func()) {
+	var (
+		hf   Handler
+		typ  wire.MessageType
+		gen  uint64
+		have bool
+	)
 	for i := range d.pending {
 		if n > 0 && i > 0 && i%n == 0 {
 			between()
 		}
 		pd := &d.pending[i]
-		d.s.handlersMu.RLock()
-		hf := d.s.handlers[pd.h.Type]
-		d.s.handlersMu.RUnlock()
+		// One lookup for a run of one type, unless a handler changed since
+		// (a handler may call Handle).
+		if g := d.s.handlersGen.Load(); !have || pd.h.Type != typ || g != gen {
+			d.s.handlersMu.RLock()
+			hf, typ, gen, have = d.s.handlers[pd.h.Type], pd.h.Type, d.s.handlersGen.Load(), true
+			d.s.handlersMu.RUnlock()
+		}
 		if hf != nil {
 			hf(from.ID, &pd.h, d.scratch[pd.start:pd.end])
 		}
