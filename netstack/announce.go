@@ -56,6 +56,9 @@ func (s *Server) announceLocked(p *peer, now time.Time) {
 	if p.version < handshake.ProtocolVersion4 {
 		return
 	}
+	if p.schemaSent && p.schemaRev == s.reg.Revision() {
+		return // the common case, every module Send: without the table's lock
+	}
 	rev, table, protocols := s.schemas.current(s.reg)
 	if p.schemaSent && p.schemaRev == rev {
 		return
