@@ -92,6 +92,9 @@ func (r *sysReader) read(msgs []Message) (int, error) {
 		return 0, err
 	}
 	if r.errno != 0 {
+		if r.k == 1 {
+			return 0, os.NewSyscallError("recvfrom", r.errno)
+		}
 		return 0, os.NewSyscallError("recvmmsg", r.errno)
 	}
 	for i := 0; i < r.n; i++ {
@@ -210,7 +213,9 @@ func (w *sysWriter) write(msgs []Message) (sent int, err error) {
 			}
 			if w.errno != 0 {
 				// The first datagram of w.cur was refused: skip it.
-				if err == nil {
+				if err == nil && len(w.cur) == 1 {
+					err = os.NewSyscallError("sendto", w.errno)
+				} else if err == nil {
 					err = os.NewSyscallError("sendmmsg", w.errno)
 				}
 				done++
