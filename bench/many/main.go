@@ -14,7 +14,7 @@
 //
 //	cd bench && go run ./many                 # 1,000 clients × 10 in flight, 32 B
 //	go run ./many -clients 200 -duration 3s   # a smaller run
-//	go run ./many -profile /tmp/prof          # CPU profiles of every process
+//	go run ./many -profile /tmp/prof          # CPU profiles of every process (the server's: the measured window)
 //
 // It prints the messages echoed per second (counted by the clients: a
 // message counts when its echo arrives), p50/p99 round trip (from the
