@@ -427,6 +427,13 @@ func TestUDPBudgets(t *testing.T) {
 		if _, _, ok := recvDatagram(t, other, waitLong); !ok {
 			t.Fatal("another /24 was refused")
 		}
+		// A cookie is counted once its write returns: after the answer may
+		// have arrived.
+		eventually(t, "1 prefix refusal and 5 cookies counted", func() bool {
+			st := srv.Stats()
+			return st.PrefixRateLimited == 1 && st.CookiesSent == 5
+		})
+		time.Sleep(quietWait) // and no more
 		if st := srv.Stats(); st.PrefixRateLimited != 1 || st.CookiesSent != 5 {
 			t.Fatalf("prefix refusals %d, cookies %d; want 1 and 5", st.PrefixRateLimited, st.CookiesSent)
 		}

@@ -19,13 +19,14 @@ import (
 // A batch of one is a recvfrom or sendto, which the kernel serves with
 // less work than a recvmmsg or sendmmsg of one.
 //
-// These are raw system calls (unix.RawSyscall6): the
-// socket is non-blocking (the poller waits for readiness, not the call), so
-// they never block, and a raw call skips the scheduler's system-call
-// bookkeeping. That bookkeeping was a fifth of a busy one-core server's
-// CPU: a process whose P had just been idle woke the runtime's monitor
-// thread at its next system call, which then slept and woke every 20 µs on
-// the same core to watch calls that take microseconds.
+// Reads, and writes of up to maxRawWrite datagrams, are raw system calls
+// (unix.RawSyscall6): the socket is non-blocking (the poller waits for
+// readiness, not the call), so they never block, and a raw call skips the
+// scheduler's system-call bookkeeping. That bookkeeping was a sixth of a
+// busy one-core echo server's CPU: a process whose P had just been idle
+// woke the runtime's monitor thread at its next system call, which then
+// slept and woke every 20 µs on the same core to watch calls that take
+// microseconds.
 type sysReader struct {
 	rc    syscall.RawConn
 	hdrs  []unix.Mmsghdr
@@ -131,6 +132,13 @@ func htons(p uint16) uint16 {
 	return v
 }
 
+// maxRawWrite is the most datagrams a raw sendmmsg carries. A raw call
+// keeps its goroutine's P for its whole length, and on loopback a datagram
+// written costs its receiver's work too (microseconds each): a larger
+// batch (a tick's flush) is an ordinary system call, whose P the
+// scheduler may hand to another goroutine meanwhile.
+const maxRawWrite = 8
+
 // sysWriter is sendmmsg over a UDP socket.
 type sysWriter struct {
 	rc    syscall.RawConn
@@ -176,8 +184,10 @@ func (w *sysWriter) send(fd uintptr) bool {
 		_, _, errno = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.Iov.Base)), uintptr(h.Iov.Len),
 			0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
 		n = 1
-	} else {
+	} else if len(w.cur) <= maxRawWrite {
 		n, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.cur[0])), uintptr(len(w.cur)), 0, 0, 0)
+	} else {
+		n, _, errno = unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.cur[0])), uintptr(len(w.cur)), 0, 0, 0)
 	}
 	if errno == unix.EAGAIN || errno == unix.EINTR {
 		return false // wait for room in the socket buffer
