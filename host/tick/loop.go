@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,9 @@ func (l *Loop) Run(ctx context.Context, step func(t Tick)) error {
 		late := now.After(due) && (!slept || now.Sub(due) >= s.period())
 		slept = false
 		number++
+		region := trace.StartRegion(ctx, "tick") // an execution trace's tick boundaries
 		step(Tick{Number: number, DT: s.period(), Rate: int(s.rate), Now: now, Scheduled: due})
+		region.End()
 		l.record(now, l.clock.Now(), late, skip)
 		last = due
 		s.advance()

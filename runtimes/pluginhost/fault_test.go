@@ -2,6 +2,7 @@ package pluginhost_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -368,5 +369,44 @@ func waitAnswer(t *testing.T, m *pluginhost.Module, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("tick %d: no answer from the plugin within 10 s", n)
 		}
+	}
+}
+
+// TestNextTickStepNeverStopsForAnAnswer: with AnswerNextTick the game
+// thread never blocks inside a Step for the plugin: an answer not in at
+// the tick's start makes that tick a held tick at once, instead of a wait
+// that on a busy core can last the kernel's whole wake-up delay. The same
+// slow plugin under the default (same_tick) has its waits counted: the
+// figure can tell the two apart.
+func TestNextTickStepNeverStopsForAnAnswer(t *testing.T) {
+	for _, nextTick := range []bool{true, false} {
+		t.Run(fmt.Sprintf("next_tick=%v", nextTick), func(t *testing.T) {
+			m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = nextTick })
+			if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
+				t.Fatal(err)
+			}
+			if nextTick {
+				waitAnswer(t, m, 1)
+			}
+			mustCommand(t, m, "hostile_sleep", "30")
+			const ticks = 20
+			for n := 2; n < 2+ticks; n++ {
+				if err := m.Step(fastTick(uint64(n)), []module.Event{poke(n)}); err != nil {
+					t.Fatalf("tick %d: %v", n, err)
+				}
+				time.Sleep(time.Second / 60)
+			}
+			rs := m.RuntimeStats()
+			t.Logf("%d ticks held, %d late answers; the ticks waited %d times, %v in all", rs.HeldTicks, rs.LateAnswers, rs.TickWaits, rs.TickWaitTime)
+			if rs.HeldTicks == 0 {
+				t.Fatalf("no tick held behind a plugin that takes 30 ms a tick of 16.7 ms")
+			}
+			switch {
+			case nextTick && (rs.TickWaits != 0 || rs.TickWaitTime != 0):
+				t.Errorf("next_tick: the game thread stopped %d times (%v in all) to wait for an answer inside the tick", rs.TickWaits, rs.TickWaitTime)
+			case !nextTick && (rs.TickWaits == 0 || rs.TickWaitTime <= 0):
+				t.Errorf("same_tick: the tick's waits for the answer are not counted (%d, %v)", rs.TickWaits, rs.TickWaitTime)
+			}
+		})
 	}
 }
