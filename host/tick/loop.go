@@ -24,6 +24,10 @@ const (
 	DefaultMaxCatchUp = 5    // ticks
 )
 
+// RegionTick is the name of the runtime/trace region each tick's step runs
+// in: an execution trace shows where every tick began and ended.
+const RegionTick = "game tick"
+
 // ErrRunning is returned by Run when the Loop is already running.
 var ErrRunning = errors.New("tick: loop is already running")
 
@@ -177,7 +181,7 @@ func (l *Loop) Run(ctx context.Context, step func(t Tick)) error {
 		late := now.After(due) && (!slept || now.Sub(due) >= s.period())
 		slept = false
 		number++
-		region := trace.StartRegion(ctx, "tick") // an execution trace's tick boundaries
+		region := trace.StartRegion(ctx, RegionTick) // an execution trace's tick boundaries
 		step(Tick{Number: number, DT: s.period(), Rate: int(s.rate), Now: now, Scheduled: due})
 		region.End()
 		l.record(now, l.clock.Now(), late, skip)

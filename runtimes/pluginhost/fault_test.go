@@ -1,9 +1,11 @@
 package pluginhost_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -408,5 +410,28 @@ func TestNextTickStepNeverStopsForAnAnswer(t *testing.T) {
 				t.Errorf("same_tick: the tick's waits for the answer are not counted (%d, %v)", rs.TickWaits, rs.TickWaitTime)
 			}
 		})
+	}
+}
+
+// TestStepWaitIsATraceRegion: in an execution trace, a same_tick Step's
+// wait for the answer and the answer's application are regions.
+func TestStepWaitIsATraceRegion(t *testing.T) {
+	m, h, _ := start(t, hostilePkg, nil)
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Skipf("a trace is already running (go test -trace?): %v", err)
+	}
+	err := m.Step(tick(1), []module.Event{h.admit(1, "alice"), poke(1)})
+	trace.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.sends) != 1 {
+		t.Fatalf("the answer was not applied in its tick: %q", h.sends)
+	}
+	for _, r := range []string{pluginhost.RegionWait, pluginhost.RegionApply} {
+		if !bytes.Contains(buf.Bytes(), []byte(r)) {
+			t.Errorf("the trace of a Step has no region %q", r)
+		}
 	}
 }

@@ -48,6 +48,14 @@ import (
 //     stop to wait for it), and is applied at the first tick after it
 //     arrived. Not counted as late answers.
 
+// Names of the runtime/trace regions of a Step, so that an execution trace
+// shows how long the game thread waited for the plugin and applied its
+// answer.
+const (
+	RegionWait  = "plugin wait"
+	RegionApply = "plugin apply"
+)
+
 // minWait is the least the game thread waits for an answer, even when the
 // tick's deadline is (nearly) past: a late tick is the server's lateness,
 // not the plugin's.
@@ -140,7 +148,7 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 			return stepAnswer{}, false
 		}
 	}
-	defer trace.StartRegion(context.Background(), "plugin wait").End() // an execution trace's view of the wait
+	defer trace.StartRegion(context.Background(), RegionWait).End() // an execution trace's view of the wait
 	defer s.countWait(time.Now())
 	s.wait.Reset(d)
 	select {
@@ -252,7 +260,7 @@ func (m *Module) finish(a stepAnswer) error {
 	} else {
 		s.answerTime.Store(old + (int64(a.took)-old)/8)
 	}
-	region := trace.StartRegion(context.Background(), "plugin apply")
+	region := trace.StartRegion(context.Background(), RegionApply)
 	m.apply(a.resp.GetActions())
 	region.End()
 	m.applyMetrics(a.resp.GetMetrics())
