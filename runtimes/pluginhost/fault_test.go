@@ -300,7 +300,7 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 			t.Fatalf("after tick %d: %d answers applied, want %d (each tick's at the next): %q", n, got, want, h.sends)
 		}
 		// As between two ticks, and then until the answer is in: the next
-		// Step waits at most 1 ms for it, and a busy machine (or -race) may
+		// Step does not wait for it, and a busy machine (or -race) may
 		// take longer than any fixed pause to carry it from the plugin's
 		// process (which also runs at a lower priority).
 		time.Sleep(20 * time.Millisecond)
@@ -317,8 +317,8 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 }
 
 // TestNextTickNeverWaitsForASlowPlugin: with AnswerNextTick a Step never
-// waits for the plugin — not for this tick's answer, and for the previous
-// tick's at most 1 ms — even when the tick's deadline would allow 10 s: a
+// waits for the plugin — not for this tick's answer, nor for the previous
+// tick's — even when the tick's deadline would allow 10 s: a
 // plugin that sleeps 30 ms a tick costs held ticks and late actions, not a
 // long tick.
 func TestNextTickNeverWaitsForASlowPlugin(t *testing.T) {
