@@ -149,7 +149,6 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 		}
 	}
 	defer trace.StartRegion(context.Background(), RegionWait).End() // an execution trace's view of the wait
-	defer s.countWait(time.Now())
 	s.wait.Reset(d)
 	select {
 	case a := <-s.answers:
@@ -161,7 +160,8 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 	}
 }
 
-// countWait adds a blocking wait that began at began to the figures.
+// countWait adds a tick's wait for its answer, begun at began, to the
+// figures (the unload's last wait is no tick's).
 func (s *stepper) countWait(began time.Time) {
 	s.tickWaits.Add(1)
 	s.tickWaited.Add(int64(time.Since(began)))
@@ -205,7 +205,9 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if m.answerNextTick() {
 		return nil // applied at the start of the next Step
 	}
+	began := time.Now()
 	a, ok := s.answered(waitFor(t))
+	s.countWait(began)
 	if !ok {
 		s.lateAnswers.Add(1)
 		return nil
