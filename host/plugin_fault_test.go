@@ -59,7 +59,8 @@ func ticksOver(srv *host.Server, d time.Duration) (uint64, time.Duration) {
 // TestSlowPluginLeavesTheServerAt60Hz: a plugin sleeping 200 ms every tick
 // would hold a server that waits for it at 5 Hz. The server keeps ≥ 50 Hz,
 // an in-process module and the plugin itself still answer players (the
-// plugin late), and `module info` shows how far behind it runs.
+// plugin late), and `module info` shows how far behind it runs and how
+// long its ticks waited for it.
 func TestSlowPluginLeavesTheServerAt60Hz(t *testing.T) {
 	path := testplugin.Build(t, "./host/testdata/plugins/hostile")
 	srv, _ := startHost(t, withModules(path), goEcho())
@@ -87,8 +88,18 @@ func TestSlowPluginLeavesTheServerAt60Hz(t *testing.T) {
 		t.Fatalf("module info lacks the lateness figures:\n%s", info)
 	}
 	held, _ := strconv.Atoi(m[2])
-	if late, _ := strconv.Atoi(m[1]); late < 5 || held < 100 {
+	late, _ := strconv.Atoi(m[1])
+	if late < 5 || held < 100 {
 		t.Errorf("answers late %d, ticks held %d after 3 s at 5 answers a second", late, held)
+	}
+	// Every late answer is a tick that waited for it (same_tick) in vain.
+	w := regexp.MustCompile(`ticks waited for its answer (\d+), (\S+) in all`).FindStringSubmatch(info)
+	if w == nil {
+		t.Fatalf("module info lacks the ticks' waits for the plugin:\n%s", info)
+	}
+	waits, _ := strconv.Atoi(w[1])
+	if d, err := time.ParseDuration(w[2]); err != nil || waits < late || d <= 0 {
+		t.Errorf("ticks waited %d times, %s in all (%v), with %d answers late", waits, w[2], err, late)
 	}
 	if _, err := srv.Exec("hostile_sleep 0"); err != nil {
 		t.Logf("hostile_sleep 0 while behind: %v", err) // busy is a fine answer here

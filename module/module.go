@@ -127,6 +127,12 @@ type RuntimeStats struct {
 	// AnswerTime is the round trip of the recent answers (a moving
 	// average).
 	AnswerTime time.Duration
+	// TickWaits counts the times a tick stopped to wait for the module's
+	// answer (same_tick: every call's; next_tick: never), and TickWaitTime
+	// is the time the game thread spent so waiting, in all: the part of
+	// the tick time that was the plugin's, not the server's.
+	TickWaits    uint64
+	TickWaitTime time.Duration
 	// Resident is the memory the module's processes hold, in bytes, as
 	// last measured; MemoryLimit is its cap.
 	Resident, MemoryLimit int64

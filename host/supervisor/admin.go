@@ -183,6 +183,7 @@ func (m *Manager) infoText(arg string) (string, error) {
 func runtimeText(b *strings.Builder, rs module.RuntimeStats) {
 	if rs.AnswerTime > 0 || rs.LateAnswers > 0 || rs.HeldTicks > 0 {
 		fmt.Fprintf(b, "\nanswers late %d, ticks held %d, answer time %v", rs.LateAnswers, rs.HeldTicks, rs.AnswerTime.Round(10*time.Microsecond))
+		fmt.Fprintf(b, "\nticks waited for its answer %d, %v in all", rs.TickWaits, rs.TickWaitTime.Round(10*time.Microsecond))
 	}
 	if rs.MemoryLimit > 0 {
 		fmt.Fprintf(b, "\nmemory %s resident of a %s cap", mib(rs.Resident), mib(rs.MemoryLimit))

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,10 @@ const (
 	MaxRate           = 1000 // Hz; a higher rate is clamped to it
 	DefaultMaxCatchUp = 5    // ticks
 )
+
+// RegionTick is the name of the runtime/trace region each tick's step runs
+// in: an execution trace shows where every tick began and ended.
+const RegionTick = "game tick"
 
 // ErrRunning is returned by Run when the Loop is already running.
 var ErrRunning = errors.New("tick: loop is already running")
@@ -176,7 +181,9 @@ func (l *Loop) Run(ctx context.Context, step func(t Tick)) error {
 		late := now.After(due) && (!slept || now.Sub(due) >= s.period())
 		slept = false
 		number++
+		region := trace.StartRegion(ctx, RegionTick) // an execution trace's tick boundaries
 		step(Tick{Number: number, DT: s.period(), Rate: int(s.rate), Now: now, Scheduled: due})
+		region.End()
 		l.record(now, l.clock.Now(), late, skip)
 		last = due
 		s.advance()

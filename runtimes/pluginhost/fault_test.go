@@ -1,8 +1,11 @@
 package pluginhost_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -297,7 +300,7 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 			t.Fatalf("after tick %d: %d answers applied, want %d (each tick's at the next): %q", n, got, want, h.sends)
 		}
 		// As between two ticks, and then until the answer is in: the next
-		// Step waits at most 1 ms for it, and a busy machine (or -race) may
+		// Step does not wait for it, and a busy machine (or -race) may
 		// take longer than any fixed pause to carry it from the plugin's
 		// process (which also runs at a lower priority).
 		time.Sleep(20 * time.Millisecond)
@@ -314,8 +317,8 @@ func checkNextTick(t *testing.T, m *pluginhost.Module, h *stubHost) {
 }
 
 // TestNextTickNeverWaitsForASlowPlugin: with AnswerNextTick a Step never
-// waits for the plugin — not for this tick's answer, and for the previous
-// tick's at most 1 ms — even when the tick's deadline would allow 10 s: a
+// waits for the plugin — not for this tick's answer, nor for the previous
+// tick's — even when the tick's deadline would allow 10 s: a
 // plugin that sleeps 30 ms a tick costs held ticks and late actions, not a
 // long tick.
 func TestNextTickNeverWaitsForASlowPlugin(t *testing.T) {
@@ -367,6 +370,68 @@ func waitAnswer(t *testing.T, m *pluginhost.Module, n int) {
 	for deadline := time.Now().Add(10 * time.Second); !pluginhost.AnswerIn(m); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("tick %d: no answer from the plugin within 10 s", n)
+		}
+	}
+}
+
+// TestNextTickStepNeverStopsForAnAnswer: with AnswerNextTick the game
+// thread never blocks inside a Step for the plugin: an answer not in at
+// the tick's start makes that tick a held tick at once, instead of a wait
+// that on a busy core can last the kernel's whole wake-up delay. The same
+// slow plugin under the default (same_tick) has its waits counted: the
+// figure can tell the two apart.
+func TestNextTickStepNeverStopsForAnAnswer(t *testing.T) {
+	for _, nextTick := range []bool{true, false} {
+		t.Run(fmt.Sprintf("next_tick=%v", nextTick), func(t *testing.T) {
+			m, h, _ := start(t, hostilePkg, func(c *pluginhost.Config) { c.AnswerNextTick = nextTick })
+			if err := m.Step(tick(1), []module.Event{h.admit(1, "alice")}); err != nil {
+				t.Fatal(err)
+			}
+			if nextTick {
+				waitAnswer(t, m, 1)
+			}
+			mustCommand(t, m, "hostile_sleep", "30")
+			const ticks = 20
+			for n := 2; n < 2+ticks; n++ {
+				if err := m.Step(fastTick(uint64(n)), []module.Event{poke(n)}); err != nil {
+					t.Fatalf("tick %d: %v", n, err)
+				}
+				time.Sleep(time.Second / 60)
+			}
+			rs := m.RuntimeStats()
+			t.Logf("%d ticks held, %d late answers; the ticks waited %d times, %v in all", rs.HeldTicks, rs.LateAnswers, rs.TickWaits, rs.TickWaitTime)
+			if rs.HeldTicks == 0 {
+				t.Fatalf("no tick held behind a plugin that takes 30 ms a tick of 16.7 ms")
+			}
+			switch {
+			case nextTick && (rs.TickWaits != 0 || rs.TickWaitTime != 0):
+				t.Errorf("next_tick: the game thread stopped %d times (%v in all) to wait for an answer inside the tick", rs.TickWaits, rs.TickWaitTime)
+			case !nextTick && (rs.TickWaits == 0 || rs.TickWaitTime <= 0):
+				t.Errorf("same_tick: the tick's waits for the answer are not counted (%d, %v)", rs.TickWaits, rs.TickWaitTime)
+			}
+		})
+	}
+}
+
+// TestStepWaitIsATraceRegion: in an execution trace, a same_tick Step's
+// wait for the answer and the answer's application are regions.
+func TestStepWaitIsATraceRegion(t *testing.T) {
+	m, h, _ := start(t, hostilePkg, nil)
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Skipf("a trace is already running (go test -trace?): %v", err)
+	}
+	err := m.Step(tick(1), []module.Event{h.admit(1, "alice"), poke(1)})
+	trace.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.sends) != 1 {
+		t.Fatalf("the answer was not applied in its tick: %q", h.sends)
+	}
+	for _, r := range []string{pluginhost.RegionWait, pluginhost.RegionApply} {
+		if !bytes.Contains(buf.Bytes(), []byte(r)) {
+			t.Errorf("the trace of a Step has no region %q", r)
 		}
 	}
 }

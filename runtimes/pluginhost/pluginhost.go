@@ -90,8 +90,9 @@ type Config struct {
 	LogLinesPerSecond float64
 	LogBurst          int
 	// AnswerNextTick: Step never waits for the tick's answer; it is
-	// applied at the start of the next Step if it is in by then (waiting
-	// at most minWait for it), so the plugin works between ticks.
+	// applied at the start of the next Step if it is in by then (else that
+	// tick is held; Step does not stop for it), so the plugin works
+	// between ticks.
 	AnswerNextTick bool
 	// Nice lowers the plugin's CPU priority below the server's by this
 	// Unix nice increment (0..19; 0 leaves it equal): every thread of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"sync/atomic"
 	"time"
 
@@ -40,11 +41,20 @@ import (
 //   - With AnswerNextTick ([modules] plugin_answers = "next_tick") the
 //     tick never waits for the plugin: the plugin works while the server
 //     sleeps between ticks, and its answer is taken at the start of the
-//     next Step (if it is not in yet, after at most minWait) and applied
-//     before that tick's call goes out. Actions take one tick longer; the
-//     tick does not contain the plugin's time. An answer that misses the
-//     next tick too makes that tick a held tick, as above, and is applied
-//     at the first tick after it arrived. Not counted as late answers.
+//     next Step if it is in by then, and applied before that tick's call
+//     goes out. Actions take one tick longer; the tick does not contain
+//     the plugin's time. An answer not in at the start of the next tick
+//     makes that tick a held tick, as above (the game thread does not
+//     stop to wait for it), and is applied at the first tick after it
+//     arrived. Not counted as late answers.
+
+// Names of the runtime/trace regions of a Step, so that an execution trace
+// shows how long the game thread waited for the plugin and applied its
+// answer.
+const (
+	RegionWait  = "plugin wait"
+	RegionApply = "plugin apply"
+)
 
 // minWait is the least the game thread waits for an answer, even when the
 // tick's deadline is (nearly) past: a late tick is the server's lateness,
@@ -71,6 +81,8 @@ type stepper struct {
 	lateAnswers atomic.Uint64
 	heldTicks   atomic.Uint64
 	answerTime  atomic.Int64 // moving average of the round trip, ns
+	tickWaits   atomic.Uint64
+	tickWaited  atomic.Int64 // ns the game thread blocked in answered, in all
 }
 
 type stepAnswer struct {
@@ -136,6 +148,7 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 			return stepAnswer{}, false
 		}
 	}
+	defer trace.StartRegion(context.Background(), RegionWait).End() // an execution trace's view of the wait
 	s.wait.Reset(d)
 	select {
 	case a := <-s.answers:
@@ -147,8 +160,15 @@ func (s *stepper) answered(d time.Duration) (stepAnswer, bool) {
 	}
 }
 
-// Step runs one tick: it takes the previous call's answer if it is in (with
-// AnswerNextTick: waiting for it up to minWait), then sends
+// countWait adds a tick's wait for its answer, begun at began, to the
+// figures (the unload's last wait is no tick's).
+func (s *stepper) countWait(began time.Time) {
+	s.tickWaits.Add(1)
+	s.tickWaited.Add(int64(time.Since(began)))
+}
+
+// Step runs one tick: it takes the previous call's answer if it is in
+// (without waiting for it), then sends
 // this tick's events (with any held ones) and waits for the answer up to the
 // tick's deadline (with AnswerNextTick: not at all) — or, if the previous
 // call is still out, holds them.
@@ -167,11 +187,12 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	}
 	s := &m.steps
 	if s.inFlight {
-		var due time.Duration // a late answer: taken only if it is in
-		if m.answerNextTick() {
-			due = minWait // the previous tick's answer, due by now
-		}
-		a, ok := s.answered(due)
+		// The previous call's answer (a late one, or next_tick's) is taken
+		// only if it is in: the game thread never stops here. A wait of
+		// even 1 ms gives the core away, and on a core shared with the
+		// plugin and other processes the kernel may take many milliseconds
+		// to give it back (docs/performance.md § 4).
+		a, ok := s.answered(0)
 		if !ok {
 			return m.behind(t, events)
 		}
@@ -184,7 +205,9 @@ func (m *Module) Step(t module.Tick, events []module.Event) error {
 	if m.answerNextTick() {
 		return nil // applied at the start of the next Step
 	}
+	began := time.Now()
 	a, ok := s.answered(waitFor(t))
+	s.countWait(began)
 	if !ok {
 		s.lateAnswers.Add(1)
 		return nil
@@ -239,7 +262,9 @@ func (m *Module) finish(a stepAnswer) error {
 	} else {
 		s.answerTime.Store(old + (int64(a.took)-old)/8)
 	}
+	region := trace.StartRegion(context.Background(), RegionApply)
 	m.apply(a.resp.GetActions())
+	region.End()
 	m.applyMetrics(a.resp.GetMetrics())
 	return nil
 }
@@ -298,7 +323,8 @@ func (m *Module) RuntimeStats() module.RuntimeStats {
 	return module.RuntimeStats{
 		LateAnswers: m.steps.lateAnswers.Load(), HeldTicks: m.steps.heldTicks.Load(),
 		AnswerTime: time.Duration(m.steps.answerTime.Load()),
-		Resident:   m.memory.resident(), MemoryLimit: m.cfg.MemoryLimit,
+		TickWaits:  m.steps.tickWaits.Load(), TickWaitTime: time.Duration(m.steps.tickWaited.Load()),
+		Resident: m.memory.resident(), MemoryLimit: m.cfg.MemoryLimit,
 		LogDropped: m.logs.dropped(),
 	}
 }
