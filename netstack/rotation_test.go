@@ -120,16 +120,21 @@ func rotationRun(t *testing.T, link memlink.Link, clean bool) {
 	}
 }
 
-// TestKeyExhaustionDisconnects rotates the server's sending keys every frame:
-// after epoch 255 the server must close with Disconnect(KeyExhausted), sealed
-// in the last epoch, and the client must see that reason.
+// TestKeyExhaustionDisconnects rotates the server's sending keys every 4
+// frames: after epoch 255 the server must close with Disconnect(KeyExhausted),
+// sealed in the last epoch, and the client must see that reason. (Not every
+// frame: the server's goroutines number their frames in order but seal and
+// write them concurrently, so two frames may leave in the other order, and
+// a receiver takes only epochs e−1..e+1: rotating every frame, one such
+// swap strands the client two epochs behind for good, which no real
+// sender's epochs of 2^31 frames can.)
 func TestKeyExhaustionDisconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reason wire.DisconnectReason
 		left := make(chan struct{})
 		srv, cli := memPair(t, memlink.Link{Latency: time.Millisecond},
 			netstack.ServerConfig{
-				Rotation: seal.RotationConfig{MaxFrames: 1},
+				Rotation: seal.RotationConfig{MaxFrames: 4},
 				OnDisconnected: func(_ netstack.ClientInfo, r wire.DisconnectReason, _ string) {
 					reason = r
 					close(left)
@@ -137,17 +142,17 @@ func TestKeyExhaustionDisconnects(t *testing.T) {
 			},
 			netstack.ClientConfig{})
 		chat := gamemsg.AppendChatMessage(nil, &gamemsg.ChatMessage{Text: "x"})
-		for i := 0; i < 400; i++ {
+		for i := 0; i < 1400; i++ { // 256 epochs of 4 frames, and room to spare
 			if srv.Send(cli.ID(), gamemsg.TypeChatMessage, wire.Reliable, chat) != nil {
 				break
 			}
-			srv.Flush() // a datagram, so a frame and an epoch, per message
+			srv.Flush() // a datagram, so a frame, per message
 			time.Sleep(time.Millisecond)
 		}
 		select {
 		case <-cli.Done():
 		case <-time.After(time.Minute):
-			t.Fatal("client still connected after 400 epochs")
+			t.Fatal("client still connected after 1,400 frames")
 		}
 		if r, _ := cli.CloseReason(); r != wire.DisconnectKeyExhausted {
 			t.Errorf("client close reason %v, want KeyExhausted", r)
