@@ -24,22 +24,6 @@ func dialEcho(t *testing.T, srv *netstack.Server, reg *wire.Registry, name strin
 	return c
 }
 
-// awaitEcho returns the payload of the next echo type message c receives.
-func awaitEcho(t *testing.T, c *netstack.Client) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		m, err := c.Receive(ctx)
-		if err != nil {
-			t.Fatalf("no echo: %v", err)
-		}
-		if m.Header.Type == typeEchoReliable {
-			return m.Payload
-		}
-	}
-}
-
 // TestHandlerReplacedByHandler: a handler that replaces its type's handler
 // sends the messages after its own — those of the same datagram, the same
 // receive pass, too — to the new one.
@@ -102,10 +86,10 @@ func TestHandlerSendsToAnotherClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Flush()
-	if from := binary.LittleEndian.Uint32(awaitEcho(t, b)); from != a.ID() {
+	if from := binary.LittleEndian.Uint32(next(t, b, typeEchoReliable).Payload); from != a.ID() {
 		t.Fatalf("the listener got a message saying %d, want the sender's id %d", from, a.ID())
 	}
-	if to := binary.LittleEndian.Uint32(awaitEcho(t, a)); to != b.ID() {
+	if to := binary.LittleEndian.Uint32(next(t, a, typeEchoReliable).Payload); to != b.ID() {
 		t.Fatalf("the sender got a message saying %d, want the listener's id %d", to, b.ID())
 	}
 }
