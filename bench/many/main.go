@@ -49,6 +49,10 @@ type clientOpts struct {
 	inflight, size   int
 	serviceInterval  time.Duration
 	processes, procs int // client processes, and GOMAXPROCS of each
+	channel          wire.Channel
+	socket           string        // "shared" or "per-client"
+	lossAfter        time.Duration // an unreliable message without echo for this long is lost
+	noMigration      bool
 }
 
 func main() {
@@ -67,14 +71,32 @@ func main() {
 	flag.StringVar(&clientCPUs, "client-cpus", "1", "the CPUs of the clients' processes (taskset list)")
 	flag.IntVar(&o.procs, "client-procs", 1, "GOMAXPROCS of each client process")
 	flag.IntVar(&o.processes, "client-processes", 4, "client processes (the clients are shared out among them)")
+	channel := flag.String("channel", "reliable", "the messages' channel: reliable or unreliable")
+	flag.StringVar(&o.socket, "clients-socket", "shared", "shared: a client process's clients share one UDP socket (each still sends from its own address); per-client: a socket each")
+	flag.DurationVar(&o.lossAfter, "loss-after", 250*time.Millisecond, "unreliable: a message without echo for this long is counted lost and replaced")
+	flag.BoolVar(&o.noMigration, "no-migration", false, "per-client: the clients ask for no connection id (as over a shared socket, where they never do)")
 	flag.Parse()
 	o.size = max(o.size, 12)
+	switch *channel {
+	case "reliable":
+		o.channel = wire.Reliable
+	case "unreliable":
+		o.channel = wire.Unreliable
+	default:
+		fmt.Fprintln(os.Stderr, "many: -channel is reliable or unreliable")
+		os.Exit(2)
+	}
+	if o.socket != "shared" && o.socket != "per-client" {
+		fmt.Fprintln(os.Stderr, "many: -clients-socket is shared or per-client")
+		os.Exit(2)
+	}
+	o.lossAfter = max(o.lossAfter, 10*time.Millisecond)
 	var err error
 	switch *role {
 	case "":
 		err = orchestrate(o, *warmup, *duration)
 	case "server":
-		err = serve(o.clients)
+		err = serve(o.clients, o.channel)
 	case "client":
 		err = client(o)
 	default:
@@ -86,8 +108,9 @@ func main() {
 	}
 }
 
-func echoSchema() wire.Schema {
-	return wire.Schema{ID: echoType, Name: "Echo", Direction: wire.BothDirections, Channel: wire.Reliable,
+// echoSchema is the echo message on channel ch.
+func echoSchema(ch wire.Channel) wire.Schema {
+	return wire.Schema{ID: echoType, Name: "Echo", Direction: wire.BothDirections, Channel: ch,
 		MinLen: 12, MaxLen: 1100, StringFieldOffset: wire.NoStringFields}
 }
 
