@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -29,6 +27,13 @@ type result struct {
 	// The clients' totals: retransmissions, messages dropped from a full
 	// inbox, datagrams dropped, datagrams and messages sent.
 	Retransmissions, InboxDrops, Dropped, Datagrams, Sent uint64
+	// Unreliable messages given up for lost in the window (no echo within
+	// -loss-after), and echoes that came back after that.
+	Lost, Late uint64
+	// The shared sockets' system calls over the whole run: datagrams sent
+	// in sendmmsg calls, received in recvmmsg calls, and received
+	// datagrams that no client took.
+	SockSent, SockSendCalls, SockRecv, SockRecvCalls, SockDropped uint64
 }
 
 // client runs one client process: it dials its clients, says "dialed",
@@ -43,12 +48,15 @@ func client(o clientOpts) error {
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 	}
 	t0 := time.Now()
-	conns, err := dialAll(o)
+	conns, sock, err := dialAll(o)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
 				c.Close()
 			}
+		}
+		if sock != nil {
+			sock.Close()
 		}
 	}()
 	if err != nil {
@@ -60,17 +68,20 @@ func client(o clientOpts) error {
 	if !in.Scan() || in.Text() != "go" {
 		return fmt.Errorf("no go")
 	}
-	var measuring atomic.Bool
-	var count atomic.Uint64
-	hists := make([]hist, len(conns))
+	var m meter
+	loops := make([]*loop, len(conns))
 	ctx, cancel := context.WithCancel(context.Background())
+	wake := func() context.Context { return ctx }
+	if o.channel == wire.Unreliable {
+		wake = ticker(ctx, o.lossAfter/5)
+	}
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		hists[i] = newHist()
+		loops[i] = newLoop(c, o, &m)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			echoLoop(ctx, c, o.inflight, o.size, &measuring, &count, hists[i])
+			loops[i].run(ctx, wake)
 		}()
 	}
 	var c0 time.Time
@@ -78,11 +89,11 @@ func client(o clientOpts) error {
 	for in.Scan() {
 		switch in.Text() {
 		case "measure":
-			c0, m0 = time.Now(), count.Load()
-			measuring.Store(true)
+			c0, m0 = time.Now(), m.count.Load()
+			m.measuring.Store(true)
 		case "done":
-			measuring.Store(false)
-			res.Messages, res.Seconds = count.Load()-m0, time.Since(c0).Seconds()
+			m.measuring.Store(false)
+			res.Messages, res.Seconds = m.count.Load()-m0, time.Since(c0).Seconds()
 		}
 		if in.Text() == "done" {
 			break
@@ -97,20 +108,36 @@ func client(o clientOpts) error {
 		res.Dropped += st.PacketsDropped
 		res.Datagrams += st.PacketsSent
 		res.Sent += st.MessagesSent
-		res.RTT.merge(hists[i])
+		res.RTT.merge(loops[i].h)
+		res.Lost += loops[i].lost
+		res.Late += loops[i].late
+	}
+	if sock != nil {
+		res.SockSent, res.SockSendCalls = sock.Datagrams.Load(), sock.Calls.Load()
+		res.SockRecv, res.SockRecvCalls = sock.RecvDatagrams.Load(), sock.RecvCalls.Load()
+		res.SockDropped = sock.Dropped.Load()
 	}
 	b, _ := json.Marshal(res)
 	fmt.Println(string(b))
 	return nil
 }
 
-// dialAll connects this process's clients, 32 at a time.
-func dialAll(o clientOpts) ([]*netstack.Client, error) {
+// dialAll connects this process's clients, 32 at a time: each on its own
+// socket, or all on one shared socket (returned, for its counters).
+func dialAll(o clientOpts) ([]*netstack.Client, *sharedSocket, error) {
 	reg := wire.NewRegistry()
-	if err := reg.Register("echo", echoSchema()); err != nil {
-		return nil, err
+	if err := reg.Register("echo", echoSchema(o.channel)); err != nil {
+		return nil, nil, err
 	}
 	server := netip.MustParseAddrPort(o.addr)
+	var sock *sharedSocket
+	if o.socket == "shared" {
+		s, err := newSharedSocket(server)
+		if err != nil {
+			return nil, nil, err
+		}
+		sock = s
+	}
 	conns := make([]*netstack.Client, o.clients)
 	var wg sync.WaitGroup
 	var first atomic.Value
@@ -121,18 +148,27 @@ func dialAll(o clientOpts) ([]*netstack.Client, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			i := o.first + k
-			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 2, byte(i / 250), byte(i%250 + 1)}), 0)
-			conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(src))
+			cfg := netstack.ClientConfig{Server: server, Name: fmt.Sprintf("many-%d", i), Pin: o.pin, Registry: reg,
+				InboxSize: 4 * o.inflight, ServiceInterval: o.serviceInterval, NoMigration: o.noMigration}
+			src := netip.AddrFrom4([4]byte{127, 2, byte(i / 250), byte(i%250 + 1)})
+			var conn *net.UDPConn
+			var err error
+			if sock != nil {
+				cfg.Transport, err = sock.view(src)
+			} else if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))); err == nil {
+				cfg.Conn = conn
+			}
 			if err != nil {
 				first.CompareAndSwap(nil, err)
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c, err := netstack.Dial(ctx, netstack.ClientConfig{Server: server, Name: fmt.Sprintf("many-%d", i), Pin: o.pin,
-				Conn: conn, Registry: reg, InboxSize: 4 * o.inflight, ServiceInterval: o.serviceInterval})
+			c, err := netstack.Dial(ctx, cfg)
 			if err != nil {
-				conn.Close()
+				if conn != nil {
+					conn.Close()
+				}
 				first.CompareAndSwap(nil, err)
 				return
 			}
@@ -141,49 +177,7 @@ func dialAll(o clientOpts) ([]*netstack.Client, error) {
 	}
 	wg.Wait()
 	if err, _ := first.Load().(error); err != nil {
-		return conns, err
+		return conns, sock, err
 	}
-	return conns, nil
-}
-
-// echoLoop keeps inflight messages in flight on c until ctx ends: each
-// carries its send time; every echo is replaced by a new message. As a game
-// client answers once per frame, it takes every echo that has arrived, sends
-// as many new messages and flushes once, so that they share datagrams. The
-// round trips (µs) of the echoes received while measuring go to h.
-func echoLoop(ctx context.Context, c *netstack.Client, inflight, size int, measuring *atomic.Bool, count *atomic.Uint64, h hist) {
-	payload := make([]byte, size)
-	send := func(now int64) bool {
-		binary.LittleEndian.PutUint64(payload, uint64(now))
-		return c.Send(echoType, wire.Reliable, payload) == nil
-	}
-	now := time.Now().UnixNano()
-	for range inflight {
-		if !send(now) {
-			return
-		}
-	}
-	c.Flush()
-	polled, stop := context.WithCancel(ctx)
-	stop() // Receive with it takes only what has arrived
-	for {
-		m, err := c.Receive(ctx)
-		for err == nil {
-			if m.Header.Type == echoType && len(m.Payload) >= 8 {
-				now = time.Now().UnixNano()
-				if measuring.Load() {
-					h.add((now - int64(binary.LittleEndian.Uint64(m.Payload))) / 1000)
-					count.Add(1)
-				}
-				if !send(now) {
-					return
-				}
-			}
-			m, err = c.Receive(polled)
-		}
-		if ctx.Err() != nil || !errors.Is(err, context.Canceled) {
-			return
-		}
-		c.Flush()
-	}
+	return conns, sock, nil
 }

@@ -1,26 +1,39 @@
-// Command many measures many clients with many reliable messages in flight
-// through one sparkhost server core: each of -clients clients keeps
-// -inflight messages of -size bytes in flight on the Reliable channel to an
-// echo handler (every echo replaced by a new message), sealed as always.
-// The server is one process with GOMAXPROCS=1 pinned to CPU 0; the clients
-// are -client-processes processes pinned to CPU 1 (taskset), every client a
-// netstack.Client on its own UDP socket bound to its own loopback address
-// 127.2.x.y. A client answers all the echoes that have arrived at once and
-// flushes once (a game client sends once per frame), so that messages
-// share datagrams both ways. The clients' timers run every 50 ms
-// (-client-service, ClientConfig.ServiceInterval; the library's 10 ms
-// costs 1,000 clients on one core 100,000 wake-ups a second and fires
-// their retransmissions on round trips that the loaded core only delays).
+// Command many measures many clients with many messages in flight through
+// one sparkhost server core: each of -clients clients keeps -inflight
+// messages of -size bytes in flight to an echo handler (every echo replaced
+// by a new message), sealed as always, on the Reliable channel or, with
+// -channel unreliable, the Unreliable one (the server answers on the channel
+// a message came on; an unreliable message without echo for -loss-after is
+// counted lost and replaced, so that -inflight stay in flight). The server
+// is one process with GOMAXPROCS=1 pinned to CPU 0; the clients are
+// -client-processes processes pinned to CPU 1 (taskset), every client a
+// netstack.Client with its own loopback address 127.2.x.y. By default
+// (-clients-socket shared) the clients of a process share one UDP socket:
+// each sends from its own address (IP_PKTINFO), the socket's reader hands
+// every datagram to the client it was sent to, and datagrams leave and
+// arrive in sendmmsg and recvmmsg batches; -clients-socket per-client gives
+// every client a socket of its own, as before (one recvfrom per datagram, a
+// sendto per flush). The server sees 1,000 addresses either way. A client
+// answers all the echoes that have arrived at once and flushes once (a game
+// client sends once per frame), so that messages share datagrams both ways.
+// The clients' timers run every 50 ms (-client-service,
+// ClientConfig.ServiceInterval; the library's 10 ms costs 1,000 clients on
+// one core 100,000 wake-ups a second and fires their retransmissions on
+// round trips that the loaded core only delays).
 //
-//	cd bench && go run ./many                 # 1,000 clients × 10 in flight, 32 B
-//	go run ./many -clients 200 -duration 3s   # a smaller run
-//	go run ./many -profile /tmp/prof          # CPU profiles of every process (the server's: the measured window)
+//	cd bench && go run ./many                    # 1,000 clients × 10 reliable in flight, 32 B, shared sockets
+//	go run ./many -channel unreliable            # the same, unreliable
+//	go run ./many -clients-socket per-client     # a socket per client
+//	go run ./many -clients 200 -duration 3s      # a smaller run
+//	go run ./many -profile /tmp/prof             # CPU profiles of every process (the server's: the measured window)
 //
 // It prints the messages echoed per second (counted by the clients: a
 // message counts when its echo arrives), p50/p99 round trip (from the
 // Send of a message to the arrival of its echo), the server process's CPU
-// time per message and its share of its core over the measured window, and
-// the server's datagrams per second each way with the messages they carried.
+// time per message and its share of its core over the measured window, the
+// server's datagrams per second each way with the messages they carried,
+// the unreliable messages lost, and the shared sockets' datagrams per
+// system call.
 package main
 
 import (
@@ -49,6 +62,10 @@ type clientOpts struct {
 	inflight, size   int
 	serviceInterval  time.Duration
 	processes, procs int // client processes, and GOMAXPROCS of each
+	channel          wire.Channel
+	socket           string        // "shared" or "per-client"
+	lossAfter        time.Duration // an unreliable message without echo for this long is lost
+	noMigration      bool
 }
 
 func main() {
@@ -67,14 +84,32 @@ func main() {
 	flag.StringVar(&clientCPUs, "client-cpus", "1", "the CPUs of the clients' processes (taskset list)")
 	flag.IntVar(&o.procs, "client-procs", 1, "GOMAXPROCS of each client process")
 	flag.IntVar(&o.processes, "client-processes", 4, "client processes (the clients are shared out among them)")
+	channel := flag.String("channel", "reliable", "the messages' channel: reliable or unreliable")
+	flag.StringVar(&o.socket, "clients-socket", "shared", "shared: a client process's clients share one UDP socket (each still sends from its own address); per-client: a socket each")
+	flag.DurationVar(&o.lossAfter, "loss-after", 250*time.Millisecond, "unreliable: a message without echo for this long is counted lost and replaced")
+	flag.BoolVar(&o.noMigration, "no-migration", false, "per-client: the clients ask for no connection id (as over a shared socket, where they never do)")
 	flag.Parse()
 	o.size = max(o.size, 12)
+	switch *channel {
+	case "reliable":
+		o.channel = wire.Reliable
+	case "unreliable":
+		o.channel = wire.Unreliable
+	default:
+		fmt.Fprintln(os.Stderr, "many: -channel is reliable or unreliable")
+		os.Exit(2)
+	}
+	if o.socket != "shared" && o.socket != "per-client" {
+		fmt.Fprintln(os.Stderr, "many: -clients-socket is shared or per-client")
+		os.Exit(2)
+	}
+	o.lossAfter = max(o.lossAfter, 10*time.Millisecond)
 	var err error
 	switch *role {
 	case "":
 		err = orchestrate(o, *warmup, *duration)
 	case "server":
-		err = serve(o.clients)
+		err = serve(o.clients, o.channel)
 	case "client":
 		err = client(o)
 	default:
@@ -86,8 +121,9 @@ func main() {
 	}
 }
 
-func echoSchema() wire.Schema {
-	return wire.Schema{ID: echoType, Name: "Echo", Direction: wire.BothDirections, Channel: wire.Reliable,
+// echoSchema is the echo message on channel ch.
+func echoSchema(ch wire.Channel) wire.Schema {
+	return wire.Schema{ID: echoType, Name: "Echo", Direction: wire.BothDirections, Channel: ch,
 		MinLen: 12, MaxLen: 1100, StringFieldOffset: wire.NoStringFields}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
 // serverCPU is one answer of the server process.
@@ -60,7 +62,7 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 	if profileDir != "" {
 		prof = []string{"-profile", profileDir}
 	}
-	srv, err := start("0", 1, append([]string{"-role", "server", "-clients", strconv.Itoa(o.clients)}, prof...)...)
+	srv, err := start("0", 1, append([]string{"-role", "server", "-clients", strconv.Itoa(o.clients), "-channel", channelName(o.channel)}, prof...)...)
 	if err != nil {
 		return err
 	}
@@ -86,14 +88,15 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 		from := i*(o.clients/k) + min(i, o.clients%k)
 		c, err := start(clientCPUs, o.procs, append([]string{"-role", "client", "-addr", addr, "-pin", pin,
 			"-first", strconv.Itoa(from), "-clients", strconv.Itoa(n), "-inflight", strconv.Itoa(o.inflight),
-			"-size", strconv.Itoa(o.size), "-client-service", o.serviceInterval.String()}, prof...)...)
+			"-size", strconv.Itoa(o.size), "-client-service", o.serviceInterval.String(), "-channel", channelName(o.channel),
+			"-clients-socket", o.socket, "-loss-after", o.lossAfter.String(), "-no-migration=" + strconv.FormatBool(o.noMigration)}, prof...)...)
 		if err != nil {
 			return err
 		}
 		kids = append(kids, c)
 	}
-	fmt.Printf("%d clients × %d reliable messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0), clients %d processes (GOMAXPROCS=%d each, CPU %s)\n",
-		o.clients, o.inflight, o.size, k, o.procs, clientCPUs)
+	fmt.Printf("%d clients × %d %s messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0), clients %d processes (GOMAXPROCS=%d each, CPU %s, %s sockets)\n",
+		o.clients, o.inflight, channelName(o.channel), o.size, k, o.procs, clientCPUs, o.socket)
 	for _, c := range kids {
 		if l, ok := c.line(); !ok || l != "dialed" {
 			return fmt.Errorf("a client process: %q", l)
@@ -130,6 +133,13 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 		total.Datagrams += r.Datagrams
 		total.Sent += r.Sent
 		total.RTT.merge(r.RTT)
+		total.Lost += r.Lost
+		total.Late += r.Late
+		total.SockSent += r.SockSent
+		total.SockSendCalls += r.SockSendCalls
+		total.SockRecv += r.SockRecv
+		total.SockRecvCalls += r.SockRecvCalls
+		total.SockDropped += r.SockDropped
 	}
 	report(o, total, s0, s1, t1.Sub(t0))
 	return nil
@@ -147,9 +157,24 @@ func report(o clientOpts, r result, s0, s1 serverCPU, window time.Duration) {
 		o.clients, r.Dial, r.Retransmissions, r.InboxDrops, r.Dropped, r.Sent, r.Datagrams)
 	fmt.Printf("msgs/s %.0f   p50 RTT %.0f µs   p99 RTT %.0f µs   server CPU %.0f ns/msg (%.0f%% of its core)\n",
 		float64(r.Messages)/r.Seconds, r.RTT.quantile(0.5), r.RTT.quantile(0.99), cpu/echoed, 100*cpu/float64(window))
+	if o.channel == wire.Unreliable {
+		fmt.Printf("unreliable: %d messages lost in the window (no echo within %v; %.3f%% of those sent), %d of them echoed later\n",
+			r.Lost, o.lossAfter, 100*float64(r.Lost)/float64(r.Messages+r.Lost), r.Late)
+	}
+	if r.SockSendCalls > 0 && r.SockRecvCalls > 0 {
+		fmt.Printf("clients' shared sockets (all run): %.1f datagrams per sendmmsg, %.1f per recvmmsg, %d received datagrams dropped\n",
+			float64(r.SockSent)/float64(r.SockSendCalls), float64(r.SockRecv)/float64(r.SockRecvCalls), r.SockDropped)
+	}
 	in, out := float64(s1.inDg-s0.inDg), float64(s1.outDgs-s0.outDgs)
 	fmt.Printf("server datagrams: %.0f/s in (%.1f messages, %.0f B each), %.0f/s out (%.1f echoes, %.0f B each)\n",
 		in/sec, echoed/in, float64(s1.inB-s0.inB)/in, out/sec, echoed/out, float64(s1.outB-s0.outB)/out)
+}
+
+func channelName(ch wire.Channel) string {
+	if ch == wire.Unreliable {
+		return "unreliable"
+	}
+	return "reliable"
 }
 
 func btoi(b bool) int {

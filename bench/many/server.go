@@ -17,11 +17,11 @@ import (
 // answered with its CPU time, messages echoed and datagrams each way. Its
 // CPU profile (-profile) runs from the first line to the second: the
 // measured window alone, without the handshakes and the warm-up.
-func serve(clients int) error {
+func serve(clients int, ch wire.Channel) error {
 	stop := func() {}
 	defer func() { stop() }()
 	lifted := ratelimit.Config{Burst: 10000, RefillPerSecond: 10000}
-	srv, err := echosrv.New(echoSchema(), netstack.ServerConfig{MaxClients: clients + 16,
+	srv, err := echosrv.New(echoSchema(ch), netstack.ServerConfig{MaxClients: clients + 16,
 		// Every client is on this machine, 250 to a /24.
 		ConnectBudget: lifted, PrefixBudget: lifted,
 		HalfOpen: netstack.HalfOpenConfig{PerAddress: 1024, PerPrefix: 4096},
@@ -32,8 +32,9 @@ func serve(clients int) error {
 	var echoed atomic.Uint64
 	// The handler answers at once; the server packs a client's answers of
 	// one receive pass into its datagrams at the end of the pass.
-	srv.Handle(echoType, func(id uint32, _ *wire.Header, p []byte) {
-		if srv.Send(id, echoType, wire.Reliable, p) == nil {
+	// It answers on the channel the message came on.
+	srv.Handle(echoType, func(id uint32, h *wire.Header, p []byte) {
+		if srv.Send(id, echoType, h.Channel, p) == nil {
 			echoed.Add(1)
 		}
 	})

@@ -1,0 +1,26 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/sparkhost/sparkhost/netstack/transport"
+)
+
+// sharedSocket needs IP_PKTINFO, which this build does not use.
+type sharedSocket struct {
+	Dropped, Datagrams, Calls, RecvDatagrams, RecvCalls atomic.Uint64
+}
+
+func newSharedSocket(netip.AddrPort) (*sharedSocket, error) {
+	return nil, errors.New("-clients-socket shared needs Linux: use -clients-socket per-client")
+}
+
+func (s *sharedSocket) view(netip.Addr) (transport.Transport, error) {
+	return nil, errors.New("no shared socket")
+}
+
+func (s *sharedSocket) Close() error { return nil }
