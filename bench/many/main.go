@@ -26,6 +26,7 @@
 //	go run ./many -clients-socket per-client     # a socket per client
 //	go run ./many -clients 200 -duration 3s      # a smaller run
 //	go run ./many -profile /tmp/prof             # CPU profiles of every process (the server's: the measured window)
+//	go run ./many -server-cgroup /sys/fs/cgroup/cpu/sparkbench  # the server in a cgroup whose CPU quota holds it to part of its core
 //
 // It prints the messages echoed per second (counted by the clients: a
 // message counts when its echo arrives), p50/p99 round trip (from the
@@ -51,8 +52,9 @@ import (
 const echoType wire.MessageType = 1000
 
 var (
-	profileDir string
-	clientCPUs string
+	profileDir   string
+	clientCPUs   string
+	serverCgroup string
 )
 
 // clientOpts is what a client process is told.
@@ -82,6 +84,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "the measured window")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of every process to this directory")
 	flag.StringVar(&clientCPUs, "client-cpus", "1", "the CPUs of the clients' processes (taskset list)")
+	flag.StringVar(&serverCgroup, "server-cgroup", "", "a cgroup directory (e.g. /sys/fs/cgroup/cpu/bench with a cpu.cfs_quota_us) the server process is moved into: a server held to part of its core")
 	flag.IntVar(&o.procs, "client-procs", 1, "GOMAXPROCS of each client process")
 	flag.IntVar(&o.processes, "client-processes", 4, "client processes (the clients are shared out among them)")
 	channel := flag.String("channel", "reliable", "the messages' channel: reliable or unreliable")

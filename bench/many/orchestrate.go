@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +69,13 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 	}
 	defer srv.cmd.Wait()
 	defer srv.in.Close()
+	if serverCgroup != "" {
+		// taskset execs the server in place: its pid is the server's.
+		pid := []byte(strconv.Itoa(srv.cmd.Process.Pid))
+		if err := os.WriteFile(filepath.Join(serverCgroup, "cgroup.procs"), pid, 0); err != nil {
+			return fmt.Errorf("server cgroup: %w", err)
+		}
+	}
 	first, _ := srv.line()
 	var addr, pin string
 	if _, err := fmt.Sscanf(first, "ready %s %s", &addr, &pin); err != nil {
@@ -95,8 +103,12 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 		}
 		kids = append(kids, c)
 	}
-	fmt.Printf("%d clients × %d %s messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0), clients %d processes (GOMAXPROCS=%d each, CPU %s, %s sockets)\n",
-		o.clients, o.inflight, channelName(o.channel), o.size, k, o.procs, clientCPUs, o.socket)
+	held := ""
+	if serverCgroup != "" {
+		held = ", held by cgroup " + serverCgroup
+	}
+	fmt.Printf("%d clients × %d %s messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0%s), clients %d processes (GOMAXPROCS=%d each, CPU %s, %s sockets)\n",
+		o.clients, o.inflight, channelName(o.channel), o.size, held, k, o.procs, clientCPUs, o.socket)
 	for _, c := range kids {
 		if l, ok := c.line(); !ok || l != "dialed" {
 			return fmt.Errorf("a client process: %q", l)
