@@ -22,15 +22,16 @@
  *
  * The parent measures: 2 s of warm-up, then -duration seconds. It prints
  * the messages echoed per second (counted by the clients), p50/p99 round
- * trip (1% buckets), the server process's CPU time per message
- * (clock_getcpuclockid), its share of its core, the clients' CPU share, and
+ * trip (1% buckets), the server process's CPU time per message it echoed
+ * (clock_getcpuclockid; as bench/many, which divides by the server's
+ * count), its share of its core, the clients' CPU share, and
  * the server's datagrams each way with the messages they carried.
  * -server-cgroup DIR moves the server into a cgroup (v1 cpu controller: a
  * cpu.cfs_quota_us of part of cpu.cfs_period_us) so that it, not the
  * clients' core, is the bound; bench/many has the same flag.
  *
  *	apt-get install libenet-dev
- *	gcc -O2 -Wall -o /tmp/enet-many bench/enetref/enet-many.c -lenet
+ *	gcc -O2 -Wall -o /tmp/enet-many bench/enetref/enet-many.c -lenet -lm
  *	/tmp/enet-many                 # 1,000 clients × 10 unreliable in flight, 32 B
  *	/tmp/enet-many -reliable       # the same, reliable
  *
@@ -528,9 +529,12 @@ int main(int argc, char **argv) {
 	printf("enet-many: ENet %u.%u.%u, %d clients × %d %s in flight, %d B, %d client processes (dialed in %.2f s)\n",
 	       ENET_VERSION_MAJOR, ENET_VERSION_MINOR, ENET_VERSION_PATCH, o.clients, o.inflight,
 	       o.reliable ? "reliable" : "unreliable", o.size, o.procs, dial);
-	printf("msgs/s %.0f  p50 %.1f ms  p99 %.1f ms  server CPU per message %.0f ns  server core busy %.0f%%  clients' CPU %.0f%%  CPU 1 busy %.0f%%\n",
+	/* Per message echoed by the server, as bench/many divides; per echo
+	 * the clients received besides (less when unreliable ones are lost). */
+	printf("msgs/s %.0f  p50 %.1f ms  p99 %.1f ms  server CPU per message %.0f ns (per echo received %.0f ns)  server core busy %.0f%%  clients' CPU %.0f%%  CPU 1 busy %.0f%%\n",
 	       (double)msgs / secs, percentile(o.procs, 0.50), percentile(o.procs, 0.99),
-	       msgs ? (double)(c1 - c0) / (double)msgs : 0, 100 * (double)(c1 - c0) / 1e9 / secs,
+	       echoed ? (double)(c1 - c0) / (double)echoed : 0, msgs ? (double)(c1 - c0) / (double)msgs : 0,
+	       100 * (double)(c1 - c0) / 1e9 / secs,
 	       100 * (double)(cc1 - cc0) / 1e9 / secs, tot1 > tot0 ? 100.0 * (double)(b1 - b0) / (double)(tot1 - tot0) : 0);
 	printf("server: %.0f datagrams/s in, %.0f out; %.1f messages per datagram in, %.1f out; lost (unreliable, replaced) %llu\n",
 	       (double)din / secs, (double)dout / secs, din ? (double)echoed / (double)din : 0,
