@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -332,14 +333,11 @@ func (m *mmsgs) prepare(k int) {
 
 // ntohs reads a port stored in network byte order.
 func ntohs(p uint16) uint16 {
-	b := (*[2]byte)(unsafe.Pointer(&p))
-	return uint16(b[0])<<8 | uint16(b[1])
+	return binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&p))[:])
 }
 
 // htons stores a port in network byte order.
-func htons(p uint16) uint16 {
-	var v uint16
-	b := (*[2]byte)(unsafe.Pointer(&v))
-	b[0], b[1] = byte(p>>8), byte(p)
+func htons(p uint16) (v uint16) {
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&v))[:], p)
 	return v
 }
