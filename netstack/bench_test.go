@@ -19,7 +19,7 @@ const benchPayload = 300
 
 const benchType wire.MessageType = 1000
 
-func benchRegistry(b *testing.B, ch wire.Channel) *wire.Registry {
+func benchRegistry(b testing.TB, ch wire.Channel) *wire.Registry {
 	reg := gamemsg.NewRegistry()
 	err := reg.Register("bench", wire.Schema{
 		ID: benchType, Name: "echo", Direction: wire.BothDirections, Channel: ch,

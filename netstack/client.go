@@ -145,6 +145,13 @@ func (c *Client) Flush() {
 	}
 }
 
+// FlushNow packs, seals and writes everything queued for the server on the
+// calling goroutine and returns when it is written (Flush leaves that work to
+// the client's writer goroutine). A client that sends a round of messages
+// from one goroutine and then flushes, as a game loop does once a frame,
+// saves the writer's wake-up and goroutine switch per round with it.
+func (c *Client) FlushNow() { c.flushNow() }
+
 // writer is the goroutine behind Flush and the flush timer.
 func (c *Client) writer() {
 	defer c.wg.Done()

@@ -94,7 +94,7 @@ func (l *loop) run(ctx context.Context, wake func() context.Context) {
 			return
 		}
 	}
-	l.c.Flush()
+	l.c.FlushNow()
 	polled, stop := context.WithCancel(ctx)
 	stop() // Receive with it takes only what has arrived
 	unreliable := l.o.channel == wire.Unreliable
@@ -112,7 +112,7 @@ func (l *loop) run(ctx context.Context, wake func() context.Context) {
 		if unreliable && !l.expire(time.Now().UnixNano()) {
 			return
 		}
-		l.c.Flush()
+		l.c.FlushNow()
 	}
 }
 
