@@ -237,16 +237,17 @@ func (s *sharedSocket) writer() {
 		s.wmu.Lock()
 		q, s.wq = s.wq, q[:0]
 		s.wmu.Unlock()
-		for len(q) > 0 {
-			k := min(len(q), sharedBatch)
-			s.send(w, q[:k])
-			for i := range k {
-				putPkt(q[i].b)
-				q[i] = outPkt{}
+		// Walk q by index: reslicing it forward would shrink its capacity
+		// and, once swapped back as s.wq, cost an allocation per round.
+		for off := 0; off < len(q); off += sharedBatch {
+			batch := q[off:min(len(q), off+sharedBatch)]
+			s.send(w, batch)
+			for i := range batch {
+				putPkt(batch[i].b)
+				batch[i] = outPkt{}
 			}
-			q = q[k:]
 		}
-		q = q[:0:cap(q)]
+		q = q[:0]
 	}
 }
 
