@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,7 +86,9 @@ func startAreaProcess(t *testing.T, l *launcher, w *areaWorld, i int) *areaProce
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		if t.Failed() {
-			t.Logf("%s's log:\n%s", a.name, tail(stderr.String(), 4000))
+			log := stderr.String()
+			t.Logf("%s's log:\n%s", a.name, tail(log, 4000))
+			t.Logf("%s's log, its handoff and warning lines from the start:\n%s", a.name, tail(handoffLines(log), 32000))
 		}
 	})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -107,6 +110,21 @@ func startAreaProcess(t *testing.T, l *launcher, w *areaWorld, i int) *areaProce
 func (p *areaProcess) admin(line string) (string, error) {
 	return admin.Call(filepath.Join(p.dir, admin.SocketName), line, 30*time.Second)
 }
+
+// handoffLines are the lines of an area server's log that tell what became
+// of each handoff and ticket, and its warnings and errors: what a failed
+// drain test needs from a log whose tail is too short.
+func handoffLines(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if handoffLine.MatchString(line) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+var handoffLine = regexp.MustCompile(`(?i:ticket|handed|handoff|claimed character)|WARN|ERROR`)
 
 func tail(s string, n int) string {
 	if len(s) > n {

@@ -92,6 +92,7 @@ func (m *Module) enterClaimed(s *session, reqID uint32, ch store.Character) {
 		} else {
 			m.releaseCharacter(store.Position{Name: ch.Name, X: ch.X, Y: ch.Y}, false)
 		}
+		m.h.Log().Info("mmo: a claimed character could not enter the world", "client", s.client.ID, "character", ch.Name, "code", code.String(), "err", err)
 		m.fail(s.client.ID, reqID, code, err.Error())
 		return
 	}

@@ -171,6 +171,8 @@ func (m *Module) admitTicket(s *session, raw []byte) {
 				m.applyCovers(look, covers)
 			}
 			if !m.alive(s) || s.state != anonymous {
+				m.h.Log().Info("gateway ticket checked after its client left or logged in; the character is released",
+					"client", s.client.ID, "code", code.String(), "alive", m.alive(s))
 				if code == mmoproto.OK {
 					m.releaseCharacter(store.Position{Name: ch.Name, X: ch.X, Y: ch.Y}, false)
 					m.releaseLogin(l.Account, l.Token)

@@ -293,3 +293,20 @@ func TestWorldUpdateAppliesItsListsInOrder(t *testing.T) {
 		t.Fatalf("Self = %+v %v", self, ok)
 	}
 }
+
+// TestUnaskedFailureIsShown: a failure Result with request id 0 answers no
+// request. Right after a Handoff it says the hand-in failed (the character
+// passed its ticket check but could not enter the destination's world);
+// otherwise it is shown as what the server reports. Neither is dropped.
+func TestUnaskedFailureIsShown(t *testing.T) {
+	p := enteredSession(t)
+	deliver(t, p.s, &mmoproto.Handoff{Area: "east", Addr: "127.0.0.1:1", Pin: "ed25519:x", Ticket: []byte{1}})
+	wantLines(t, p.events, "mmo handing over to east at 127.0.0.1:1")
+	deliver(t, p.s, &mmoproto.TicketResult{Code: mmoproto.OK, Account: "alice"},
+		&mmoproto.Result{Code: mmoproto.AlreadyInWorld, Detail: "Alice is in the world already"})
+	wantLines(t, p.events, "mmo handoff failed: AlreadyInWorld (Alice is in the world already); log in with your password")
+	deliver(t, p.s, &mmoproto.Result{Code: mmoproto.Internal, Detail: "boom"})
+	wantLines(t, p.events, "mmo: the server reports Internal (boom)")
+	deliver(t, p.s, &mmoproto.Result{Code: mmoproto.OK})
+	wantLines(t, p.events)
+}

@@ -158,6 +158,10 @@ func (s *Session) Handle(m netstack.Message) bool {
 		s.handedIn(e)
 		return true
 	}
+	if r, ok := msg.(*mmoproto.Result); ok && r.RequestID == 0 && r.Code != mmoproto.OK {
+		s.unasked(r)
+		return true
+	}
 	if id, ok := replyID(msg); ok {
 		s.mu.Lock()
 		w, found := s.waiting[id]
@@ -253,6 +257,20 @@ func (s *Session) handedIn(e *mmoproto.Entered) {
 	s.self, s.selfNm = e.ID, e.Name
 	s.emit("mmo handed over to %s: in the world as %s at %.1f,%.1f", s.area, e.Name, e.X, e.Y)
 	s.area = ""
+}
+
+// unasked takes a failure Result that answers no request (request id 0):
+// after an admission by ticket, the character could not enter the world
+// (docs/mmo.md §13).
+func (s *Session) unasked(r *mmoproto.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.area != "" {
+		s.emit("mmo handoff failed: %s (%s); log in with your password", r.Code, r.Detail)
+		s.area = ""
+		return
+	}
+	s.emit("mmo: the server reports %s (%s)", r.Code, r.Detail)
 }
 
 // replyID returns the request id of a reply message.
