@@ -49,7 +49,7 @@ type sharedSocket struct {
 	vmu    sync.RWMutex
 	views  map[[4]byte]*view
 
-	eng   atomic.Pointer[engine] // -client-engine pump: the reader runs it
+	eng atomic.Pointer[engine] // -client-engine pump: the reader runs it
 
 	wmu   sync.Mutex
 	wq    []outPkt // written and not yet sent
