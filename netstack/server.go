@@ -135,6 +135,10 @@ type Server struct {
 	// dispatching is the session whose messages the receive goroutine's
 	// handlers are being given: Send to it needs no lookup of its id.
 	dispatching atomic.Pointer[peer]
+	// dispatchAt is the receive pass's time (since origin) while
+	// dispatching is set: a Send to that session is queued at it, without a
+	// clock read per message (the pass's answers all leave at its end).
+	dispatchAt atomic.Int64
 
 	ctr  Counters
 	hist *sessionHistograms // the sessions' RTT, loss, bandwidth and send-queue delay
@@ -481,10 +485,11 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 	// never another session's; one closed or resumed meanwhile is found
 	// out under its lock by sendTo, as one looked up would be.)
 	p := s.dispatching.Load()
-	if p == nil || p.id != id {
-		p = s.admitted(id)
+	if p != nil && p.id == id {
+		// Stored before dispatching, and read after: no later than now.
+		return s.sendTo(p, t, ch, payload, s.origin.Add(time.Duration(s.dispatchAt.Load())))
 	}
-	if p == nil {
+	if p = s.admitted(id); p == nil {
 		return ErrNoSuchClient
 	}
 	return s.sendTo(p, t, ch, payload, time.Now())
