@@ -68,15 +68,24 @@ var v4Builtins = [...]Schema{
 // transportSchema returns the rule of one of the transport's own sealed
 // types (ConnectAccepted and ConnectRejected included, for Lookup).
 func transportSchema(t MessageType) (Schema, bool) {
+	if s := transportRule(t); s != nil {
+		return *s, true
+	}
+	return Schema{}, false
+}
+
+// transportRule is transportSchema without the copy (Validate's, per
+// message); the rule must not be modified.
+func transportRule(t MessageType) *Schema {
 	if t > 0 && int(t) < len(builtins) {
-		return builtins[t], true
+		return &builtins[t]
 	}
 	for i := range v4Builtins {
 		if v4Builtins[i].ID == t {
-			return v4Builtins[i], true
+			return &v4Builtins[i]
 		}
 	}
-	return Schema{}, false
+	return nil
 }
 
 // isTransportType reports whether t is one of the transport's own ids
@@ -125,7 +134,7 @@ type moduleType struct {
 // zero value is an empty registry ready for use.
 type Registry struct {
 	mu        sync.Mutex // serializes writers; readers never take it
-	snap      atomic.Pointer[map[MessageType]moduleType]
+	snap      atomic.Pointer[map[MessageType]*moduleType]
 	rev       atomic.Uint32                             // changes of the module types (Revision)
 	protocols atomic.Pointer[map[string]ModuleProtocol] // by owner (protocols.go)
 }
@@ -163,12 +172,12 @@ func (r *Registry) Register(owner string, s Schema) error {
 		return fmt.Errorf("%w: module %q cannot register type %d (%q): module %q owns it (as %q)",
 			ErrTypeTaken, owner, s.ID, s.Name, prev.owner, prev.schema.Name)
 	}
-	next := make(map[MessageType]moduleType, len(old)+1)
+	next := make(map[MessageType]*moduleType, len(old)+1)
 	for id, t := range old {
 		next[id] = t
 	}
 	s.Fields = slices.Clone(s.Fields) // the registry's own copy: snapshots are immutable
-	next[s.ID] = moduleType{schema: s, owner: owner}
+	next[s.ID] = &moduleType{schema: s, owner: owner}
 	r.snap.Store(&next)
 	r.rev.Add(1)
 	return nil
@@ -251,11 +260,11 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 	if prev, ok := old[s.ID]; ok {
 		return fmt.Errorf("%w: built-in type %d is already defined (as %q)", ErrTypeTaken, s.ID, prev.schema.Name)
 	}
-	next := make(map[MessageType]moduleType, len(old)+1)
+	next := make(map[MessageType]*moduleType, len(old)+1)
 	for id, t := range old {
 		next[id] = t
 	}
-	next[s.ID] = moduleType{schema: s, owner: BuiltinOwner, check: check}
+	next[s.ID] = &moduleType{schema: s, owner: BuiltinOwner, check: check}
 	r.snap.Store(&next)
 	return nil
 }
@@ -280,10 +289,12 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	if len(gone) == 0 {
 		return nil
 	}
-	next := make(map[MessageType]moduleType, len(old))
+	next := make(map[MessageType]*moduleType, len(old))
 	for id, t := range old {
 		if t.owner == owner {
-			t.gone, t.failed, t.check = true, false, nil
+			c := *t // a snapshot's types are never modified
+			c.gone, c.failed, c.check = true, false, nil
+			t = &c
 		}
 		next[id] = t
 	}
@@ -303,11 +314,13 @@ func (r *Registry) Abandon(owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.types()
-	next := make(map[MessageType]moduleType, len(old))
+	next := make(map[MessageType]*moduleType, len(old))
 	changed := false
 	for id, t := range old {
 		if t.owner == owner && t.gone && !t.failed {
-			t.failed, changed = true, true
+			c := *t // a snapshot's types are never modified
+			c.failed, changed = true, true
+			t = &c
 		}
 		next[id] = t
 	}
@@ -317,7 +330,7 @@ func (r *Registry) Abandon(owner string) {
 }
 
 // types returns the current module snapshot; it must not be modified.
-func (r *Registry) types() map[MessageType]moduleType {
+func (r *Registry) types() map[MessageType]*moduleType {
 	if p := r.snap.Load(); p != nil {
 		return *p
 	}
