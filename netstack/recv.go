@@ -55,6 +55,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	if cap(s.keys.open) < len(datagram) { // room for the plaintext, grown by doubling
 		s.keys.open = make([]byte, 0, max(len(datagram), 2*cap(s.keys.open), minOpenScratch))
 	}
+	s.rel.engine.Prefetch() // its misses overlap the opening
 	pkt, err := s.keys.opener.Open(s.keys.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)

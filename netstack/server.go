@@ -148,6 +148,7 @@ type Server struct {
 	rxd       *dispatcher                 // receive goroutine's deliveries
 	svcd      *dispatcher                 // service goroutine's (held messages released)
 	rxMsgs    []transport.Message         // receive goroutine only: the read slots
+	rxAhead   []*peer                     // the batch's sessions by source, for prefetching (receive goroutine)
 	plainOut  []transport.Message         // receive goroutine only: writeOne's scratch
 	rxFlush   *flusher
 	rxTouched []*peer // peers with something to send at the end of the receive pass
@@ -679,10 +680,15 @@ func (s *Server) receiveLoop() {
 			continue // transient (e.g. ICMP port unreachable surfaced as an error)
 		}
 		now := time.Now()
+		s.lookAhead(n)
 		for i := range n {
+			if i+1 < n {
+				prefetchPeer(s.rxAhead[i+1]) // loaded while this one is handled
+			}
 			m := &s.rxMsgs[i]
 			s.handleDatagram(m.Buf[:m.N], m.Addr, m.Validated, now)
 		}
+		clear(s.rxAhead)
 		s.flushTouched(now)
 	}
 }

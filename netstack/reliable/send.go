@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/bits"
 	"time"
+	"unsafe"
 
+	"github.com/sparkhost/sparkhost/netstack/internal/prefetch"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -442,5 +444,20 @@ const outIdleRelease = time.Second
 func (e *Endpoint) releaseIdleOut(t time.Duration) {
 	if e.out != nil && len(e.out) <= minOutSlots && e.Settled() && t-e.settledAt >= outIdleRelease {
 		e.out = nil
+	}
+}
+
+// Prefetch asks the processor to load the endpoint's state a datagram's
+// receive and its answers touch (the endpoint, the send ring, the receive
+// window), so that on a server with more sessions than its caches hold the
+// misses overlap the work before it (opening the datagram). It changes
+// nothing.
+func (e *Endpoint) Prefetch() {
+	prefetch.Range(unsafe.Pointer(e), unsafe.Sizeof(*e))
+	if len(e.out) > 0 {
+		prefetch.Range(unsafe.Pointer(&e.out[0]), uintptr(len(e.out))*unsafe.Sizeof(e.out[0]))
+	}
+	if b := e.recv.bits; len(b) > 0 {
+		prefetch.Range(unsafe.Pointer(&b[0]), uintptr(len(b))*unsafe.Sizeof(b[0]))
 	}
 }
