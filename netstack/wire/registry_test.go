@@ -229,3 +229,50 @@ func TestModuleProtocolsFollowTheOwnersTypes(t *testing.T) {
 		t.Fatalf("mmo serves: %+v", v)
 	}
 }
+
+// TestRegistryValidateWhileItsOwnerGoes: Validate reads a type's rule from
+// the snapshot it loaded while the type's module unregisters, is abandoned
+// and registers again; a snapshot is never changed in place (under -race a
+// change in place is reported), and each answer is one of the states the
+// type went through.
+func TestRegistryValidateWhileItsOwnerGoes(t *testing.T) {
+	r := NewRegistry()
+	const id = MessageType(1500)
+	payload := enc(uint32(0), "hi")
+	if err := r.Register("mod", userSchema(id)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	bad := make(chan error, 1)
+	go func() {
+		defer close(done)
+		h := Header{Type: id, Channel: Reliable}
+		for range 20000 {
+			switch err := r.Validate(ClientToServer, &h, payload); err {
+			case nil, ErrTypeNotLoaded, ErrTypeFailed:
+			default:
+				bad <- err
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			select {
+			case err := <-bad:
+				t.Fatalf("Validate said %v", err)
+			default:
+			}
+			return
+		default:
+		}
+		r.UnregisterOwner("mod")
+		if i%2 == 0 {
+			r.Abandon("mod")
+		}
+		if err := r.Register("mod", userSchema(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
