@@ -134,7 +134,7 @@ type moduleType struct {
 // zero value is an empty registry ready for use.
 type Registry struct {
 	mu        sync.Mutex // serializes writers; readers never take it
-	snap      atomic.Pointer[map[MessageType]*moduleType]
+	snap      atomic.Pointer[regSnap]
 	rev       atomic.Uint32                             // changes of the module types (Revision)
 	protocols atomic.Pointer[map[string]ModuleProtocol] // by owner (protocols.go)
 }
@@ -178,7 +178,7 @@ func (r *Registry) Register(owner string, s Schema) error {
 	}
 	s.Fields = slices.Clone(s.Fields) // the registry's own copy: snapshots are immutable
 	next[s.ID] = &moduleType{schema: s, owner: owner}
-	r.snap.Store(&next)
+	r.snap.Store(newRegSnap(next))
 	r.rev.Add(1)
 	return nil
 }
@@ -265,7 +265,7 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 		next[id] = t
 	}
 	next[s.ID] = &moduleType{schema: s, owner: BuiltinOwner, check: check}
-	r.snap.Store(&next)
+	r.snap.Store(newRegSnap(next))
 	return nil
 }
 
@@ -298,7 +298,7 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 		}
 		next[id] = t
 	}
-	r.snap.Store(&next)
+	r.snap.Store(newRegSnap(next))
 	r.dropProtocolLocked(owner)
 	r.rev.Add(1)
 	slices.Sort(gone)
@@ -325,16 +325,55 @@ func (r *Registry) Abandon(owner string) {
 		next[id] = t
 	}
 	if changed {
-		r.snap.Store(&next)
+		r.snap.Store(newRegSnap(next))
 	}
 }
 
 // types returns the current module snapshot; it must not be modified.
 func (r *Registry) types() map[MessageType]*moduleType {
 	if p := r.snap.Load(); p != nil {
-		return *p
+		return p.byID
 	}
 	return nil
+}
+
+// regSnap is a published snapshot of the registry's types: the map, and
+// for the ids most messages carry (the game's built-ins below denseTypes,
+// the first module ids from FirstUserDefined) a table, so that Validate's
+// lookup per message is an index, not a map's hash and probe.
+type regSnap struct {
+	byID map[MessageType]*moduleType
+	low  [denseTypes]*moduleType // ids 0..denseTypes-1
+	user [denseTypes]*moduleType // ids FirstUserDefined..+denseTypes-1
+}
+
+const denseTypes = 256
+
+func newRegSnap(m map[MessageType]*moduleType) *regSnap {
+	p := &regSnap{byID: m}
+	for id, t := range m {
+		switch {
+		case id < denseTypes:
+			p.low[id] = t
+		case id >= FirstUserDefined && id-FirstUserDefined < denseTypes:
+			p.user[id-FirstUserDefined] = t
+		}
+	}
+	return p
+}
+
+// lookup returns the registered entry of t (gone or not), or nil.
+func (r *Registry) lookup(t MessageType) *moduleType {
+	p := r.snap.Load()
+	switch {
+	case p == nil:
+		return nil
+	case t < denseTypes:
+		return p.low[t]
+	case t >= FirstUserDefined && t-FirstUserDefined < denseTypes:
+		return p.user[t-FirstUserDefined]
+	}
+	return p.byID[t]
 }
 
 // Lookup returns the schema of t and its owner (BuiltinOwner for the types of
@@ -343,8 +382,8 @@ func (r *Registry) Lookup(t MessageType) (s Schema, owner string, ok bool) {
 	if s, ok := transportSchema(t); ok {
 		return s, BuiltinOwner, true
 	}
-	mt, ok := r.types()[t]
-	if !ok || mt.gone {
+	mt := r.lookup(t)
+	if mt == nil || mt.gone {
 		return Schema{}, "", false
 	}
 	return mt.schema, mt.owner, true

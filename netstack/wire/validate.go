@@ -35,7 +35,7 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 	s := transportRule(h.Type)
 	transport := s != nil
 	if !transport {
-		mt := r.types()[h.Type]
+		mt := r.lookup(h.Type)
 		switch {
 		case mt == nil:
 			return ErrUnknownType
