@@ -276,3 +276,42 @@ func TestRegistryValidateWhileItsOwnerGoes(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateFindsTypesAcrossTheIDRange: a type is found wherever its id
+// falls (a game built-in below 256, one at or above, a module id near
+// FirstUserDefined or far above it), and an id next to a defined one is
+// not.
+func TestValidateFindsTypesAcrossTheIDRange(t *testing.T) {
+	r := NewRegistry()
+	game := func(id MessageType) Schema {
+		return Schema{ID: id, Name: "Game", Direction: ClientToServer, Channel: Reliable, MinLen: 1, MaxLen: 8, StringFieldOffset: NoStringFields}
+	}
+	for _, id := range []MessageType{40, 255, 256, 900} {
+		if err := r.DefineBuiltin(game(id), func(Direction, []byte) error { return nil }); err != nil {
+			t.Fatalf("DefineBuiltin(%d): %v", id, err)
+		}
+	}
+	for _, id := range []MessageType{FirstUserDefined, FirstUserDefined + 255, FirstUserDefined + 256, 40000} {
+		if err := r.Register("mod", userSchema(id)); err != nil {
+			t.Fatalf("Register(%d): %v", id, err)
+		}
+	}
+	payload := enc(uint32(0), "hi")
+	for _, id := range []MessageType{40, 255, 256, 900, FirstUserDefined, FirstUserDefined + 255, FirstUserDefined + 256, 40000} {
+		h := Header{Type: id, Channel: Reliable}
+		if err := r.Validate(ClientToServer, &h, payload); err != nil {
+			t.Errorf("type %d: %v", id, err)
+		}
+	}
+	for _, id := range []MessageType{41, 254, 257, 901, FirstUserDefined + 1, FirstUserDefined + 254, FirstUserDefined + 257, 40001} {
+		h := Header{Type: id, Channel: Reliable}
+		if err := r.Validate(ClientToServer, &h, payload); err != ErrUnknownType {
+			t.Errorf("type %d, never defined: %v, want ErrUnknownType", id, err)
+		}
+	}
+	r.UnregisterOwner("mod")
+	h := Header{Type: FirstUserDefined + 255, Channel: Reliable}
+	if err := r.Validate(ClientToServer, &h, payload); err != ErrTypeNotLoaded {
+		t.Errorf("a module's type after it unregistered: %v, want ErrTypeNotLoaded", err)
+	}
+}
