@@ -55,6 +55,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	if cap(s.keys.open) < len(datagram) { // room for the plaintext, grown by doubling
 		s.keys.open = make([]byte, 0, max(len(datagram), 2*cap(s.keys.open), minOpenScratch))
 	}
+	s.rel.engine.Prefetch() // its misses overlap the opening
 	pkt, err := s.keys.opener.Open(s.keys.open[:0], datagram, now)
 	if err != nil {
 		s.countDrop(dropSecurity)
@@ -78,16 +79,19 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 		s.releaseHeldLocked()
 		s.rel.engine.Expire(now, s.rel.checkedFn)
 		r := wire.NewDatagramReader(pkt)
+		n := 0
 		for {
 			payload, ok := r.Next(&s.rel.rx)
 			if !ok {
 				break
 			}
+			n++
 			s.handleLocked(&s.rel.rx, payload)
 			if s.life.closed {
 				break
 			}
 		}
+		s.countReceived(n)
 	} else {
 		h, payload, err := wire.ParsePacket(pkt)
 		if err != nil {
@@ -105,6 +109,7 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 		s.rel.rx = h
 		s.rel.rx0 = rxContext{reg: reg, deliver: deliver, now: now, ready: ready}
 		s.releaseHeldLocked()
+		s.countReceived(1)
 		s.handleLocked(&s.rel.rx, payload)
 	}
 	s.rel.rx0 = rxContext{}
@@ -115,12 +120,21 @@ func (s *session) receiveLocked(reg validator, datagram []byte, now time.Time, d
 	return true
 }
 
-// handleLocked routes one authenticated message.
-func (s *session) handleLocked(h *wire.Header, payload []byte) {
-	s.ctr.MessagesReceived.Add(1)
-	if s.global != nil {
-		s.global.MessagesReceived.Add(1)
+// countReceived counts a datagram's authenticated messages, once per
+// datagram rather than per message (atomic adds, on the session's and the
+// server's counters).
+func (s *session) countReceived(n int) {
+	if n == 0 {
+		return
 	}
+	s.ctr.MessagesReceived.Add(uint64(n))
+	if s.global != nil {
+		s.global.MessagesReceived.Add(uint64(n))
+	}
+}
+
+// handleLocked routes one authenticated message (counted by its caller).
+func (s *session) handleLocked(h *wire.Header, payload []byte) {
 	now := s.rel.rx0.now
 	if s.server && h.Type == wire.TypeConnect && h.FragCount == 0 {
 		// A repeated ClientFinished is a duplicate by Sequence alone: acked,

@@ -135,6 +135,10 @@ type Server struct {
 	// dispatching is the session whose messages the receive goroutine's
 	// handlers are being given: Send to it needs no lookup of its id.
 	dispatching atomic.Pointer[peer]
+	// dispatchAt is the receive pass's time (since origin) while
+	// dispatching is set: a Send to that session is queued at it, without a
+	// clock read per message (the pass's answers all leave at its end).
+	dispatchAt atomic.Int64
 
 	ctr  Counters
 	hist *sessionHistograms // the sessions' RTT, loss, bandwidth and send-queue delay
@@ -144,6 +148,7 @@ type Server struct {
 	rxd       *dispatcher                 // receive goroutine's deliveries
 	svcd      *dispatcher                 // service goroutine's (held messages released)
 	rxMsgs    []transport.Message         // receive goroutine only: the read slots
+	rxAhead   []*peer                     // the batch's sessions by source, for prefetching (receive goroutine)
 	plainOut  []transport.Message         // receive goroutine only: writeOne's scratch
 	rxFlush   *flusher
 	rxTouched []*peer // peers with something to send at the end of the receive pass
@@ -481,10 +486,11 @@ func (s *Server) Send(id uint32, t wire.MessageType, ch wire.Channel, payload []
 	// never another session's; one closed or resumed meanwhile is found
 	// out under its lock by sendTo, as one looked up would be.)
 	p := s.dispatching.Load()
-	if p == nil || p.id != id {
-		p = s.admitted(id)
+	if p != nil && p.id == id {
+		// Stored before dispatching, and read after: no later than now.
+		return s.sendTo(p, t, ch, payload, s.origin.Add(time.Duration(s.dispatchAt.Load())))
 	}
-	if p == nil {
+	if p = s.admitted(id); p == nil {
 		return ErrNoSuchClient
 	}
 	return s.sendTo(p, t, ch, payload, time.Now())
@@ -674,10 +680,15 @@ func (s *Server) receiveLoop() {
 			continue // transient (e.g. ICMP port unreachable surfaced as an error)
 		}
 		now := time.Now()
+		s.lookAhead(n)
 		for i := range n {
+			if i+1 < n {
+				prefetchPeer(s.rxAhead[i+1]) // loaded while this one is handled
+			}
 			m := &s.rxMsgs[i]
 			s.handleDatagram(m.Buf[:m.N], m.Addr, m.Validated, now)
 		}
+		clear(s.rxAhead)
 		s.flushTouched(now)
 	}
 }

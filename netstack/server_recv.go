@@ -136,6 +136,7 @@ func (s *Server) receiveOn(p *peer, d []byte, from netip.AddrPort, now time.Time
 		s.move(p, now)
 	}
 
+	s.dispatchAt.Store(int64(now.Sub(s.origin)))
 	s.dispatching.Store(p)
 	s.rxd.dispatchEach(info, answerEvery, func() {
 		// A long burst of requests is answered in a pipeline: what the

@@ -34,10 +34,11 @@ type Endpoint struct {
 	failErr error
 
 	// Sending half. Reliability sequences in [oldest, nextSeq) occupy the ring
-	// out, at index seq % len(out); those in [firstUnsent, nextSeq) have never
-	// been transmitted. nextSeq − oldest ≤ len(out) ≤ MaxInFlight: the ring
-	// grows on demand (growOut).
+	// out, at index seq & (len(out)-1); those in [firstUnsent, nextSeq) have
+	// never been transmitted. nextSeq − oldest ≤ len(out), a power of two at
+	// most MaxInFlight rounded up to one: the ring grows on demand (growOut).
 	out            []outPacket
+	warmSink       outState      // Warm's loads land here, so that they are kept
 	settledAt      time.Duration // when the last in-flight packet was acked (releaseIdleOut)
 	oldest         uint32
 	firstUnsent    uint32

@@ -68,15 +68,24 @@ var v4Builtins = [...]Schema{
 // transportSchema returns the rule of one of the transport's own sealed
 // types (ConnectAccepted and ConnectRejected included, for Lookup).
 func transportSchema(t MessageType) (Schema, bool) {
+	if s := transportRule(t); s != nil {
+		return *s, true
+	}
+	return Schema{}, false
+}
+
+// transportRule is transportSchema without the copy (Validate's, per
+// message); the rule must not be modified.
+func transportRule(t MessageType) *Schema {
 	if t > 0 && int(t) < len(builtins) {
-		return builtins[t], true
+		return &builtins[t]
 	}
 	for i := range v4Builtins {
 		if v4Builtins[i].ID == t {
-			return v4Builtins[i], true
+			return &v4Builtins[i]
 		}
 	}
-	return Schema{}, false
+	return nil
 }
 
 // isTransportType reports whether t is one of the transport's own ids
@@ -125,7 +134,7 @@ type moduleType struct {
 // zero value is an empty registry ready for use.
 type Registry struct {
 	mu        sync.Mutex // serializes writers; readers never take it
-	snap      atomic.Pointer[map[MessageType]moduleType]
+	snap      atomic.Pointer[regSnap]
 	rev       atomic.Uint32                             // changes of the module types (Revision)
 	protocols atomic.Pointer[map[string]ModuleProtocol] // by owner (protocols.go)
 }
@@ -163,13 +172,13 @@ func (r *Registry) Register(owner string, s Schema) error {
 		return fmt.Errorf("%w: module %q cannot register type %d (%q): module %q owns it (as %q)",
 			ErrTypeTaken, owner, s.ID, s.Name, prev.owner, prev.schema.Name)
 	}
-	next := make(map[MessageType]moduleType, len(old)+1)
+	next := make(map[MessageType]*moduleType, len(old)+1)
 	for id, t := range old {
 		next[id] = t
 	}
 	s.Fields = slices.Clone(s.Fields) // the registry's own copy: snapshots are immutable
-	next[s.ID] = moduleType{schema: s, owner: owner}
-	r.snap.Store(&next)
+	next[s.ID] = &moduleType{schema: s, owner: owner}
+	r.snap.Store(newRegSnap(next))
 	r.rev.Add(1)
 	return nil
 }
@@ -251,12 +260,12 @@ func (r *Registry) DefineBuiltin(s Schema, check func(travel Direction, payload 
 	if prev, ok := old[s.ID]; ok {
 		return fmt.Errorf("%w: built-in type %d is already defined (as %q)", ErrTypeTaken, s.ID, prev.schema.Name)
 	}
-	next := make(map[MessageType]moduleType, len(old)+1)
+	next := make(map[MessageType]*moduleType, len(old)+1)
 	for id, t := range old {
 		next[id] = t
 	}
-	next[s.ID] = moduleType{schema: s, owner: BuiltinOwner, check: check}
-	r.snap.Store(&next)
+	next[s.ID] = &moduleType{schema: s, owner: BuiltinOwner, check: check}
+	r.snap.Store(newRegSnap(next))
 	return nil
 }
 
@@ -280,14 +289,16 @@ func (r *Registry) UnregisterOwner(owner string) []MessageType {
 	if len(gone) == 0 {
 		return nil
 	}
-	next := make(map[MessageType]moduleType, len(old))
+	next := make(map[MessageType]*moduleType, len(old))
 	for id, t := range old {
 		if t.owner == owner {
-			t.gone, t.failed, t.check = true, false, nil
+			c := *t // a snapshot's types are never modified
+			c.gone, c.failed, c.check = true, false, nil
+			t = &c
 		}
 		next[id] = t
 	}
-	r.snap.Store(&next)
+	r.snap.Store(newRegSnap(next))
 	r.dropProtocolLocked(owner)
 	r.rev.Add(1)
 	slices.Sort(gone)
@@ -303,25 +314,66 @@ func (r *Registry) Abandon(owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.types()
-	next := make(map[MessageType]moduleType, len(old))
+	next := make(map[MessageType]*moduleType, len(old))
 	changed := false
 	for id, t := range old {
 		if t.owner == owner && t.gone && !t.failed {
-			t.failed, changed = true, true
+			c := *t // a snapshot's types are never modified
+			c.failed, changed = true, true
+			t = &c
 		}
 		next[id] = t
 	}
 	if changed {
-		r.snap.Store(&next)
+		r.snap.Store(newRegSnap(next))
 	}
 }
 
 // types returns the current module snapshot; it must not be modified.
-func (r *Registry) types() map[MessageType]moduleType {
+func (r *Registry) types() map[MessageType]*moduleType {
 	if p := r.snap.Load(); p != nil {
-		return *p
+		return p.byID
 	}
 	return nil
+}
+
+// regSnap is a published snapshot of the registry's types: the map, and
+// for the ids most messages carry (the game's built-ins below denseTypes,
+// the first module ids from FirstUserDefined) a table, so that Validate's
+// lookup per message is an index, not a map's hash and probe.
+type regSnap struct {
+	byID map[MessageType]*moduleType
+	low  [denseTypes]*moduleType // ids 0..denseTypes-1
+	user [denseTypes]*moduleType // ids FirstUserDefined..+denseTypes-1
+}
+
+const denseTypes = 256
+
+func newRegSnap(m map[MessageType]*moduleType) *regSnap {
+	p := &regSnap{byID: m}
+	for id, t := range m {
+		switch {
+		case id < denseTypes:
+			p.low[id] = t
+		case id >= FirstUserDefined && id-FirstUserDefined < denseTypes:
+			p.user[id-FirstUserDefined] = t
+		}
+	}
+	return p
+}
+
+// lookup returns the registered entry of t (gone or not), or nil.
+func (r *Registry) lookup(t MessageType) *moduleType {
+	p := r.snap.Load()
+	switch {
+	case p == nil:
+		return nil
+	case t < denseTypes:
+		return p.low[t]
+	case t >= FirstUserDefined && t-FirstUserDefined < denseTypes:
+		return p.user[t-FirstUserDefined]
+	}
+	return p.byID[t]
 }
 
 // Lookup returns the schema of t and its owner (BuiltinOwner for the types of
@@ -330,8 +382,8 @@ func (r *Registry) Lookup(t MessageType) (s Schema, owner string, ok bool) {
 	if s, ok := transportSchema(t); ok {
 		return s, BuiltinOwner, true
 	}
-	mt, ok := r.types()[t]
-	if !ok || mt.gone {
+	mt := r.lookup(t)
+	if mt == nil || mt.gone {
 		return Schema{}, "", false
 	}
 	return mt.schema, mt.owner, true

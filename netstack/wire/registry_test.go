@@ -229,3 +229,89 @@ func TestModuleProtocolsFollowTheOwnersTypes(t *testing.T) {
 		t.Fatalf("mmo serves: %+v", v)
 	}
 }
+
+// TestRegistryValidateWhileItsOwnerGoes: Validate reads a type's rule from
+// the snapshot it loaded while the type's module unregisters, is abandoned
+// and registers again; a snapshot is never changed in place (under -race a
+// change in place is reported), and each answer is one of the states the
+// type went through.
+func TestRegistryValidateWhileItsOwnerGoes(t *testing.T) {
+	r := NewRegistry()
+	const id = MessageType(1500)
+	payload := enc(uint32(0), "hi")
+	if err := r.Register("mod", userSchema(id)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	bad := make(chan error, 1)
+	go func() {
+		defer close(done)
+		h := Header{Type: id, Channel: Reliable}
+		for range 20000 {
+			switch err := r.Validate(ClientToServer, &h, payload); err {
+			case nil, ErrTypeNotLoaded, ErrTypeFailed:
+			default:
+				bad <- err
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			select {
+			case err := <-bad:
+				t.Fatalf("Validate said %v", err)
+			default:
+			}
+			return
+		default:
+		}
+		r.UnregisterOwner("mod")
+		if i%2 == 0 {
+			r.Abandon("mod")
+		}
+		if err := r.Register("mod", userSchema(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestValidateFindsTypesAcrossTheIDRange: a type is found wherever its id
+// falls (a game built-in below 256, one at or above, a module id near
+// FirstUserDefined or far above it), and an id next to a defined one is
+// not.
+func TestValidateFindsTypesAcrossTheIDRange(t *testing.T) {
+	r := NewRegistry()
+	game := func(id MessageType) Schema {
+		return Schema{ID: id, Name: "Game", Direction: ClientToServer, Channel: Reliable, MinLen: 1, MaxLen: 8, StringFieldOffset: NoStringFields}
+	}
+	for _, id := range []MessageType{40, 255, 256, 900} {
+		if err := r.DefineBuiltin(game(id), func(Direction, []byte) error { return nil }); err != nil {
+			t.Fatalf("DefineBuiltin(%d): %v", id, err)
+		}
+	}
+	for _, id := range []MessageType{FirstUserDefined, FirstUserDefined + 255, FirstUserDefined + 256, 40000} {
+		if err := r.Register("mod", userSchema(id)); err != nil {
+			t.Fatalf("Register(%d): %v", id, err)
+		}
+	}
+	payload := enc(uint32(0), "hi")
+	for _, id := range []MessageType{40, 255, 256, 900, FirstUserDefined, FirstUserDefined + 255, FirstUserDefined + 256, 40000} {
+		h := Header{Type: id, Channel: Reliable}
+		if err := r.Validate(ClientToServer, &h, payload); err != nil {
+			t.Errorf("type %d: %v", id, err)
+		}
+	}
+	for _, id := range []MessageType{41, 254, 257, 901, FirstUserDefined + 1, FirstUserDefined + 254, FirstUserDefined + 257, 40001} {
+		h := Header{Type: id, Channel: Reliable}
+		if err := r.Validate(ClientToServer, &h, payload); err != ErrUnknownType {
+			t.Errorf("type %d, never defined: %v, want ErrUnknownType", id, err)
+		}
+	}
+	r.UnregisterOwner("mod")
+	h := Header{Type: FirstUserDefined + 255, Channel: Reliable}
+	if err := r.Validate(ClientToServer, &h, payload); err != ErrTypeNotLoaded {
+		t.Errorf("a module's type after it unregistered: %v, want ErrTypeNotLoaded", err)
+	}
+}

@@ -30,18 +30,21 @@ func (r *Registry) Validate(travel Direction, h *Header, payload []byte) error {
 	if h.Type == TypeConnectAccepted || h.Type == TypeConnectRejected {
 		return errPlainOnly
 	}
-	s, transport := transportSchema(h.Type)
+	// The rule by reference: a Schema copied per message cost more than
+	// checking it.
+	s := transportRule(h.Type)
+	transport := s != nil
 	if !transport {
-		mt, ok := r.types()[h.Type]
+		mt := r.lookup(h.Type)
 		switch {
-		case !ok:
+		case mt == nil:
 			return ErrUnknownType
 		case mt.failed:
 			return ErrTypeFailed
 		case mt.gone:
 			return ErrTypeNotLoaded
 		}
-		s, check = mt.schema, mt.check
+		s, check = &mt.schema, mt.check
 	}
 	if s.Direction&travel == 0 {
 		return ErrWrongDirection
