@@ -82,14 +82,17 @@ func TestPolledClientIngestsOnCallersGoroutine(t *testing.T) {
 	reg := benchRegistry(t, wire.ReliableOrdered)
 	srv := newTestServerTB(t, func(c *netstack.ServerConfig) { c.Registry = reg })
 	srv.Handle(benchType, func(id uint32, h *wire.Header, p []byte) { _ = srv.Send(id, benchType, h.Channel, p) })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "x", Pin: srv.Pin(), Polled: true})); err == nil {
+		t.Fatal("Dial took a Polled client without a Transport or Conn for its caller to read")
+	}
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	r := &polledRig{t: t, conn: conn, tr: &dropWrites{Transport: transport.FromPacketConn(conn)}, buf: make([]byte, 65536)}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
 	r.c, err = netstack.Dial(ctx, gameClient(netstack.ClientConfig{
 		Server: srv.Addr(), Name: "polled", Pin: srv.Pin(), Registry: reg, Transport: r.tr, Polled: true,
 	}))

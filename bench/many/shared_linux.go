@@ -103,12 +103,17 @@ func newSharedSocket(server netip.AddrPort) (*sharedSocket, error) {
 	_ = conn.SetWriteBuffer(4 << 20)
 	rc, err := conn.SyscallConn()
 	if err == nil {
-		ctlErr := rc.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1) })
+		ctlErr := rc.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
+			// Don't Fragment, so the kernel picks no IP id per datagram
+			// (the clients' datagrams are far below loopback's MTU).
+			err = errors.Join(err, unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE))
+		})
 		err = errors.Join(err, ctlErr)
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("shared socket: IP_PKTINFO: %w", err)
+		return nil, fmt.Errorf("shared socket: IP_PKTINFO, IP_MTU_DISCOVER: %w", err)
 	}
 	s := &sharedSocket{conn: conn, rc: rc, port: uint16(conn.LocalAddr().(*net.UDPAddr).Port), server: server,
 		views: map[[4]byte]*view{}, wkick: make(chan struct{}, 1), done: make(chan struct{})}
