@@ -30,7 +30,11 @@ type Client struct {
 	version  uint16
 
 	inbox     chan Message
-	pending   []Message   // collected by the receive goroutine under the lock
+	pending   []Message // collected by the receive goroutine under the lock
+	polled    []Message // collected by Ingest under the lock (Polled)
+	arena     []byte    // the payloads of Ingest's messages (Polled)
+	polling   bool      // under sess.mu: Ingest is receiving
+	rxDone    chan struct{}
 	deliverFn deliverFunc // c.deliver, bound once: a method value allocates per use
 	check     clientValidator
 	schemas   wire.ModuleSchemas // the newest announcement (under sess.mu)

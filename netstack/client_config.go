@@ -122,6 +122,18 @@ type ClientConfig struct {
 	// to that much).
 	ServiceInterval time.Duration
 
+	// Polled: once admitted, the client reads nothing itself. Its receive
+	// goroutine ends when Dial returns, and the caller reads the client's
+	// transport (Transport or Conn) and hands every datagram to
+	// Client.Ingest, which returns the messages on the caller's goroutine
+	// (what arrived with the admission is returned by Receive); so it
+	// needs Transport or Conn, the one the caller reads. A game loop that
+	// polls its sessions once a frame, or a bot host driving
+	// many sessions from one goroutine, saves a goroutine wake-up and a
+	// channel hand-off per datagram. The client's timers (ServiceInterval)
+	// and Flush still run on goroutines of its own.
+	Polled bool
+
 	resuming *resumeFrom // set by Client.Resume for its Dial
 }
 
@@ -188,6 +200,9 @@ func (c *ClientConfig) validate() error {
 	}
 	if c.Transport != nil && c.Conn != nil {
 		return errors.New("netstack: ClientConfig sets both Transport and Conn; set one")
+	}
+	if c.Polled && c.Transport == nil && c.Conn == nil {
+		return errors.New("netstack: a Polled client is read by its caller: set Transport or Conn to what the caller reads")
 	}
 	return checkTransport(c.Transport)
 }

@@ -103,6 +103,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		reg:      cfg.Registry,
 		inbox:    make(chan Message, cfg.InboxSize),
 		admitted: make(chan struct{}),
+		rxDone:   make(chan struct{}),
 		done:     make(chan struct{}),
 		flushReq: make(chan struct{}, 1),
 	}
@@ -364,6 +365,9 @@ func (c *Client) finish(ctx context.Context, res *handshake.ClientResult, origin
 	go c.writer()
 	select {
 	case <-c.admitted:
+		if c.cfg.Polled {
+			<-c.rxDone // it ends with the pass that admitted: the caller reads from now on
+		}
 		c.requestTickets(ctx)
 		return nil
 	case <-c.done:

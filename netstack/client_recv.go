@@ -12,6 +12,7 @@ import (
 
 func (c *Client) receiveLoop() {
 	defer c.wg.Done()
+	defer close(c.rxDone)
 	for {
 		n, err := c.tr.ReadBatch(c.rxMsgs)
 		if err != nil {
@@ -53,6 +54,9 @@ func (c *Client) receiveLoop() {
 			c.shutdown()
 			return
 		}
+		if c.cfg.Polled && c.isAdmitted() {
+			return // Ingest takes over (client_poll.go)
+		}
 	}
 }
 
@@ -80,6 +84,16 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 	adopted := h.Type == wire.TypeModuleSchemas && c.adoptSchemas(payload)
 	if h.Type == wire.TypeModuleProtocols {
 		c.adoptProtocols(payload)
+	}
+	if c.polling { // Ingest's: the payload in the client's arena, no allocation
+		at := len(c.arena)
+		c.arena = append(c.arena, payload...)
+		m := Message{Header: *h, Payload: c.arena[at:len(c.arena):len(c.arena)]}
+		c.polled = append(c.polled, m)
+		if adopted {
+			c.sess.releaseHeldLocked()
+		}
+		return
 	}
 	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
 	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {

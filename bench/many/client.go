@@ -48,13 +48,17 @@ func client(o clientOpts) error {
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 	}
 	t0 := time.Now()
-	conns, sock, err := dialAll(o)
+	conns, views, sock, err := dialAll(o)
 	defer func() {
+		// In parallel: a client's Close waits for its last Acks, which
+		// the engine (when it runs) reads for all of them.
+		var closing sync.WaitGroup
 		for _, c := range conns {
 			if c != nil {
-				c.Close()
+				closing.Go(func() { c.Close() })
 			}
 		}
+		closing.Wait()
 		if sock != nil {
 			sock.Close()
 		}
@@ -76,13 +80,21 @@ func client(o clientOpts) error {
 		wake = ticker(ctx, o.lossAfter/5)
 	}
 	var wg sync.WaitGroup
+	var eng *engine
 	for i, c := range conns {
 		loops[i] = newLoop(c, o, &m)
+		if o.engine == "pump" {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			loops[i].run(ctx, wake)
 		}()
+	}
+	if o.engine == "pump" {
+		eng = newEngine(sock, conns, loops, views, o)
+		sock.start(eng)
 	}
 	var c0 time.Time
 	var m0 uint64
@@ -101,6 +113,9 @@ func client(o clientOpts) error {
 	}
 	cancel()
 	wg.Wait()
+	if eng != nil {
+		eng.stop()
+	}
 	for i, c := range conns {
 		st := c.Stats()
 		res.Retransmissions += st.Retransmissions
@@ -124,21 +139,22 @@ func client(o clientOpts) error {
 
 // dialAll connects this process's clients, 32 at a time: each on its own
 // socket, or all on one shared socket (returned, for its counters).
-func dialAll(o clientOpts) ([]*netstack.Client, *sharedSocket, error) {
+func dialAll(o clientOpts) ([]*netstack.Client, []*view, *sharedSocket, error) {
 	reg := wire.NewRegistry()
 	if err := reg.Register("echo", echoSchema(o.channel)); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	server := netip.MustParseAddrPort(o.addr)
 	var sock *sharedSocket
 	if o.socket == "shared" {
 		s, err := newSharedSocket(server)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sock = s
 	}
 	conns := make([]*netstack.Client, o.clients)
+	views := make([]*view, o.clients)
 	var wg sync.WaitGroup
 	var first atomic.Value
 	sem := make(chan struct{}, 32)
@@ -149,12 +165,13 @@ func dialAll(o clientOpts) ([]*netstack.Client, *sharedSocket, error) {
 			defer func() { <-sem; wg.Done() }()
 			i := o.first + k
 			cfg := netstack.ClientConfig{Server: server, Name: fmt.Sprintf("many-%d", i), Pin: o.pin, Registry: reg,
-				InboxSize: 4 * o.inflight, ServiceInterval: o.serviceInterval, NoMigration: o.noMigration}
+				InboxSize: 4 * o.inflight, ServiceInterval: o.serviceInterval, NoMigration: o.noMigration, Polled: o.engine == "pump"}
 			src := netip.AddrFrom4([4]byte{127, 2, byte(i / 250), byte(i%250 + 1)})
 			var conn *net.UDPConn
 			var err error
 			if sock != nil {
-				cfg.Transport, err = sock.view(src)
+				views[k], err = sock.view(src)
+				cfg.Transport = views[k]
 			} else if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))); err == nil {
 				cfg.Conn = conn
 			}
@@ -177,7 +194,7 @@ func dialAll(o clientOpts) ([]*netstack.Client, *sharedSocket, error) {
 	}
 	wg.Wait()
 	if err, _ := first.Load().(error); err != nil {
-		return conns, sock, err
+		return conns, views, sock, err
 	}
-	return conns, sock, nil
+	return conns, views, sock, nil
 }

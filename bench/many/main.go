@@ -68,6 +68,7 @@ type clientOpts struct {
 	socket           string        // "shared" or "per-client"
 	lossAfter        time.Duration // an unreliable message without echo for this long is lost
 	noMigration      bool
+	engine           string // "pump" (one goroutine drives the process's clients) or "goroutines"
 }
 
 func main() {
@@ -90,6 +91,7 @@ func main() {
 	channel := flag.String("channel", "reliable", "the messages' channel: reliable or unreliable")
 	flag.StringVar(&o.socket, "clients-socket", "shared", "shared: a client process's clients share one UDP socket (each still sends from its own address); per-client: a socket each")
 	flag.DurationVar(&o.lossAfter, "loss-after", 250*time.Millisecond, "unreliable: a message without echo for this long is counted lost and replaced")
+	flag.StringVar(&o.engine, "client-engine", "pump", "pump: one goroutine per client process drives its clients (Polled, with a shared socket); goroutines: each client has its own receive goroutine and a loop goroutine")
 	flag.BoolVar(&o.noMigration, "no-migration", false, "per-client: the clients ask for no connection id (as over a shared socket, where they never do)")
 	flag.Parse()
 	o.size = max(o.size, 12)
@@ -104,6 +106,10 @@ func main() {
 	}
 	if o.socket != "shared" && o.socket != "per-client" {
 		fmt.Fprintln(os.Stderr, "many: -clients-socket is shared or per-client")
+		os.Exit(2)
+	}
+	if o.engine != "pump" && o.engine != "goroutines" || o.engine == "pump" && o.socket != "shared" {
+		fmt.Fprintln(os.Stderr, "many: -client-engine is pump (with -clients-socket shared) or goroutines")
 		os.Exit(2)
 	}
 	o.lossAfter = max(o.lossAfter, 10*time.Millisecond)

@@ -97,7 +97,7 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 		c, err := start(clientCPUs, o.procs, append([]string{"-role", "client", "-addr", addr, "-pin", pin,
 			"-first", strconv.Itoa(from), "-clients", strconv.Itoa(n), "-inflight", strconv.Itoa(o.inflight),
 			"-size", strconv.Itoa(o.size), "-client-service", o.serviceInterval.String(), "-channel", channelName(o.channel),
-			"-clients-socket", o.socket, "-loss-after", o.lossAfter.String(), "-no-migration=" + strconv.FormatBool(o.noMigration)}, prof...)...)
+			"-clients-socket", o.socket, "-loss-after", o.lossAfter.String(), "-no-migration=" + strconv.FormatBool(o.noMigration), "-client-engine", o.engine}, prof...)...)
 		if err != nil {
 			return err
 		}
@@ -107,8 +107,8 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 	if serverCgroup != "" {
 		held = ", held by cgroup " + serverCgroup
 	}
-	fmt.Printf("%d clients × %d %s messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0%s), clients %d processes (GOMAXPROCS=%d each, CPU %s, %s sockets)\n",
-		o.clients, o.inflight, channelName(o.channel), o.size, held, k, o.procs, clientCPUs, o.socket)
+	fmt.Printf("%d clients × %d %s messages of %d B in flight, sealed; server one process (GOMAXPROCS=1, CPU 0%s), clients %d processes (GOMAXPROCS=%d each, CPU %s, %s sockets, %s engine)\n",
+		o.clients, o.inflight, channelName(o.channel), o.size, held, k, o.procs, clientCPUs, o.socket, o.engine)
 	for _, c := range kids {
 		if l, ok := c.line(); !ok || l != "dialed" {
 			return fmt.Errorf("a client process: %q", l)

@@ -49,6 +49,8 @@ type sharedSocket struct {
 	vmu    sync.RWMutex
 	views  map[[4]byte]*view
 
+	eng atomic.Pointer[engine] // -client-engine pump: the reader runs it
+
 	wmu   sync.Mutex
 	wq    []outPkt // written and not yet sent
 	wkick chan struct{}
@@ -101,12 +103,17 @@ func newSharedSocket(server netip.AddrPort) (*sharedSocket, error) {
 	_ = conn.SetWriteBuffer(4 << 20)
 	rc, err := conn.SyscallConn()
 	if err == nil {
-		ctlErr := rc.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1) })
+		ctlErr := rc.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
+			// Don't Fragment, so the kernel picks no IP id per datagram
+			// (the clients' datagrams are far below loopback's MTU).
+			err = errors.Join(err, unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE))
+		})
 		err = errors.Join(err, ctlErr)
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("shared socket: IP_PKTINFO: %w", err)
+		return nil, fmt.Errorf("shared socket: IP_PKTINFO, IP_MTU_DISCOVER: %w", err)
 	}
 	s := &sharedSocket{conn: conn, rc: rc, port: uint16(conn.LocalAddr().(*net.UDPAddr).Port), server: server,
 		views: map[[4]byte]*view{}, wkick: make(chan struct{}, 1), done: make(chan struct{})}
@@ -171,6 +178,10 @@ func (s *sharedSocket) reader() {
 		return true
 	}
 	for {
+		if e := s.eng.Load(); e != nil {
+			e.run(r)
+			return
+		}
 		if err := s.rc.Read(recv); err != nil {
 			return // closed
 		}
@@ -224,7 +235,6 @@ func pktinfoDst(c []byte) ([4]byte, bool) {
 func (s *sharedSocket) writer() {
 	defer s.wg.Done()
 	w := newMmsgs(sharedBatch, 0)
-	var q []outPkt
 	for {
 		select {
 		case <-s.done:
@@ -234,21 +244,28 @@ func (s *sharedSocket) writer() {
 		// The flush that woke the writer is one client's; let the other
 		// runnable clients flush first, so that a sendmmsg carries many.
 		runtime.Gosched()
-		s.wmu.Lock()
-		q, s.wq = s.wq, q[:0]
-		s.wmu.Unlock()
-		// Walk q by index: reslicing it forward would shrink its capacity
-		// and, once swapped back as s.wq, cost an allocation per round.
-		for off := 0; off < len(q); off += sharedBatch {
-			batch := q[off:min(len(q), off+sharedBatch)]
-			s.send(w, batch)
-			for i := range batch {
-				putPkt(batch[i].b)
-				batch[i] = outPkt{}
-			}
-		}
-		q = q[:0]
+		s.writeQueued(w)
 	}
+}
+
+// writeQueued sends what the views queued, in sendmmsg batches (the
+// writer's, or the engine's at the end of its pass).
+func (s *sharedSocket) writeQueued(w *mmsgs) {
+	s.wmu.Lock()
+	q := s.wq
+	s.wq = w.spare[:0]
+	s.wmu.Unlock()
+	// Walk q by index: reslicing it forward would shrink its capacity
+	// and, once swapped back as s.wq, cost an allocation per round.
+	for off := 0; off < len(q); off += sharedBatch {
+		batch := q[off:min(len(q), off+sharedBatch)]
+		s.send(w, batch)
+		for i := range batch {
+			putPkt(batch[i].b)
+			batch[i] = outPkt{}
+		}
+	}
+	w.spare = q[:0]
 }
 
 // send writes q (at most sharedBatch datagrams) to the server, each from
@@ -302,6 +319,7 @@ type mmsgs struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	bufs  [][]byte // a reader's own buffers
+	spare []outPkt // a writer's queue, swapped with the socket's
 	ctrl  [][]byte // a reader's control buffers
 }
 

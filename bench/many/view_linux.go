@@ -129,7 +129,7 @@ func (v *view) WriteBatch(msgs []transport.Message) (int, error) {
 		sent++
 	}
 	v.s.wmu.Unlock()
-	if sent > 0 {
+	if sent > 0 && v.s.eng.Load() == nil { // else the engine writes at the end of its pass
 		select {
 		case v.s.wkick <- struct{}{}:
 		default:
