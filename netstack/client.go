@@ -117,8 +117,16 @@ func (c *Client) ChannelBinding() [32]byte { return c.sess.keys.th }
 // (docs/protocol.md §5.5). An unreliable message that does not fit one
 // datagram is refused (ErrUnreliableTooLarge); a reliable one is fragmented.
 func (c *Client) Send(t wire.MessageType, ch wire.Channel, payload []byte) error {
+	return c.SendAt(t, ch, payload, time.Now())
+}
+
+// SendAt is Send with the time now read by the caller (time.Now()), for a
+// caller that sends many messages at one moment — a Polled client's
+// answers to what one Ingest returned, at that Ingest's time: it saves a
+// clock read per message. now must not be later than the clock.
+func (c *Client) SendAt(t wire.MessageType, ch wire.Channel, payload []byte, now time.Time) error {
 	c.sess.mu.Lock()
-	err := c.sess.sendLocked(t, ch, payload, time.Now())
+	err := c.sess.sendLocked(t, ch, payload, now)
 	arm := err == nil && c.cfg.FlushInterval > 0 && !c.flushArmed
 	if arm {
 		c.flushArmed = true

@@ -116,8 +116,9 @@ func TestPolledClientIngestsOnCallersGoroutine(t *testing.T) {
 	}
 
 	send := func(from, to int) {
+		now := time.Now()
 		for i := from; i < to; i++ {
-			if err := r.c.Send(benchType, wire.ReliableOrdered, fmt.Appendf(nil, "m%02d", i)); err != nil {
+			if err := r.c.SendAt(benchType, wire.ReliableOrdered, fmt.Appendf(nil, "m%02d", i), now); err != nil {
 				t.Fatal(err)
 			}
 		}

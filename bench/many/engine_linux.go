@@ -160,6 +160,7 @@ func (e *engine) ingest(ec *engineClient, b []byte, now time.Time) {
 	}
 	if !e.quiet {
 		ns := now.UnixNano()
+		ec.l.at = now // one clock read a pass, not one a message
 		for _, m := range e.msgs {
 			if m.Header.Type == echoType && len(m.Payload) >= 12 {
 				ec.l.echo(m.Payload, ns) // a refused Send: the slot stays empty, as a goroutine loop would end

@@ -28,8 +28,9 @@ type loop struct {
 	sent       []int64  // each slot's send time (unix ns)
 	gen        []uint16 // each slot's generation
 	payload    []byte
-	lost, late uint64 // in the window: given up for lost, echoed after that
-	echoes     uint64 // in the window: taken
+	lost, late uint64    // in the window: given up for lost, echoed after that
+	echoes     uint64    // in the window: taken
+	at         time.Time // the engine's pass time, which its sends use (zero: Send reads the clock)
 }
 
 // rttEvery: the round trip of one echo in rttEvery goes into the histogram.
@@ -47,6 +48,9 @@ func (l *loop) send(i int, now int64) bool {
 	binary.LittleEndian.PutUint64(l.payload, uint64(now))
 	binary.LittleEndian.PutUint16(l.payload[8:], uint16(i))
 	binary.LittleEndian.PutUint16(l.payload[10:], l.gen[i])
+	if !l.at.IsZero() {
+		return l.c.SendAt(echoType, l.o.channel, l.payload, l.at) == nil
+	}
 	return l.c.Send(echoType, l.o.channel, l.payload) == nil
 }
 
