@@ -5,14 +5,10 @@ package main
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sparkhost/sparkhost/netstack"
 	"github.com/sparkhost/sparkhost/netstack/transport"
@@ -97,15 +93,7 @@ func (e *engine) run(r *mmsgs) {
 	e.flush()
 	var n int
 	var errno syscall.Errno
-	recv := func(fd uintptr) bool {
-		r.prepare(sharedBatch)
-		m, _, en := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), sharedBatch, 0, 0, 0)
-		if en == unix.EAGAIN || en == unix.EINTR {
-			return false
-		}
-		n, errno = int(m), en
-		return true
-	}
+	recv := r.receiver(&n, &errno)
 	for {
 		if !e.quiet && e.stopped.Load() {
 			e.quiet = true
@@ -140,16 +128,13 @@ func (e *engine) run(r *mmsgs) {
 
 // datagram hands datagram i of r to the client it was sent to.
 func (e *engine) datagram(r *mmsgs, i int, now time.Time) {
-	h := &r.hdrs[i]
-	dst, ok := pktinfoDst(r.ctrl[i][:h.Hdr.Controllen])
-	src := (*unix.RawSockaddrInet4)(unsafe.Pointer(&r.names[i]))
-	from := netip.AddrPortFrom(netip.AddrFrom4(src.Addr), ntohs(src.Port))
+	dst, ok := e.s.from(r, i)
 	ec := e.clients[dst]
-	if !ok || ec == nil || from != e.s.server || h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+	if !ok || ec == nil {
 		e.s.Dropped.Add(1)
 		return
 	}
-	e.ingest(ec, r.bufs[i][:h.Len], now)
+	e.ingest(ec, r.bufs[i][:r.hdrs[i].Len], now)
 }
 
 // ingest gives one datagram to its client and answers its echoes.

@@ -168,15 +168,7 @@ func (s *sharedSocket) reader() {
 	r := newMmsgs(sharedBatch, transport.MaxUDPDatagram+1)
 	var n int
 	var errno syscall.Errno
-	recv := func(fd uintptr) bool {
-		r.prepare(sharedBatch)
-		m, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), sharedBatch, 0, 0, 0)
-		if e == unix.EAGAIN || e == unix.EINTR {
-			return false
-		}
-		n, errno = int(m), e
-		return true
-	}
+	recv := r.receiver(&n, &errno)
 	for {
 		if e := s.eng.Load(); e != nil {
 			e.run(r)
@@ -196,20 +188,41 @@ func (s *sharedSocket) reader() {
 	}
 }
 
-// deliver hands datagram i of r to the view it was sent to.
-func (s *sharedSocket) deliver(r *mmsgs, i int) {
+// receiver returns the function that reads a recvmmsg batch into r for
+// a syscall.RawConn's Read (false: nothing yet), setting *n and *errno.
+func (r *mmsgs) receiver(n *int, errno *syscall.Errno) func(fd uintptr) bool {
+	return func(fd uintptr) bool {
+		r.prepare(sharedBatch)
+		m, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), sharedBatch, 0, 0, 0)
+		if e == unix.EAGAIN || e == unix.EINTR {
+			return false
+		}
+		*n, *errno = int(m), e
+		return true
+	}
+}
+
+// from returns the address datagram i of r was sent to, if it came whole
+// from the server (ok false: drop it).
+func (s *sharedSocket) from(r *mmsgs, i int) (dst [4]byte, ok bool) {
 	h := &r.hdrs[i]
-	dst, ok := pktinfoDst(r.ctrl[i][:h.Hdr.Controllen])
+	dst, ok = pktinfoDst(r.ctrl[i][:h.Hdr.Controllen])
 	src := (*unix.RawSockaddrInet4)(unsafe.Pointer(&r.names[i]))
 	from := netip.AddrPortFrom(netip.AddrFrom4(src.Addr), ntohs(src.Port))
-	if !ok || from != s.server || h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+	return dst, ok && from == s.server && h.Hdr.Flags&unix.MSG_TRUNC == 0
+}
+
+// deliver hands datagram i of r to the view it was sent to.
+func (s *sharedSocket) deliver(r *mmsgs, i int) {
+	dst, ok := s.from(r, i)
+	if !ok {
 		s.Dropped.Add(1)
 		return
 	}
 	s.vmu.RLock()
 	v := s.views[dst]
 	s.vmu.RUnlock()
-	if v == nil || !v.push(r.bufs[i][:h.Len]) {
+	if v == nil || !v.push(r.bufs[i][:r.hdrs[i].Len]) {
 		s.Dropped.Add(1)
 	}
 }
