@@ -29,6 +29,10 @@
  * -server-cgroup DIR moves the server into a cgroup (v1 cpu controller: a
  * cpu.cfs_quota_us of part of cpu.cfs_period_us) so that it, not the
  * clients' core, is the bound; bench/many has the same flag.
+ * -clients-both-cpus lets the client processes run on CPU 0 too, and
+ * -server-nice N sets the server's nice value: with -20 the clients get
+ * what the server leaves of its core, and the other core (bench/many:
+ * -client-cpus 0,1 -server-nice -20).
  *
  *	apt-get install libenet-dev
  *	gcc -O2 -Wall -o /tmp/enet-many bench/enetref/enet-many.c -lenet -lm
@@ -84,6 +88,8 @@ struct opts {
 	double duration, warmup;
 	uint16_t port;
 	const char *cgroup; /* a cgroup directory the server is moved into, or NULL */
+	int bothCPUs;       /* the clients may run on CPU 0 too (what the server leaves of it) */
+	int nice;           /* the server's nice value */
 };
 
 static struct shared *sh;
@@ -94,10 +100,12 @@ static uint64_t nowNS(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void pin(int cpu) {
+static void pin(int cpu, int alsoCPU0) {
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
+	if (alsoCPU0)
+		CPU_SET(0, &set);
 	if (sched_setaffinity(0, sizeof set, &set) != 0)
 		perror("sched_setaffinity");
 }
@@ -116,7 +124,9 @@ static uint32_t loopback(int a, int b, int c, int d) {
 
 /* server echoes every message on the flags it came with, until stop. */
 static int server(const struct opts *o) {
-	pin(0);
+	pin(0, 0);
+	if (o->nice != 0 && setpriority(PRIO_PROCESS, 0, o->nice) != 0)
+		perror("setpriority");
 	if (enet_initialize() != 0)
 		return 1;
 	ENetAddress addr = {.host = loopback(127, 0, 0, 1), .port = o->port};
@@ -222,7 +232,7 @@ static void drain(const struct opts *o, int proc, struct cli *c, unsigned char *
 
 /* clientProc runs clients first .. first+n-1 until stop. */
 static int clientProc(const struct opts *o, int proc, int first, int n) {
-	pin(1);
+	pin(1, o->bothCPUs);
 	raiseNoFile();
 	if (enet_initialize() != 0)
 		return 1;
@@ -402,7 +412,7 @@ static int joinCgroup(const char *dir, pid_t pid) {
 }
 
 static int usage(void) {
-	fprintf(stderr, "usage: enet-many [-clients N] [-inflight N] [-size B] [-client-processes N] [-reliable] [-duration S] [-warmup S] [-server-cgroup DIR]\n");
+	fprintf(stderr, "usage: enet-many [-clients N] [-inflight N] [-size B] [-client-processes N] [-reliable] [-duration S] [-warmup S] [-server-cgroup DIR] [-clients-both-cpus] [-server-nice N]\n");
 	return 2;
 }
 
@@ -414,6 +424,10 @@ static int parse(int argc, char **argv, struct opts *o) {
 			a++;
 		if (strcmp(a, "-reliable") == 0) {
 			o->reliable = 1;
+			continue;
+		}
+		if (strcmp(a, "-clients-both-cpus") == 0) {
+			o->bothCPUs = 1;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -433,6 +447,8 @@ static int parse(int argc, char **argv, struct opts *o) {
 			o->warmup = atof(v);
 		else if (strcmp(a, "-server-cgroup") == 0)
 			o->cgroup = v;
+		else if (strcmp(a, "-server-nice") == 0)
+			o->nice = atoi(v);
 		else
 			return -1;
 	}

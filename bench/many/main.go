@@ -55,6 +55,7 @@ var (
 	profileDir   string
 	clientCPUs   string
 	serverCgroup string
+	serverNice   int
 )
 
 // clientOpts is what a client process is told.
@@ -86,6 +87,7 @@ func main() {
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of every process to this directory")
 	flag.StringVar(&clientCPUs, "client-cpus", "1", "the CPUs of the clients' processes (taskset list)")
 	flag.StringVar(&serverCgroup, "server-cgroup", "", "a cgroup directory (e.g. /sys/fs/cgroup/cpu/bench with a cpu.cfs_quota_us) the server process is moved into: a server held to part of its core")
+	flag.IntVar(&serverNice, "server-nice", 0, "the server process's nice value (e.g. -20, with -client-cpus 0,1: the clients get what the server leaves of its core, and the other core)")
 	flag.IntVar(&o.procs, "client-procs", 1, "GOMAXPROCS of each client process")
 	flag.IntVar(&o.processes, "client-processes", 4, "client processes (the clients are shared out among them)")
 	channel := flag.String("channel", "reliable", "the messages' channel: reliable or unreliable")

@@ -29,17 +29,19 @@ type child struct {
 	out *bufio.Scanner
 }
 
-func start(cpu string, procs int, args ...string) (*child, error) {
+func start(cpu string, procs, nice int, args ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	var c *exec.Cmd
+	argv := append([]string{self}, args...)
 	if _, err := exec.LookPath("taskset"); err == nil {
-		c = exec.Command("taskset", append([]string{"-c", cpu, self}, args...)...)
-	} else {
-		c = exec.Command(self, args...)
+		argv = append([]string{"taskset", "-c", cpu}, argv...)
 	}
+	if nice != 0 {
+		argv = append([]string{"nice", "-n", strconv.Itoa(nice)}, argv...) // every thread of it inherits the value
+	}
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
 	c.Stderr = os.Stderr
 	in, _ := c.StdinPipe()
@@ -63,7 +65,7 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 	if profileDir != "" {
 		prof = []string{"-profile", profileDir}
 	}
-	srv, err := start("0", 1, append([]string{"-role", "server", "-clients", strconv.Itoa(o.clients), "-channel", channelName(o.channel)}, prof...)...)
+	srv, err := start("0", 1, serverNice, append([]string{"-role", "server", "-clients", strconv.Itoa(o.clients), "-channel", channelName(o.channel)}, prof...)...)
 	if err != nil {
 		return err
 	}
@@ -94,7 +96,7 @@ func orchestrate(o clientOpts, warmup, dur time.Duration) error {
 	for i := range k {
 		n := o.clients/k + btoi(i < o.clients%k)
 		from := i*(o.clients/k) + min(i, o.clients%k)
-		c, err := start(clientCPUs, o.procs, append([]string{"-role", "client", "-addr", addr, "-pin", pin,
+		c, err := start(clientCPUs, o.procs, 0, append([]string{"-role", "client", "-addr", addr, "-pin", pin,
 			"-first", strconv.Itoa(from), "-clients", strconv.Itoa(n), "-inflight", strconv.Itoa(o.inflight),
 			"-size", strconv.Itoa(o.size), "-client-service", o.serviceInterval.String(), "-channel", channelName(o.channel),
 			"-clients-socket", o.socket, "-loss-after", o.lossAfter.String(), "-no-migration=" + strconv.FormatBool(o.noMigration), "-client-engine", o.engine}, prof...)...)
