@@ -187,3 +187,32 @@ func TestPolledClientIngestsOnCallersGoroutine(t *testing.T) {
 		r.next(20*time.Millisecond, false)
 	}
 }
+
+// TestPolledClientRebindsOnlyToACallersSocket: a Polled client's caller
+// reads its socket, so Rebind must be given the new one; Rebind(nil),
+// which would open a socket nobody reads, is refused.
+func TestPolledClientRebindsOnlyToACallersSocket(t *testing.T) {
+	srv := newTestServerTB(t, nil)
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	c, err := netstack.Dial(ctx, gameClient(netstack.ClientConfig{Server: srv.Addr(), Name: "polled", Pin: srv.Pin(), Conn: conn, Polled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(wire.DisconnectClientQuit, "")
+	if err := c.Rebind(nil); !errors.Is(err, netstack.ErrCannotRebind) {
+		t.Fatalf("Rebind(nil) of a Polled client: %v, want ErrCannotRebind", err)
+	}
+	next, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rebind(next); err != nil {
+		t.Fatalf("Rebind to the caller's new socket: %v", err)
+	}
+}

@@ -116,10 +116,11 @@ var ErrCannotRebind = errors.New("netstack: this client's transport cannot be re
 // Against a server that does not support it, or before the server gave the
 // client its connection id (the first round trip after admission), the
 // session times out. Rebind returns an error for a client over a
-// ClientConfig.Transport, and ErrClosed after Close.
+// ClientConfig.Transport, for a Polled client without conn (its caller
+// reads the socket: it gives the new one), and ErrClosed after Close.
 func (c *Client) Rebind(conn net.PacketConn) error {
 	sw, ok := c.tr.(*swapTransport)
-	if !ok || c.cfg.Transport != nil {
+	if !ok || c.cfg.Transport != nil || c.cfg.Polled && conn == nil {
 		return ErrCannotRebind
 	}
 	next := transport.Transport(nil)
