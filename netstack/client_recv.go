@@ -85,24 +85,20 @@ func (c *Client) deliver(h *wire.Header, payload []byte) {
 	if h.Type == wire.TypeModuleProtocols {
 		c.adoptProtocols(payload)
 	}
-	if c.polling { // Ingest's: the payload in the client's arena, no allocation
+	if c.polling { // Ingest's: the payload in the client's arena, no allocation (admitted already)
 		at := len(c.arena)
 		c.arena = append(c.arena, payload...)
-		m := Message{Header: *h, Payload: c.arena[at:len(c.arena):len(c.arena)]}
-		c.polled = append(c.polled, m)
-		if adopted {
-			c.sess.releaseHeldLocked()
+		c.polled = append(c.polled, Message{Header: *h, Payload: c.arena[at:len(c.arena):len(c.arena)]})
+	} else {
+		m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
+		if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
+			if h.Type == c.cfg.Welcome {
+				c.welcome = m
+			}
+			c.admit()
 		}
-		return
+		c.pending = append(c.pending, m)
 	}
-	m := Message{Header: *h, Payload: append([]byte(nil), payload...)}
-	if c.cfg.Welcome == 0 || (h.Type == c.cfg.Welcome && c.welcome.Payload == nil) {
-		if h.Type == c.cfg.Welcome {
-			c.welcome = m
-		}
-		c.admit()
-	}
-	c.pending = append(c.pending, m)
 	if adopted {
 		c.sess.releaseHeldLocked() // what waited for this table, after it
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sparkhost/sparkhost/netstack"
-	"github.com/sparkhost/sparkhost/netstack/transport"
 	"github.com/sparkhost/sparkhost/netstack/wire"
 )
 
@@ -182,5 +181,3 @@ func (v *view) takeQueued() []pkt {
 	v.q = nil
 	return q
 }
-
-var _ transport.Transport = (*view)(nil)
